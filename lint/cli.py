@@ -1,0 +1,56 @@
+"""The `dra-affinity` command group.
+
+Subcommands are imported only when invoked, so `--help`, `--version` and a
+pre-commit run of `lint` never pay for Flask, gunicorn or the CEL engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+# name -> (module, attribute, one-line help shown by `--help` without importing the module)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlice YAML/JSON files (slice rules)."),
+    "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands live in modules imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        command = getattr(module, spec[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in sorted(_COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _version() -> str:
+    try:
+        return version("dra-affinity")
+    except PackageNotFoundError:  # running from a source tree without installing
+        return "0+unknown"
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="dra-affinity")
+def main() -> None:
+    """Lint and validate Kubernetes DRA ResourceSlice `sharingAffinity` (KEP-5981).
+
+    Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
+    2 usage error or unreadable input.
+    """

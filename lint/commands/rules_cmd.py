@@ -1,0 +1,68 @@
+"""`dra-affinity rules [ID]`: the catalog, as ruff's `rule CODE` explains a code."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from policies.catalog import UnknownRuleError, catalog, get_rule
+from policies.rules.base import Rule
+
+
+def _as_json(rule: Rule) -> dict[str, object]:
+    return {
+        "id": rule.id,
+        "slug": rule.slug,
+        "severity": rule.severity.label,
+        "scope": rule.scope.value,
+        "summary": rule.summary,
+        "description": rule.description,
+        "badExample": rule.bad_example,
+        "goodExample": rule.good_example,
+        "implemented": rule.implemented,
+        "ratchets": rule.ratchets,
+        "upstream": rule.upstream,
+    }
+
+
+def _explain(rule: Rule) -> str:
+    lines = [
+        f"{rule.id} {rule.slug} ({rule.severity.label}, {rule.scope.value} rule)"
+        + ("" if rule.implemented else " [planned: not checked yet]"),
+        "",
+        rule.summary[0].upper() + rule.summary[1:] + ".",
+        "",
+        click.wrap_text(rule.description, width=88, preserve_paragraphs=True),
+    ]
+    if rule.upstream:
+        lines += ["", f"Also enforced by: {rule.upstream}."]
+    if rule.ratchets:
+        lines += ["", "On UPDATE, expressions stored unchanged in the old object are not re-checked."]
+    for title, example in (("Bad", rule.bad_example), ("Good", rule.good_example)):
+        if example:
+            lines += ["", f"{title}:", *("    " + line for line in example.splitlines())]
+    return "\n".join(lines)
+
+
+@click.command("rules")
+@click.argument("rule_id", required=False, metavar="[RULE_ID]")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules(rule_id: str | None, fmt: str) -> None:
+    """List every rule, or explain RULE_ID (e.g. `dra-affinity rules SA105`)."""
+    if rule_id is None:
+        selected = list(catalog().values())
+        if fmt == "json":
+            click.echo(json.dumps([_as_json(r) for r in selected], indent=2))
+            return
+        for rule in selected:
+            status = "" if rule.implemented else "  (planned)"
+            click.echo(f"{rule.id}  {rule.severity.label:<7}  {rule.slug:<24} {rule.summary}{status}")
+        return
+    try:
+        rule = get_rule(rule_id)
+    except UnknownRuleError:
+        raise click.UsageError(
+            f"unknown rule {rule_id!r}; `dra-affinity rules` lists them"
+        ) from None
+    click.echo(json.dumps(_as_json(rule), indent=2) if fmt == "json" else _explain(rule))

@@ -1,0 +1,38 @@
+"""What one CLI run found: findings plus the counts every reporter prints."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policies.findings import Finding, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    files: int
+    objects: int
+    skipped: int
+
+    def counts(self, findings: Sequence[Finding]) -> dict[str, int]:
+        return {
+            "errors": sum(f.severity is Severity.ERROR for f in findings),
+            "warnings": sum(f.severity is Severity.WARNING for f in findings),
+            "infos": sum(f.severity is Severity.INFO for f in findings),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    findings: tuple[Finding, ...]
+    summary: Summary
+
+    def sorted(self) -> tuple[Finding, ...]:
+        """File, line, column order: how editors and humans read a report."""
+
+        def key(f: Finding) -> tuple[str, int, int, str]:
+            loc = f.primary
+            pos = loc.position
+            return (loc.file or "", pos.line if pos else 0, pos.column if pos else 0, f.rule)
+
+        return tuple(sorted(self.findings, key=key))

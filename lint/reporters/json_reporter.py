@@ -1,0 +1,53 @@
+"""`--format json`: the SPEC §7 contract. CI parses this; add fields, never rename them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lint.report import Report
+from policies.findings import Finding, Location
+
+
+def _location(loc: Location) -> dict[str, Any]:
+    return {
+        "file": loc.file,
+        "line": loc.position.line if loc.position else None,
+        "column": loc.position.column if loc.position else None,
+        "field": loc.field_path or None,
+        "object": _object(loc),
+    }
+
+
+def _object(loc: Location) -> dict[str, Any] | None:
+    if loc.object is None:
+        return None
+    out: dict[str, Any] = {"kind": loc.object.kind, "name": loc.object.name}
+    if loc.object.namespace:
+        out["namespace"] = loc.object.namespace
+    return out
+
+
+def finding_to_json(finding: Finding) -> dict[str, Any]:
+    primary = finding.primary
+    out: dict[str, Any] = {
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        **_location(primary),
+        "pool": {"driver": finding.pool.driver, "name": finding.pool.name} if finding.pool else None,
+        "message": finding.message,
+    }
+    if len(finding.locations) > 1:
+        out["locations"] = [_location(loc) for loc in finding.locations]
+    return out
+
+
+def render(report: Report) -> str:
+    findings = report.sorted()
+    summary = {
+        "files": report.summary.files,
+        "objects": report.summary.objects,
+        **report.summary.counts(findings),
+        "skipped": report.summary.skipped,
+    }
+    return json.dumps({"findings": [finding_to_json(f) for f in findings], "summary": summary}, indent=2)

@@ -1,0 +1,57 @@
+"""`--format text`: one line per finding, `file:line:col: severity RULE object: message`.
+
+The `file:line:col:` prefix is what editors and terminals turn into links. Colour
+only when writing to a terminal (click strips it otherwise).
+"""
+
+from __future__ import annotations
+
+import click
+
+from lint.report import Report
+from policies.findings import Finding, Severity
+
+_COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
+
+
+def _where(finding: Finding) -> str:
+    loc = finding.primary
+    file = loc.file or "<input>"
+    if loc.position is None:
+        return file
+    return f"{file}:{loc.position.line}:{loc.position.column}"
+
+
+def _object(finding: Finding) -> str:
+    obj = finding.primary.object
+    if obj is None:
+        return ""
+    name = f"{obj.namespace}/{obj.name}" if obj.namespace else (obj.name or "<unnamed>")
+    pool = f" (pool {finding.pool.driver}/{finding.pool.name})" if finding.pool else ""
+    return f" {obj.kind}/{name}{pool}:"
+
+
+def _line(finding: Finding) -> str:
+    severity = click.style(finding.severity.label, fg=_COLOURS[finding.severity], bold=True)
+    rule = click.style(finding.rule, bold=True)
+    text = f"{_where(finding)}: {severity} {rule}{_object(finding)} {finding.message}"
+    for extra in finding.locations[1:]:
+        pos = f":{extra.position.line}:{extra.position.column}" if extra.position else ""
+        text += f"\n    also at {extra.file or '<input>'}{pos} {extra.field_path}"
+    return text
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render(report: Report) -> str:
+    findings = report.sorted()
+    counts = report.summary.counts(findings)
+    s = report.summary
+    tail = (
+        f"{_plural(counts['errors'], 'error')}, {_plural(counts['warnings'], 'warning')}, "
+        f"{_plural(counts['infos'], 'info')} in {_plural(s.objects, 'object')} "
+        f"({_plural(s.files, 'file')}, {s.skipped} other objects skipped)"
+    )
+    return "\n".join([*(_line(f) for f in findings), tail])

@@ -1,0 +1,79 @@
+"""What a rule is: stable id and docs (for `rules`, SARIF, the webhook) plus a check.
+
+Rules are yamllint-style: one module per rule, exporting `RULE`. A check is a
+generator over a context, yielding `Finding`s; it never raises for bad input
+(the structural check ran before), and it never formats locations itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from policies.findings import Finding, Location, Severity
+from policies.source import FieldPath, render_path
+
+if TYPE_CHECKING:
+    from policies.context import SliceContext
+
+
+class Scope(enum.Enum):
+    INPUT = "input"
+    SLICE = "slice"
+    POOL = "pool"
+
+
+SliceCheck = Callable[["SliceContext"], Iterable[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Everything a user or a reporter needs to know about one rule id."""
+
+    id: str
+    slug: str
+    severity: Severity
+    scope: Scope
+    summary: str
+    description: str
+    bad_example: str = ""
+    good_example: str = ""
+    check: SliceCheck | None = None
+    ratchets: bool = False
+    """UPDATE: skip expressions byte-identical to one the old object already had (SPEC §2)."""
+    upstream: str = ""
+    """Where the API server or scheduler enforces the same thing, if anywhere."""
+
+    @property
+    def implemented(self) -> bool:
+        return self.check is not None or self.scope is Scope.INPUT
+
+    def finding(
+        self,
+        ctx: SliceContext,
+        path: FieldPath,
+        body: str,
+        *,
+        anchor: FieldPath | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding on `ctx.slice` whose message reads like an API server field error.
+
+        `anchor` is where a human should look when it differs from the reported field
+        (a duplicate list entry is reported at `[i]`, but its `name` is the line to show).
+        """
+        obj = ctx.slice
+        location = Location.at(obj.source, path, obj.ref)
+        if anchor is not None:
+            location = Location(
+                field=path, file=location.file, position=obj.source.locate(anchor), object=obj.ref
+            )
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            message=f"{render_path(path)}: {body}",
+            locations=(location,),
+            pool=obj.pool,
+        )

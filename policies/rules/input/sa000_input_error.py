@@ -1,0 +1,21 @@
+"""SA000: input the tool could not turn into an object (reported by loaders and the model)."""
+
+from policies.findings import Severity
+from policies.rules.base import Rule, Scope
+
+RULE = Rule(
+    id="SA000",
+    slug="input-error",
+    severity=Severity.ERROR,
+    scope=Scope.INPUT,
+    summary="unreadable file, unparseable YAML/JSON, a document that is not an object, or a "
+    "missing or mistyped required field",
+    description=(
+        "Nothing else can be checked on an object that cannot be read, so this is always an "
+        "error. The finding names the file, line and column the parser stopped at, and the "
+        "field path for structural problems (`spec.pool.generation: Invalid value: \"7\": must "
+        "be of type integer`). Other documents and files are still checked."
+    ),
+    bad_example="spec:\n  pool:\n    name: p\n    generation: \"7\"   # a string",
+    good_example="spec:\n  pool:\n    name: p\n    generation: 7",
+)

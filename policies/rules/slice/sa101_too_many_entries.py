@@ -1,0 +1,37 @@
+"""SA101: at most 8 sharing-affinity entries per slice (`SharingAffinityMaxEntries`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    count = len(ctx.slice.sharing_affinity)
+    limit = ctx.limits.max_entries
+    if count > limit:
+        yield RULE.finding(
+            ctx, ("spec", "sharingAffinity"), f"Too many: {count}: must have at most {limit} items"
+        )
+
+
+RULE = Rule(
+    id="SA101",
+    slug="too-many-entries",
+    severity=Severity.ERROR,
+    scope=Scope.SLICE,
+    summary="sharingAffinity has more than 8 entries",
+    description=(
+        "The API declares `+k8s:maxItems=8` on `spec.sharingAffinity` "
+        "(`SharingAffinityMaxEntries`), so the API server rejects a slice with more entries. "
+        "A pool that needs more keys than that is probably mixing unrelated sharing "
+        "constraints; split its devices into separate pools."
+    ),
+    bad_example="sharingAffinity: [9 entries: k1 … k9]",
+    good_example="sharingAffinity: [at most 8 entries]",
+    check=check,
+    upstream="kube-apiserver (declarative maxItems)",
+)

@@ -1,0 +1,50 @@
+"""SA103: entry names are Kubernetes qualified names.
+
+Upstream is silent on the format; SPEC §2 chooses the qualified-name rule
+(optional DNS-subdomain prefix, then 1–63 characters), which admits every key the
+KEP and the upstream tests use (`subnet`, `pkey`, `nvlink-domain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.k8s_names import qualified_name_errors
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for entry in ctx.slice.sharing_affinity:
+        path = ("spec", "sharingAffinity", entry.index, "name")
+        if not entry.name:
+            yield RULE.finding(ctx, path, "Required value")
+            continue
+        for problem in qualified_name_errors(entry.name):
+            yield RULE.finding(ctx, path, f"Invalid value: {_quote(entry.name)}: {problem}")
+
+
+def _quote(value: str) -> str:
+    from policies.k8s_names import go_quote
+
+    return go_quote(value)
+
+
+RULE = Rule(
+    id="SA103",
+    slug="invalid-name",
+    severity=Severity.ERROR,
+    scope=Scope.SLICE,
+    summary="an entry's name is empty or not a valid key name",
+    description=(
+        "The name is the affinity key the scheduler locks a device on and shows in "
+        "events. It must be a Kubernetes qualified name: an optional DNS-subdomain prefix "
+        "and `/`, then 1–63 characters of letters, digits, `-`, `_` and `.`, starting and "
+        "ending with a letter or digit. An empty or missing name is rejected as "
+        "`Required value`."
+    ),
+    bad_example="- name: 'my subnet'\n  expression: object.subnetID",
+    good_example="- name: networking.example.com/subnet\n  expression: object.subnetID",
+    check=check,
+)

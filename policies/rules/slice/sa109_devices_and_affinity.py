@@ -1,0 +1,39 @@
+"""SA109: a slice carries either devices or sharingAffinity, never both."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    if ctx.slice.devices_set and ctx.slice.sharing_affinity_set:
+        yield RULE.finding(
+            ctx,
+            ("spec",),
+            'Invalid value: "": only one of `devices` or `sharingAffinity` is allowed',
+            anchor=("spec", "sharingAffinity"),
+        )
+
+
+RULE = Rule(
+    id="SA109",
+    slug="devices-and-affinity",
+    severity=Severity.ERROR,
+    scope=Scope.SLICE,
+    summary="the slice sets both devices and sharingAffinity",
+    description=(
+        "KEP-5981 publishes sharing affinity as pool-level metadata in dedicated slices, "
+        "mutually exclusive with devices, mirroring `sharedCounters` (KEP-4815). As upstream "
+        "does for `sharedCounters`, the test is on presence: `devices: []` next to "
+        "`sharingAffinity` is rejected too. Move the extractors to a metadata slice of the "
+        "same pool and raise `resourceSliceCount` by one."
+    ),
+    bad_example="spec:\n  devices: [...]\n  sharingAffinity: [...]",
+    good_example="# slice 1\nspec:\n  sharingAffinity: [...]\n# slice 2\nspec:\n  devices: [...]",
+    check=check,
+    upstream="kube-apiserver (mutual exclusion, as for sharedCounters)",
+)

@@ -1,0 +1,41 @@
+"""Builders for test objects, so each test states only what it is about."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from policies.model import ResourceSlice, parse
+
+
+def slice_doc(
+    entries: list[dict[str, Any]] | None = None,
+    *,
+    devices: list[dict[str, Any]] | None = None,
+    name: str = "meta",
+    driver: str = "networking.example.com",
+    pool: str = "node-a",
+    generation: int = 1,
+    count: int = 1,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "driver": driver,
+        "nodeName": "node-a",
+        "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+    }
+    if entries is not None:
+        spec["sharingAffinity"] = copy.deepcopy(entries)
+    if devices is not None:
+        spec["devices"] = copy.deepcopy(devices)
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def entry(name: str, expression: str = 'has(object.x) ? object.x : ""') -> dict[str, Any]:
+    return {"name": name, "expression": expression}
+
+
+def model(doc: dict[str, Any]) -> ResourceSlice:
+    result = parse(doc)
+    assert isinstance(result.obj, ResourceSlice), result.findings
+    return result.obj
