@@ -21,9 +21,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 class KubernetesVersionType(click.ParamType):
     name = "VERSION"
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> KubernetesVersion:
-        if isinstance(value, tuple):
-            return value  # the default
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> KubernetesVersion:
         try:
             return parse_kubernetes_version(str(value))
         except VersionError as exc:
@@ -34,7 +34,7 @@ def kubernetes_version_option(func: F) -> F:
     return click.option(
         "--kubernetes-version",
         type=KubernetesVersionType(),
-        default=DEFAULT_KUBERNETES_VERSION,
-        show_default=format_kubernetes_version(DEFAULT_KUBERNETES_VERSION),
+        default=format_kubernetes_version(DEFAULT_KUBERNETES_VERSION),
+        show_default=True,
         help="Target Kubernetes release: selects limits and the CEL environment.",
     )(func)

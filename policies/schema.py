@@ -8,15 +8,17 @@ own ids, not schema errors, so that each keeps its rule id and message.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from policies.source import FieldPath
+
+if TYPE_CHECKING:  # jsonschema costs ~100 ms to import; `--help` must not pay it
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 _STRING = {"type": "string"}
 _INT = {"type": "integer"}
@@ -212,6 +214,8 @@ class SchemaViolation:
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(SCHEMAS[kind])
 
 
@@ -223,16 +227,14 @@ def _describe(error: ValidationError) -> str:
     if error.validator == "required":
         return "Required value"
     if error.validator == "type":
-        expected = error.validator_value
-        names = [expected] if isinstance(expected, str) else list(expected)
+        expected: Any = error.validator_value
+        names: list[str] = [expected] if isinstance(expected, str) else list(expected)
         wanted = " or ".join(_TYPE_WORDS.get(n, n) for n in names if n != "null")
         return f"Invalid value: {_short(error.instance)}: must be of type {wanted}"
     return f"Invalid value: {_short(error.instance)}: {error.message}"
 
 
 def _short(value: object) -> str:
-    import json
-
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -248,5 +250,6 @@ def _error_path(error: ValidationError) -> FieldPath:
 
 def validate(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
     """Yield every structural violation of `document`, deepest-first order irrelevant."""
-    for error in sorted(_validator(kind).iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+    errors = _validator(kind).iter_errors(document)
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
         yield SchemaViolation(_error_path(error), _describe(error))
