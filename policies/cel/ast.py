@@ -1,0 +1,1084 @@
+"""Decoded checked CEL AST (from cel-expr-python's `Expression.serialize()`).
+
+Why: every static analysis we do (cost estimation, advisory rules, messages that point at a
+sub-expression) needs the *checked* tree: node kinds, per-node types, the candidate overload ids
+the checker recorded, macro call info and source positions. cel-expr-python only exposes that as
+a serialized `google.protobuf.Any` wrapping `cel.expr.CheckedExpr`. No PyPI package ships those
+message classes and we do not want the `protobuf` runtime, so this module reads the wire format
+directly, using field numbers from cel-spec's `syntax.proto` and `checked.proto`.
+
+Positions are code-point offsets (as in cel-go); `CheckedAst.location` turns them into the
+1-based line and 1-based column cel-go prints as `<input>:L:C`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import struct
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from policies.cel.types import (
+    DYN,
+    CelType,
+    Primitive,
+    TypeKind,
+    WellKnown,
+)
+
+__all__ = [
+    "AstDecodeError",
+    "CheckedAst",
+    "ConstKind",
+    "Constant",
+    "Node",
+    "NodeKind",
+    "Reference",
+    "SourceInfo",
+    "StructEntry",
+    "decode_checked_expr",
+    "offset_to_location",
+    "source_span",
+    "unparse",
+]
+
+CHECKED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.CheckedExpr"
+
+
+class AstDecodeError(ValueError):
+    """The serialized AST could not be read. The engine produced it, so this signals a bug."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Protobuf wire format (private). Kept here rather than in a separate module to keep the decoder
+# self-contained; it supports exactly what the CEL messages use.
+# ------------------------------------------------------------------------------------------------
+
+_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
+_TWO_63 = 1 << 63
+_TWO_64 = 1 << 64
+
+
+def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise AstDecodeError("truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result & (_TWO_64 - 1), pos
+        shift += 7
+        if shift >= 70:
+            raise AstDecodeError("varint longer than 10 bytes")
+
+
+def _fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """Yield (field number, wire type, payload) for one message; payload is int or bytes."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise AstDecodeError("field number 0")
+        if wire == _VARINT:
+            value, pos = _read_varint(buf, pos)
+            yield number, wire, value
+        elif wire in (_FIXED64, _FIXED32):
+            width = 8 if wire == _FIXED64 else 4
+            if pos + width > end:
+                raise AstDecodeError("truncated fixed-width field")
+            yield number, wire, int.from_bytes(buf[pos:pos + width], "little")
+            pos += width
+        elif wire == _LEN:
+            length, pos = _read_varint(buf, pos)
+            if pos + length > end:
+                raise AstDecodeError("truncated length-delimited field")
+            yield number, wire, bytes(buf[pos:pos + length])
+            pos += length
+        else:
+            raise AstDecodeError(f"unsupported wire type {wire}")
+
+
+def _b(v: int | bytes) -> bytes:
+    if not isinstance(v, bytes):
+        raise AstDecodeError("expected a length-delimited field")
+    return v
+
+
+def _u(v: int | bytes) -> int:
+    if isinstance(v, bytes):
+        raise AstDecodeError("expected a scalar field")
+    return v
+
+
+def _i64(v: int | bytes) -> int:
+    u = _u(v)
+    return u - _TWO_64 if u >= _TWO_63 else u
+
+
+def _s(v: int | bytes) -> str:
+    try:
+        return _b(v).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AstDecodeError("invalid UTF-8 in string field") from exc
+
+
+def _packed(wire: int, v: int | bytes) -> list[int]:
+    if wire == _VARINT:
+        return [_i64(v)]
+    buf, out, pos = _b(v), [], 0
+    while pos < len(buf):
+        u, pos = _read_varint(buf, pos)
+        out.append(u - _TWO_64 if u >= _TWO_63 else u)
+    return out
+
+
+def _map_entry(buf: bytes) -> tuple[int | bytes | None, int | bytes | None]:
+    key: int | bytes | None = None
+    val: int | bytes | None = None
+    for num, _, v in _fields(buf):
+        if num == 1:
+            key = v
+        elif num == 2:
+            val = v
+    return key, val
+
+
+# ------------------------------------------------------------------------------------------------
+# Public node model
+# ------------------------------------------------------------------------------------------------
+
+
+class NodeKind(enum.Enum):
+    """Expression kinds of `cel.expr.Expr`.
+
+    Map and message literals are both STRUCT (`message_name` is empty for maps). NOT_SET only
+    appears inside macro-call records, where cel-go/cel-cpp replace already-expanded arguments
+    by an id-only placeholder that refers to a node of the main tree (or another macro call).
+    """
+
+    NOT_SET = "not_set"
+    CONST = "const"
+    IDENT = "ident"
+    SELECT = "select"
+    CALL = "call"
+    LIST = "list"
+    STRUCT = "struct"
+    COMPREHENSION = "comprehension"
+
+
+class ConstKind(enum.Enum):
+    """Which `cel.expr.Constant` branch was set."""
+
+    NULL = "null"
+    BOOL = "bool"
+    INT = "int"
+    UINT = "uint"
+    DOUBLE = "double"
+    STRING = "string"
+    BYTES = "bytes"
+    DURATION = "duration"
+    TIMESTAMP = "timestamp"
+    NOT_SET = "not_set"
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    """A literal value with its CEL kind.
+
+    `value` is None (null), bool, int (int and uint), float, str, bytes, or `(seconds, nanos)`
+    for the deprecated duration/timestamp constants.
+    """
+
+    kind: ConstKind
+    value: object
+
+
+@dataclass(frozen=True, slots=True)
+class StructEntry:
+    """One entry of a map literal (`key` set) or message literal (`field` set)."""
+
+    id: int
+    value: Node
+    key: Node | None = None
+    field: str = ""
+    optional_entry: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One expression node; only the fields of its `kind` are meaningful.
+
+    * CONST: `const`
+    * IDENT: `name`
+    * SELECT: `operand`, `field`, `test_only` (True for `has(a.b)`)
+    * CALL: `function`, `target` (None for a global call), `args`
+    * LIST: `elements`, `optional_indices` (positions written `?e`)
+    * STRUCT: `message_name` ("" for maps), `entries`
+    * COMPREHENSION: `iter_var`, `iter_var2` ("" unless two-variable), `iter_range`, `accu_var`,
+      `accu_init`, `loop_condition`, `loop_step`, `result`
+    """
+
+    id: int
+    kind: NodeKind
+    const: Constant | None = None
+    name: str = ""
+    operand: Node | None = None
+    field: str = ""
+    test_only: bool = False
+    target: Node | None = None
+    function: str = ""
+    args: tuple[Node, ...] = ()
+    elements: tuple[Node, ...] = ()
+    optional_indices: tuple[int, ...] = ()
+    message_name: str = ""
+    entries: tuple[StructEntry, ...] = ()
+    iter_var: str = ""
+    iter_var2: str = ""
+    iter_range: Node | None = None
+    accu_var: str = ""
+    accu_init: Node | None = None
+    loop_condition: Node | None = None
+    loop_step: Node | None = None
+    result: Node | None = None
+
+    def children(self) -> tuple[Node, ...]:
+        """Direct sub-expressions in evaluation/source order."""
+        k = self.kind
+        if k is NodeKind.SELECT:
+            return (self.operand,) if self.operand is not None else ()
+        if k is NodeKind.CALL:
+            return ((self.target,) if self.target is not None else ()) + self.args
+        if k is NodeKind.LIST:
+            return self.elements
+        if k is NodeKind.STRUCT:
+            out: list[Node] = []
+            for e in self.entries:
+                if e.key is not None:
+                    out.append(e.key)
+                out.append(e.value)
+            return tuple(out)
+        if k is NodeKind.COMPREHENSION:
+            parts = (self.iter_range, self.accu_init, self.loop_condition, self.loop_step,
+                     self.result)
+            return tuple(p for p in parts if p is not None)
+        return ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """Resolved reference of an ident/select (a declaration) or a call (candidate overloads)."""
+
+    name: str
+    overload_ids: tuple[str, ...] = ()
+    value: Constant | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceInfo:
+    """Parser source info: code-point offsets per node id and of line starts."""
+
+    location: str = ""
+    line_offsets: tuple[int, ...] = ()
+    positions: Mapping[int, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, eq=False)
+class CheckedAst:
+    """A type-checked expression: tree, types, references, macro calls and positions.
+
+    `macro_calls` is what the engine recorded; cel-expr-python 0.1.3 records none, so code
+    that needs the macro a comprehension came from should use `unparse`, which also recognises
+    the expansions' layout. Instances compare by identity (the maps are not hashable).
+    """
+
+    root: Node
+    types: Mapping[int, CelType]
+    references: Mapping[int, Reference]
+    macro_calls: Mapping[int, Node]
+    source_info: SourceInfo
+    expression: str
+    expr_version: str = ""
+    _nodes: Mapping[int, Node] = field(init=False, repr=False, compare=False)
+    _parents: Mapping[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        nodes: dict[int, Node] = {}
+        parents: dict[int, int] = {}
+        stack = [self.root]
+        while stack:
+            n = stack.pop()
+            nodes[n.id] = n
+            for c in n.children():
+                parents[c.id] = n.id
+                stack.append(c)
+        object.__setattr__(self, "_nodes", MappingProxyType(nodes))
+        object.__setattr__(self, "_parents", MappingProxyType(parents))
+
+    def type_of(self, node_id: int) -> CelType:
+        """Checked type of a node; nodes the checker left out of the type map are `dyn`."""
+        return self.types.get(node_id, DYN)
+
+    def output_type(self) -> CelType:
+        """Checked type of the whole expression."""
+        return self.type_of(self.root.id)
+
+    def overload_ids(self, node_id: int) -> tuple[str, ...]:
+        """Candidate overload ids recorded for a call node (empty when none)."""
+        ref = self.references.get(node_id)
+        return ref.overload_ids if ref is not None else ()
+
+    def walk(self) -> Iterator[Node]:
+        """Pre-order iteration over the main tree (macro-call records are not visited)."""
+        stack = [self.root]
+        while stack:
+            n = stack.pop()
+            yield n
+            stack.extend(reversed(n.children()))
+
+    def node(self, node_id: int) -> Node:
+        """Node of the main tree by id (KeyError if absent)."""
+        return self._nodes[node_id]
+
+    def has_node(self, node_id: int) -> bool:
+        """Whether the main tree contains a node with this id."""
+        return node_id in self._nodes
+
+    def parent(self, node_id: int) -> Node | None:
+        """Parent node in the main tree; None for the root or an unknown id."""
+        pid = self._parents.get(node_id)
+        return self._nodes[pid] if pid is not None else None
+
+    def offset(self, node_id: int) -> int | None:
+        """Code-point offset of a node, falling back to the closest ancestor that has one."""
+        nid: int | None = node_id
+        while nid is not None:
+            pos = self.source_info.positions.get(nid)
+            if pos is not None:
+                return pos
+            nid = self._parents.get(nid)
+        return None
+
+    def location(self, node_id: int) -> tuple[int, int]:
+        """1-based (line, column) in code points, as cel-go prints `<input>:L:C`.
+
+        (0, 0) when neither the node nor any ancestor has a recorded position.
+        """
+        pos = self.offset(node_id)
+        if pos is None:
+            return (0, 0)
+        return offset_to_location(self.expression, pos)
+
+
+def offset_to_location(text: str, offset: int) -> tuple[int, int]:
+    """Map a code-point offset of `text` to a 1-based (line, column)."""
+    offset = max(0, min(offset, len(text)))
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - line_start + 1
+
+
+# ------------------------------------------------------------------------------------------------
+# Decoding
+# ------------------------------------------------------------------------------------------------
+
+
+def decode_checked_expr(serialized: bytes, expression: str) -> CheckedAst:
+    """Decode `Expression.serialize()` output (an Any, or a bare CheckedExpr) for `expression`."""
+    payload = _unwrap_any(serialized)
+    root: Node | None = None
+    types: dict[int, CelType] = {}
+    refs: dict[int, Reference] = {}
+    source = SourceInfo()
+    macro_calls: dict[int, Node] = {}
+    version = ""
+    for num, _, v in _fields(payload):
+        if num == 2:
+            k, val = _map_entry(_b(v))
+            refs[_i64(k or 0)] = _decode_reference(_b(val or b""))
+        elif num == 3:
+            k, val = _map_entry(_b(v))
+            types[_i64(k or 0)] = _decode_type(_b(val or b""))
+        elif num == 4:
+            root = _decode_expr(_b(v))
+        elif num == 5:
+            source, macro_calls = _decode_source_info(_b(v))
+        elif num == 6:
+            version = _s(v)
+    if root is None:
+        raise AstDecodeError("CheckedExpr has no expr")
+    return CheckedAst(
+        root=root,
+        types=MappingProxyType(types),
+        references=MappingProxyType(refs),
+        macro_calls=MappingProxyType(macro_calls),
+        source_info=source,
+        expression=expression,
+        expr_version=version,
+    )
+
+
+def _unwrap_any(serialized: bytes) -> bytes:
+    type_url = ""
+    value = b""
+    for num, _, v in _fields(serialized):
+        if num == 1 and isinstance(v, bytes):
+            try:
+                type_url = v.decode("utf-8")
+            except UnicodeDecodeError:
+                return serialized
+        elif num == 2 and isinstance(v, bytes):
+            value = v
+    if type_url.endswith("cel.expr.CheckedExpr") or type_url.endswith(
+            "google.api.expr.v1alpha1.CheckedExpr"):
+        return value
+    if type_url:
+        raise AstDecodeError(f"unexpected Any type {type_url!r}")
+    return serialized
+
+
+def _decode_constant(buf: bytes) -> Constant:
+    for num, wire, v in _fields(buf):
+        if num == 1:
+            return Constant(ConstKind.NULL, None)
+        if num == 2:
+            return Constant(ConstKind.BOOL, _u(v) != 0)
+        if num == 3:
+            return Constant(ConstKind.INT, _i64(v))
+        if num == 4:
+            return Constant(ConstKind.UINT, _u(v))
+        if num == 5:
+            if wire != _FIXED64:
+                raise AstDecodeError("double constant is not fixed64")
+            return Constant(ConstKind.DOUBLE, struct.unpack("<d", _u(v).to_bytes(8, "little"))[0])
+        if num == 6:
+            return Constant(ConstKind.STRING, _s(v))
+        if num == 7:
+            return Constant(ConstKind.BYTES, _b(v))
+        if num in (8, 9):
+            seconds = nanos = 0
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    seconds = _i64(v2)
+                elif n2 == 2:
+                    nanos = _i64(v2)
+            kind = ConstKind.DURATION if num == 8 else ConstKind.TIMESTAMP
+            return Constant(kind, (seconds, nanos))
+    return Constant(ConstKind.NOT_SET, None)
+
+
+def _decode_expr(buf: bytes) -> Node:
+    node_id = 0
+    body: Node | None = None
+    for num, _, v in _fields(buf):
+        if num == 2:
+            node_id = _i64(v)
+        elif num == 3:
+            body = Node(0, NodeKind.CONST, const=_decode_constant(_b(v)))
+        elif num == 4:
+            name = ""
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    name = _s(v2)
+            body = Node(0, NodeKind.IDENT, name=name)
+        elif num == 5:
+            body = _decode_select(_b(v))
+        elif num == 6:
+            body = _decode_call(_b(v))
+        elif num == 7:
+            body = _decode_list(_b(v))
+        elif num == 8:
+            body = _decode_struct(_b(v))
+        elif num == 9:
+            body = _decode_comprehension(_b(v))
+    if body is None:
+        return Node(node_id, NodeKind.NOT_SET)
+    return _with_id(body, node_id)
+
+
+def _with_id(n: Node, node_id: int) -> Node:
+    return Node(
+        node_id, n.kind, n.const, n.name, n.operand, n.field, n.test_only, n.target, n.function,
+        n.args, n.elements, n.optional_indices, n.message_name, n.entries, n.iter_var,
+        n.iter_var2, n.iter_range, n.accu_var, n.accu_init, n.loop_condition, n.loop_step,
+        n.result,
+    )
+
+
+def _decode_select(buf: bytes) -> Node:
+    operand: Node | None = None
+    fname = ""
+    test_only = False
+    for num, _, v in _fields(buf):
+        if num == 1:
+            operand = _decode_expr(_b(v))
+        elif num == 2:
+            fname = _s(v)
+        elif num == 3:
+            test_only = _u(v) != 0
+    return Node(0, NodeKind.SELECT, operand=operand, field=fname, test_only=test_only)
+
+
+def _decode_call(buf: bytes) -> Node:
+    target: Node | None = None
+    function = ""
+    args: list[Node] = []
+    for num, _, v in _fields(buf):
+        if num == 1:
+            target = _decode_expr(_b(v))
+        elif num == 2:
+            function = _s(v)
+        elif num == 3:
+            args.append(_decode_expr(_b(v)))
+    return Node(0, NodeKind.CALL, target=target, function=function, args=tuple(args))
+
+
+def _decode_list(buf: bytes) -> Node:
+    elements: list[Node] = []
+    optional: list[int] = []
+    for num, wire, v in _fields(buf):
+        if num == 1:
+            elements.append(_decode_expr(_b(v)))
+        elif num == 2:
+            optional.extend(_packed(wire, v))
+    return Node(0, NodeKind.LIST, elements=tuple(elements), optional_indices=tuple(optional))
+
+
+def _decode_struct(buf: bytes) -> Node:
+    message_name = ""
+    entries: list[StructEntry] = []
+    for num, _, v in _fields(buf):
+        if num == 1:
+            message_name = _s(v)
+        elif num == 2:
+            entries.append(_decode_entry(_b(v)))
+    return Node(0, NodeKind.STRUCT, message_name=message_name, entries=tuple(entries))
+
+
+def _decode_entry(buf: bytes) -> StructEntry:
+    entry_id = 0
+    field_key = ""
+    key: Node | None = None
+    value: Node | None = None
+    optional = False
+    for num, _, v in _fields(buf):
+        if num == 1:
+            entry_id = _i64(v)
+        elif num == 2:
+            field_key = _s(v)
+        elif num == 3:
+            key = _decode_expr(_b(v))
+        elif num == 4:
+            value = _decode_expr(_b(v))
+        elif num == 5:
+            optional = _u(v) != 0
+    if value is None:
+        value = Node(0, NodeKind.NOT_SET)
+    return StructEntry(entry_id, value, key, field_key, optional)
+
+
+def _decode_comprehension(buf: bytes) -> Node:
+    parts: dict[int, Node] = {}
+    names: dict[int, str] = {}
+    for num, _, v in _fields(buf):
+        if num in (1, 3, 8):
+            names[num] = _s(v)
+        elif num in (2, 4, 5, 6, 7):
+            parts[num] = _decode_expr(_b(v))
+    return Node(
+        0, NodeKind.COMPREHENSION,
+        iter_var=names.get(1, ""), iter_var2=names.get(8, ""), accu_var=names.get(3, ""),
+        iter_range=parts.get(2), accu_init=parts.get(4), loop_condition=parts.get(5),
+        loop_step=parts.get(6), result=parts.get(7),
+    )
+
+
+def _decode_reference(buf: bytes) -> Reference:
+    name = ""
+    overloads: list[str] = []
+    value: Constant | None = None
+    for num, _, v in _fields(buf):
+        if num == 1:
+            name = _s(v)
+        elif num == 3:
+            overloads.append(_s(v))
+        elif num == 4:
+            value = _decode_constant(_b(v))
+    return Reference(name, tuple(overloads), value)
+
+
+def _decode_type(buf: bytes) -> CelType:
+    result: CelType | None = None
+    for num, _, v in _fields(buf):
+        if num == 1:
+            result = CelType(TypeKind.DYN)
+        elif num == 2:
+            result = CelType(TypeKind.NULL)
+        elif num == 3:
+            result = CelType(TypeKind.PRIMITIVE, primitive=_primitive(_u(v)))
+        elif num == 4:
+            result = CelType(TypeKind.WRAPPER, primitive=_primitive(_u(v)))
+        elif num == 5:
+            wk = _u(v)
+            result = CelType(TypeKind.WELL_KNOWN,
+                             well_known=WellKnown(wk) if wk <= 3 else WellKnown.UNSPECIFIED)
+        elif num == 6:
+            elem = DYN
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    elem = _decode_type(_b(v2))
+            result = CelType(TypeKind.LIST, params=(elem,))
+        elif num == 7:
+            key = val = DYN
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    key = _decode_type(_b(v2))
+                elif n2 == 2:
+                    val = _decode_type(_b(v2))
+            result = CelType(TypeKind.MAP, params=(key, val))
+        elif num == 8:
+            res = DYN
+            fargs: list[CelType] = []
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    res = _decode_type(_b(v2))
+                elif n2 == 2:
+                    fargs.append(_decode_type(_b(v2)))
+            result = CelType(TypeKind.FUNCTION, params=(res, *fargs))
+        elif num == 9:
+            result = CelType(TypeKind.MESSAGE, name=_s(v))
+        elif num == 10:
+            result = CelType(TypeKind.TYPE_PARAM, name=_s(v))
+        elif num == 11:
+            inner = _b(v)
+            result = CelType(TypeKind.TYPE, params=(_decode_type(inner),) if inner else ())
+        elif num == 12:
+            result = CelType(TypeKind.ERROR)
+        elif num == 14:
+            aname = ""
+            aparams: list[CelType] = []
+            for n2, _, v2 in _fields(_b(v)):
+                if n2 == 1:
+                    aname = _s(v2)
+                elif n2 == 2:
+                    aparams.append(_decode_type(_b(v2)))
+            result = CelType(TypeKind.ABSTRACT, name=aname, params=tuple(aparams))
+    return result if result is not None else DYN
+
+
+def _primitive(v: int) -> Primitive:
+    return Primitive(v) if 0 <= v <= 6 else Primitive.UNSPECIFIED
+
+
+def _decode_source_info(buf: bytes) -> tuple[SourceInfo, dict[int, Node]]:
+    location = ""
+    line_offsets: list[int] = []
+    positions: dict[int, int] = {}
+    macros: dict[int, Node] = {}
+    for num, wire, v in _fields(buf):
+        if num == 2:
+            location = _s(v)
+        elif num == 3:
+            line_offsets.extend(_packed(wire, v))
+        elif num == 4:
+            k, val = _map_entry(_b(v))
+            positions[_i64(k or 0)] = _i64(val or 0)
+        elif num == 5:
+            k, val = _map_entry(_b(v))
+            macros[_i64(k or 0)] = _decode_expr(_b(val or b""))
+    info = SourceInfo(location, tuple(line_offsets), MappingProxyType(positions))
+    return info, macros
+
+
+# ------------------------------------------------------------------------------------------------
+# Unparsing
+# ------------------------------------------------------------------------------------------------
+
+_BINARY = {
+    "_||_": ("||", 7), "_&&_": ("&&", 6),
+    "_==_": ("==", 5), "_!=_": ("!=", 5), "_<_": ("<", 5), "_<=_": ("<=", 5),
+    "_>_": (">", 5), "_>=_": (">=", 5), "@in": ("in", 5),
+    "_+_": ("+", 4), "_-_": ("-", 4),
+    "_*_": ("*", 3), "_/_": ("/", 3), "_%_": ("%", 3),
+}
+_UNARY = {"!_": "!", "-_": "-"}
+_CONDITIONAL = "_?_:_"
+_INDEX = "_[_]"
+_OPT_INDEX = "_[?_]"
+_OPT_SELECT = "_?._"
+
+
+def _precedence(n: Node) -> int:
+    """cel-go operator precedence (lower binds tighter); 0 for non-operators."""
+    if n.kind is not NodeKind.CALL or n.target is not None:
+        return 0
+    if n.function == _CONDITIONAL:
+        return 8
+    if n.function in _BINARY:
+        return _BINARY[n.function][1]
+    if n.function in _UNARY:
+        return 2
+    return 0
+
+
+def unparse(node: Node, ast: CheckedAst | None = None) -> str:
+    """Render a sub-expression as CEL text.
+
+    Comprehensions produced by macros are printed as the macro call the author wrote
+    (`l.all(x, p)`, `cel.bind(v, i, e)`, ...): from the macro-call records when present, else
+    recognised from the expansion's shape (cel-expr-python does not record macro calls). When
+    `ast` is given and the original source spells the same tokens, the source text itself is
+    returned (keeping the author's spacing and quotes); otherwise a canonical rendering in the
+    style of cel-go's unparser is returned.
+    """
+    text = _Unparser(ast).render(node)
+    if ast is not None:
+        span = _source_span(ast, node, text)
+        if span is not None:
+            return ast.expression[span[0]:span[1]]
+    return text
+
+
+def source_span(node: Node, ast: CheckedAst) -> tuple[int, int] | None:
+    """Code-point [start, end) of the source text that spells `node`, when it can be found.
+
+    cel-go records one position per node (the operator or `.` for selects and calls), not a
+    range; messages that quote or point at a sub-expression want where it *starts*.
+    """
+    return _source_span(ast, node, _Unparser(ast).render(node))
+
+
+_ACCUMULATORS = ("@result", "__result__")
+
+
+def _is_ident(n: Node | None, name: str) -> bool:
+    return n is not None and n.kind is NodeKind.IDENT and n.name == name
+
+
+def _is_const(n: Node | None, kind: ConstKind, value: object) -> bool:
+    return (n is not None and n.kind is NodeKind.CONST and n.const is not None
+            and n.const.kind is kind and n.const.value == value and
+            type(n.const.value) is type(value))
+
+
+def _is_call(n: Node | None, function: str, nargs: int) -> bool:
+    return (n is not None and n.kind is NodeKind.CALL and n.target is None
+            and n.function == function and len(n.args) == nargs)
+
+
+class _Unparser:
+    def __init__(self, ast: CheckedAst | None) -> None:
+        self.ast = ast
+
+    def _resolve(self, n: Node) -> Node:
+        """Macro-call arguments may be id-only placeholders: find the node they stand for."""
+        if n.kind is not NodeKind.NOT_SET or self.ast is None:
+            return n
+        if n.id in self.ast.macro_calls:
+            return self.ast.macro_calls[n.id]
+        if self.ast.has_node(n.id):
+            return self.ast.node(n.id)
+        return n
+
+    def render(self, n: Node) -> str:
+        n = self._resolve(n)
+        if self.ast is not None and n.id in self.ast.macro_calls:
+            call = self.ast.macro_calls[n.id]
+            if call.kind is NodeKind.CALL:
+                return self._call(call)
+        k = n.kind
+        if k is NodeKind.CONST:
+            return _const(n.const)
+        if k is NodeKind.IDENT:
+            return n.name
+        if k is NodeKind.SELECT:
+            assert n.operand is not None
+            inner = f"{self._nested(n.operand)}.{n.field}"
+            return f"has({inner})" if n.test_only else inner
+        if k is NodeKind.CALL:
+            return self._call(n)
+        if k is NodeKind.LIST:
+            opt = set(n.optional_indices)
+            items = [("?" if i in opt else "") + self.render(e) for i, e in enumerate(n.elements)]
+            return "[" + ", ".join(items) + "]"
+        if k is NodeKind.STRUCT:
+            parts = []
+            for e in n.entries:
+                key = e.field if e.key is None else self.render(e.key)
+                parts.append(("?" if e.optional_entry else "") + f"{key}: {self.render(e.value)}")
+            return f"{n.message_name}{{" + ", ".join(parts) + "}"
+        if k is NodeKind.COMPREHENSION:
+            macro = self._macro(n)
+            if macro is not None:
+                return macro
+            pieces = [n.iter_var] + ([n.iter_var2] if n.iter_var2 else []) + [n.accu_var]
+            pieces += [self.render(x) if x is not None else "" for x in
+                       (n.iter_range, n.accu_init, n.loop_condition, n.loop_step, n.result)]
+            return "__comprehension__(" + ", ".join(pieces) + ")"
+        return f"<expr #{n.id}>"
+
+    # --- macro recognition -------------------------------------------------------------------
+
+    def _written_name(self, n: Node) -> str:
+        """Identifier just before the macro's `(` in the source (macros are positioned there)."""
+        if self.ast is None:
+            return ""
+        pos = self.ast.source_info.positions.get(n.id)
+        text = self.ast.expression
+        if pos is None or not 0 <= pos < len(text) or text[pos] != "(":
+            return ""
+        end = pos
+        while end > 0 and text[end - 1].isspace():
+            end -= 1
+        start = end
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        return text[start:end]
+
+    def _macro(self, n: Node) -> str | None:
+        """Print a comprehension as the macro call that produces its exact layout, if any."""
+        rng, init, step, res = n.iter_range, n.accu_init, n.loop_step, n.result
+        if rng is None or init is None or step is None or res is None:
+            return None
+        acc = n.accu_var
+        if (rng.kind is NodeKind.LIST and not rng.elements
+                and _is_const(n.loop_condition, ConstKind.BOOL, False)
+                and acc not in _ACCUMULATORS and _is_ident(step, acc)):
+            return self._bind_like(acc, init, res)
+        if acc not in _ACCUMULATORS or (not _is_ident(res, acc)
+                                        and not _is_call(res, "_==_", 2)):
+            return None
+        target = self._nested(rng)
+        ivars = n.iter_var + (f", {n.iter_var2}" if n.iter_var2 else "")
+        written = self._written_name(n)
+        if _is_ident(res, acc):
+            simple = self._simple_macro(n, acc, init, step, ivars, written)
+            if simple is not None:
+                return f"{target}.{simple}"
+            return None
+        # exists_one: p ? acc + 1 : acc, result acc == 1
+        if (_is_call(res, "_==_", 2) and _is_ident(res.args[0], acc)
+                and _is_const(res.args[1], ConstKind.INT, 1)
+                and _is_const(init, ConstKind.INT, 0) and _is_call(step, _CONDITIONAL, 3)
+                and _is_call(step.args[1], "_+_", 2) and _is_ident(step.args[2], acc)):
+            name = written if written in ("exists_one", "existsOne") else (
+                "existsOne" if n.iter_var2 else "exists_one")
+            return f"{target}.{name}({ivars}, {self.render(step.args[0])})"
+        return None
+
+    def _simple_macro(self, n: Node, acc: str, init: Node, step: Node, ivars: str,
+                      written: str) -> str | None:
+        if _is_call(step, "_&&_", 2) and _is_ident(step.args[0], acc) and _is_const(
+                init, ConstKind.BOOL, True):
+            return f"all({ivars}, {self.render(step.args[1])})"
+        if _is_call(step, "_||_", 2) and _is_ident(step.args[0], acc) and _is_const(
+                init, ConstKind.BOOL, False):
+            return f"exists({ivars}, {self.render(step.args[1])})"
+        pred: Node | None = None
+        body = step
+        if _is_call(step, _CONDITIONAL, 3) and _is_ident(step.args[2], acc):
+            pred, body = step.args[0], step.args[1]
+        pred_text = f"{self.render(pred)}, " if pred is not None else ""
+        if init.kind is NodeKind.LIST and not init.elements:
+            if not (_is_call(body, "_+_", 2) and _is_ident(body.args[0], acc)
+                    and body.args[1].kind is NodeKind.LIST and len(body.args[1].elements) == 1):
+                return None
+            elem = body.args[1].elements[0]
+            if n.iter_var2:
+                return f"transformList({ivars}, {pred_text}{self.render(elem)})"
+            if pred is not None and _is_ident(elem, n.iter_var) and written != "map":
+                return f"filter({ivars}, {pred_text.rstrip(', ')})"
+            return f"map({ivars}, {pred_text}{self.render(elem)})"
+        if init.kind is NodeKind.STRUCT and not init.entries and not init.message_name:
+            if not (body.kind is NodeKind.CALL and body.function == "cel.@mapInsert"
+                    and body.args and _is_ident(body.args[0], acc)):
+                return None
+            if len(body.args) == 3:
+                return f"transformMap({ivars}, {pred_text}{self.render(body.args[2])})"
+            if len(body.args) == 2:
+                return f"transformMapEntry({ivars}, {pred_text}{self.render(body.args[1])})"
+        return None
+
+    def _bind_like(self, var: str, init: Node, res: Node) -> str:
+        """`cel.bind(v, init, expr)`, or `l.sortBy(x, key)` whose expansion is a bind."""
+        if (var == "@__sortBy_input__" and res.kind is NodeKind.CALL
+                and res.function == "@sortByAssociatedKeys" and len(res.args) == 1
+                and res.args[0].kind is NodeKind.COMPREHENSION):
+            mapping = res.args[0]
+            step = mapping.loop_step
+            if (_is_call(step, "_+_", 2) and step is not None
+                    and step.args[1].kind is NodeKind.LIST and len(step.args[1].elements) == 1):
+                key = step.args[1].elements[0]
+                return f"{self._nested(init)}.sortBy({mapping.iter_var}, {self.render(key)})"
+        return f"cel.bind({var}, {self.render(init)}, {self.render(res)})"
+
+    # --- calls -------------------------------------------------------------------------------
+
+    def _nested(self, n: Node) -> str:
+        """Operand of a select/index/member call: parenthesize any operator expression."""
+        r = self._resolve(n)
+        text = self.render(r)
+        return f"({text})" if _precedence(r) > 1 else text
+
+    def _call(self, n: Node) -> str:
+        f = n.function
+        args = [self._resolve(a) for a in n.args]
+        if n.target is None:
+            if f in _BINARY and len(args) == 2:
+                op, prec = _BINARY[f]
+                left_assoc = f not in ("_&&_", "_||_")
+                lhs, rhs = args
+                lp = _precedence(lhs) > prec
+                rp = _precedence(rhs) > prec or (left_assoc and _precedence(rhs) == prec)
+                return f"{self._paren(lhs, lp)} {op} {self._paren(rhs, rp)}"
+            if f in _UNARY and len(args) == 1:
+                return _UNARY[f] + self._paren(args[0], _precedence(args[0]) > 2)
+            if f == _CONDITIONAL and len(args) == 3:
+                c, t, e = args
+                return (f"{self._paren(c, _precedence(c) >= 8)} ? "
+                        f"{self._paren(t, _precedence(t) >= 8)} : {self.render(e)}")
+            if f in (_INDEX, _OPT_INDEX) and len(args) == 2:
+                q = "?" if f == _OPT_INDEX else ""
+                return f"{self._nested(args[0])}[{q}{self.render(args[1])}]"
+            if f == _OPT_SELECT and len(args) == 2:
+                fld = args[1]
+                name = (fld.const.value if fld.const is not None
+                        and fld.const.kind is ConstKind.STRING else self.render(fld))
+                return f"{self._nested(args[0])}.?{name}"
+            return f"{f}(" + ", ".join(self.render(a) for a in args) + ")"
+        return (f"{self._nested(n.target)}.{f}("
+                + ", ".join(self.render(a) for a in args) + ")")
+
+    def _paren(self, n: Node, wrap: bool) -> str:
+        text = self.render(n)
+        return f"({text})" if wrap else text
+
+
+def _const(c: Constant | None) -> str:
+    if c is None:
+        return "<const>"
+    k, v = c.kind, c.value
+    if k is ConstKind.NULL:
+        return "null"
+    if k is ConstKind.BOOL:
+        return "true" if v else "false"
+    if k is ConstKind.INT:
+        return str(v)
+    if k is ConstKind.UINT:
+        return f"{v}u"
+    if k is ConstKind.DOUBLE:
+        assert isinstance(v, float)
+        if math.isinf(v) or math.isnan(v):
+            return f'double("{"NaN" if math.isnan(v) else ("-" if v < 0 else "") + "Infinity"}")'
+        text = repr(v)
+        return text if any(ch in text for ch in ".eE") else text + ".0"
+    if k is ConstKind.STRING:
+        assert isinstance(v, str)
+        return _quote(v)
+    if k is ConstKind.BYTES:
+        assert isinstance(v, bytes)
+        return "b" + _quote_bytes(v)
+    if k in (ConstKind.DURATION, ConstKind.TIMESTAMP):
+        assert isinstance(v, tuple)
+        fn = "duration" if k is ConstKind.DURATION else "timestamp"
+        return f"{fn}({v[0]})"
+    return "<const>"
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a",
+            "\b": "\\b", "\f": "\\f", "\v": "\\v"}
+
+
+def _quote(s: str) -> str:
+    out = []
+    for ch in s:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _quote_bytes(b: bytes) -> str:
+    out = []
+    for byte in b:
+        ch = chr(byte)
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif 0x20 <= byte < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\x{byte:02x}")
+    return '"' + "".join(out) + '"'
+
+
+def _subtree_ids(ast: CheckedAst, n: Node) -> Iterator[int]:
+    stack = [n]
+    while stack:
+        cur = stack.pop()
+        yield cur.id
+        if cur.id in ast.macro_calls:
+            call = ast.macro_calls[cur.id]
+            yield call.id
+            for c in call.children():
+                stack.append(_resolve_placeholder(ast, c))
+        stack.extend(cur.children())
+
+
+def _resolve_placeholder(ast: CheckedAst, n: Node) -> Node:
+    if n.kind is NodeKind.NOT_SET:
+        if n.id in ast.macro_calls:
+            return ast.macro_calls[n.id]
+        if ast.has_node(n.id):
+            return ast.node(n.id)
+    return n
+
+
+def _source_span(ast: CheckedAst, node: Node, canonical: str) -> tuple[int, int] | None:
+    """Return the span of source text spelling exactly `canonical`'s tokens, if there is one.
+
+    The sub-expression starts at or before the smallest recorded position in its subtree
+    (parenthesized operands may start earlier); we scan from a few candidate starts and accept
+    the first slice whose non-blank characters equal the canonical rendering's.
+    """
+    positions = ast.source_info.positions
+    offsets = [positions[i] for i in _subtree_ids(ast, node) if i in positions]
+    if not offsets:
+        return None
+    text = ast.expression
+    want = "".join(canonical.split())
+    if not want:
+        return None
+    first = min(offsets)
+    # The macro/receiver may begin before the node's own offset (e.g. `a.b` is positioned at the
+    # dot in some parsers); try starts from the earliest plausible place forward.
+    for start in range(first, max(-1, first - 64), -1):
+        if text[start:start + 1].isspace():
+            continue
+        end = _match_tokens(text, start, want)
+        if end is not None:
+            return start, end
+    return None
+
+
+def _match_tokens(text: str, start: int, want: str) -> int | None:
+    i, j = start, 0
+    while j < len(want):
+        if i >= len(text):
+            return None
+        ch = text[i]
+        if ch.isspace():
+            i += 1
+            continue
+        if ch != want[j] and not (ch == "'" and want[j] == '"'):
+            return None
+        i += 1
+        j += 1
+    return i
