@@ -1,0 +1,599 @@
+"""The CLI's input: files, directories and stdin turned into documents with positions.
+
+Two kinds of failure, kept apart because they mean different exit codes:
+
+* a path named on the command line that cannot be used (missing, unreadable) is a
+  *usage error* (`LoadResult.usage_errors`, the CLI exits 2);
+* anything wrong inside the input — bad bytes, bad YAML/JSON, a document that is not
+  an object, duplicate keys, alias bombs, an unreadable file met while walking a
+  directory — is an `SA000` finding with file, line and column, and loading goes
+  on with the next document or file.
+
+Nothing raises: every exception from reading or parsing becomes one of the two.
+
+Directories are walked as `kubectl apply -R -f` does: recursively, `*.yaml`, `*.yml`
+and `*.json` only, in name order; symlinks are followed, a symlink loop is reported
+once and skipped, and a file reached twice (through two links) is loaded once.
+`kind: List` and typed lists (`ResourceSliceList`, what `kubectl get -o yaml` and the
+API print) are unpacked into their items, each with positions relative to itself.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gc
+import json
+import os
+import re
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from lint.yaml_positions import Built, Issue, NodeBuilder
+from policies.findings import Finding, Location, ObjectRef, Severity
+from policies.source import Position, Source
+
+INPUT_RULE = "SA000"
+STDIN_NAME = "<stdin>"
+EXTENSIONS = (".yaml", ".yml", ".json")
+"""What a directory walk picks up (kubectl's list); a file named explicitly is read as it is."""
+
+_PARSER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)
+"""libyaml's parser (about 10x faster); PyYAML's own if it was built without libyaml."""
+_NULL_TAG = "tag:yaml.org,2002:null"
+_FILE_START = Position(1, 1)
+_DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.MULTILINE)
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedDocument:
+    """One object to lint: a top-level document, or one item of a List document.
+
+    `item` is the index in the List's `items` (None for a top-level document); the
+    item's `source` has paths relative to the item itself. Items of a typed list
+    (`ResourceSliceList`) that omit `apiVersion`/`kind`, as API list responses do,
+    get them from the list, in `data` as well as here.
+    """
+
+    data: dict[str, Any]
+    source: Source
+    kind: str | None
+    api_version: str | None
+    item: int | None = None
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """Everything the loader produced; `files` counts the files (and stdin) actually read."""
+
+    documents: list[LoadedDocument] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    usage_errors: list[str] = field(default_factory=list)
+    files: int = 0
+
+
+def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None) -> LoadResult:
+    """Load every path in order: files, directories (recursively) and `-` for stdin."""
+    loader = _Loader(stdin if stdin is not None else sys.stdin)
+    for path in paths:
+        loader.load_argument(path)
+    return loader.result
+
+
+def load_text(text: str, *, name: str = STDIN_NAME) -> LoadResult:
+    """Load one in-memory YAML/JSON stream (tests, other doors) as if read from `name`."""
+    loader = _Loader(None)
+    loader.result.files = 1
+    loader.load_text(name, text)
+    return loader.result
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while one file is parsed; restore its previous state.
+
+    Parsing allocates millions of acyclic objects (nodes, marks, values, paths);
+    the generational collector rescans the growing set of survivors again and
+    again, which measured at 2–3x the parse itself. Reference counting frees
+    everything the parse drops; the rare cycle (a recursive alias) waits for the
+    next collection.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _display(path: str) -> str:
+    """A path fit for printing: undecodable bytes in a file name become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _object_ref(data: dict[str, Any], kind: str | None) -> ObjectRef | None:
+    if kind is None:
+        return None
+    metadata = data.get("metadata")
+    name = namespace = None
+    if isinstance(metadata, dict):
+        name = metadata.get("name") if isinstance(metadata.get("name"), str) else None
+        ns = metadata.get("namespace")
+        namespace = ns if isinstance(ns, str) else None
+    return ObjectRef(kind=kind, name=name, namespace=namespace)
+
+
+def _scalar_text(node: Node | None) -> str | None:
+    if isinstance(node, ScalarNode) and node.tag != _NULL_TAG:
+        return str(node.value)
+    return None
+
+
+def _top_level(node: MappingNode, *names: str) -> dict[str, Node]:
+    """The value nodes of some plain top-level keys (last one wins, as in the built value)."""
+    found: dict[str, Node] = {}
+    for knode, vnode in node.value:
+        if isinstance(knode, ScalarNode) and knode.value in names:
+            found[knode.value] = vnode
+    return found
+
+
+def _utf8_error(raw: bytes, error: UnicodeDecodeError) -> tuple[Position, str]:
+    line_start = raw.rfind(b"\n", 0, error.start) + 1
+    line = raw.count(b"\n", 0, error.start) + 1
+    column = len(raw[line_start : error.start].decode("utf-8", "replace")) + 1
+    byte = raw[error.start]
+    return Position(line, column), f"file is not UTF-8 text: invalid byte 0x{byte:02X}"
+
+
+def _decode(raw: bytes) -> tuple[str | None, Position, str]:
+    """Text of a file, or None with the position and reason it is not text."""
+    for bom, codec in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if raw.startswith(bom):
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError:
+                return (
+                    None,
+                    _FILE_START,
+                    f"file starts with a {codec.upper()} mark but is not {codec.upper()}",
+                )
+            if "\0" in text:
+                return None, _FILE_START, "binary file (contains NUL characters)"
+            return text, _FILE_START, ""
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8) :]
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        return None, _FILE_START, f"binary file (NUL byte at offset {nul}), not YAML or JSON"
+    try:
+        return raw.decode("utf-8"), _FILE_START, ""
+    except UnicodeDecodeError as error:
+        position, message = _utf8_error(raw, error)
+        return None, position, message
+
+
+def _looks_like_json(text: str) -> bool:
+    start = _JSON_SPACE.match(text)
+    head = text[start.end() : start.end() + 1] if start else text[:1]
+    return head in ("{", "[")
+
+
+@dataclass(slots=True)
+class _JsonStream:
+    """The values of a JSON text (a stream of values, as kubectl accepts), or its error."""
+
+    values: list[tuple[object, Position]]
+    error: Position | None = None
+    message: str = ""
+
+
+def _line_column(text: str, offset: int) -> Position:
+    line_start = text.rfind("\n", 0, offset) + 1
+    return Position(text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def _parse_json(text: str) -> _JsonStream:
+    decoder = json.JSONDecoder()
+    out = _JsonStream([])
+    index = 0
+    while True:
+        match = _JSON_SPACE.match(text, index)
+        index = match.end() if match else index
+        if index >= len(text):
+            return out
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except json.JSONDecodeError as error:
+            out.error = Position(error.lineno, error.colno)
+            out.message = f"invalid JSON: {error.msg}"
+            return out
+        except RecursionError:
+            out.error = _line_column(text, index)
+            out.message = "invalid JSON: nested too deeply"
+            return out
+        out.values.append((value, _line_column(text, index)))
+        index = end
+
+
+def _yaml_error(error: yaml.YAMLError, chunk: str, line_base: int) -> tuple[Position, str]:
+    """Position (absolute) and message of a PyYAML error raised on `chunk`."""
+    if isinstance(error, yaml.MarkedYAMLError) and error.problem_mark is not None:
+        mark = error.problem_mark
+        message = f"YAML syntax error: {error.problem}"
+        if error.context:
+            context = error.context
+            if error.context_mark is not None:
+                cm = error.context_mark
+                context += f" at line {cm.line + line_base}, column {cm.column + 1}"
+            message += f" ({context})"
+        return Position(mark.line + line_base, mark.column + 1), message
+    if isinstance(error, yaml.reader.ReaderError):
+        encoded = chunk.encode("utf-8")
+        offset = min(error.position, len(encoded))
+        line_start = encoded.rfind(b"\n", 0, offset) + 1
+        line = encoded.count(b"\n", 0, offset) + line_base
+        column = len(encoded[line_start:offset].decode("utf-8", "replace")) + 1
+        character = error.character
+        what = f"#x{character:04x}" if isinstance(character, int) else repr(character)
+        return Position(line, column), f"unacceptable character {what}: {error.reason}"
+    return Position(line_base, 1), f"YAML error: {error}"
+
+
+def _next_document(text: str, line: int) -> tuple[int, int] | None:
+    """(offset, line index) of the first `---` line at or after 0-based `line`."""
+    offset = 0
+    for _ in range(line):
+        offset = text.find("\n", offset)
+        if offset < 0:
+            return None
+        offset += 1
+    match = _DOCUMENT_START.search(text, offset)
+    if match is None:
+        return None
+    return match.start(), text.count("\n", 0, match.start())
+
+
+def _text_field(data: dict[str, Any] | None, key: str) -> str | None:
+    value = data.get(key) if data is not None else None
+    return value if isinstance(value, str) else None
+
+
+def _is_list_kind(kind: str | None) -> bool:
+    return kind is not None and kind.endswith("List")
+
+
+def _with_list_defaults(
+    item: dict[str, Any], list_kind: str | None, api_version: str | None
+) -> dict[str, Any]:
+    """A typed list's item, with the `apiVersion`/`kind` API list responses leave out."""
+    if list_kind is None or list_kind == "List":
+        return item
+    defaults = {"apiVersion": api_version, "kind": list_kind.removesuffix("List")}
+    missing = {k: v for k, v in defaults.items() if v is not None and k not in item}
+    return {**missing, **item} if missing else item
+
+
+def _found(value: object) -> str:
+    """How to name what was found where an object was expected."""
+    if isinstance(value, (SequenceNode, list)):
+        return "a list"
+    text = value.value if isinstance(value, ScalarNode) else value
+    return f"a scalar ({str(text)[:40]!r})"
+
+
+def _not_object(what: str, found: str) -> str:
+    return f"{what} is not an object: found {found}"
+
+
+class _Loader:
+    """One `load_paths` call: its result, and which files it has already read."""
+
+    def __init__(self, stdin: TextIO | None) -> None:
+        self.result = LoadResult()
+        self._stdin = stdin
+        self._read: set[tuple[int, int]] = set()
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def load_argument(self, path: str) -> None:
+        if path == "-":
+            self._load_stdin()
+            return
+        try:
+            info = os.stat(path)
+        except OSError as error:
+            self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
+            return
+        if stat.S_ISDIR(info.st_mode):
+            self._walk(path, frozenset(), explicit=True)
+        else:
+            self._load_file(path, explicit=True)
+
+    def _file_finding(self, name: str, message: str, position: Position = _FILE_START) -> None:
+        self.result.findings.append(
+            Finding(
+                rule=INPUT_RULE,
+                severity=Severity.ERROR,
+                message=message,
+                locations=(Location(file=_display(name), position=position),),
+            )
+        )
+
+    def _walk(
+        self, directory: str, ancestors: frozenset[tuple[int, int]], *, explicit: bool
+    ) -> None:
+        try:
+            info = os.stat(directory)
+            identity = (info.st_dev, info.st_ino)
+            if identity in ancestors:
+                self._file_finding(
+                    directory, "symlink loop: this directory contains itself; not walked again"
+                )
+                return
+            with os.scandir(directory) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as error:
+            if explicit:
+                self.result.usage_errors.append(f"{_display(directory)}: {_reason(error)}")
+            else:
+                self._file_finding(directory, f"cannot read directory: {_reason(error)}")
+            return
+        inside = ancestors | {identity}
+        for entry in entries:
+            path = os.path.join(directory, entry.name)
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                self._walk(path, inside, explicit=False)
+            elif entry.name.lower().endswith(EXTENSIONS):
+                self._load_file(path, explicit=False)
+
+    def _load_file(self, path: str, *, explicit: bool) -> None:
+        try:
+            info = os.stat(path)
+            regular = stat.S_ISREG(info.st_mode)
+            if not regular and not explicit:
+                self._file_finding(path, "not a regular file (a FIFO, socket or device); skipped")
+                return
+            identity = (info.st_dev, info.st_ino)
+            if regular and identity in self._read:
+                return
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as error:
+            if explicit:
+                self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
+            else:
+                self._file_finding(path, f"cannot read file: {_reason(error)}")
+            return
+        if regular:
+            self._read.add(identity)
+        self.result.files += 1
+        self._load_bytes(_display(path), raw)
+
+    def _load_stdin(self) -> None:
+        stream = self._stdin
+        if stream is None:
+            self.result.usage_errors.append("-: no standard input")
+            return
+        try:
+            buffer = getattr(stream, "buffer", None)
+            data: bytes | str = buffer.read() if buffer is not None else stream.read()
+        except UnicodeDecodeError as error:
+            self.result.files += 1
+            self._file_finding(STDIN_NAME, f"standard input is not UTF-8 text: {error.reason}")
+            return
+        except (OSError, ValueError) as error:
+            self.result.usage_errors.append(f"-: cannot read standard input: {error}")
+            return
+        self.result.files += 1
+        if isinstance(data, bytes):
+            self._load_bytes(STDIN_NAME, data)
+        elif "\0" in data:
+            self._file_finding(
+                STDIN_NAME, "binary input (contains NUL characters), not YAML or JSON"
+            )
+        else:
+            self.load_text(STDIN_NAME, data.removeprefix("\ufeff"))
+
+    def _load_bytes(self, name: str, raw: bytes) -> None:
+        text, position, problem = _decode(raw)
+        if text is None:
+            self._file_finding(name, problem, position)
+            return
+        self.load_text(name, text)
+
+    # -- content --------------------------------------------------------------------------
+
+    def load_text(self, name: str, text: str) -> None:
+        """Load one file's text; a last-resort guard turns any exception into a finding."""
+        try:
+            with _gc_paused():
+                self._load_content(name, text)
+        except Exception as error:  # a bug, but the CLI must still answer with a finding
+            self._file_finding(
+                name, f"internal error while loading: {type(error).__name__}: {error}"
+            )
+
+    def _load_content(self, name: str, text: str) -> None:
+        is_json_name = name.lower().endswith(".json")
+        if is_json_name or _looks_like_json(text):
+            stream = _parse_json(text)
+            if stream.error is None:
+                self._load_json(name, text, stream)
+                return
+            if is_json_name:
+                self._file_finding(name, stream.message, stream.error)
+                return
+        self._load_yaml(name, text, json_numbers=False)
+
+    def _load_json(self, name: str, text: str, stream: _JsonStream) -> None:
+        """Valid JSON: positions come from the YAML parser (JSON is YAML) reading it as JSON.
+
+        If the YAML parser cannot follow (surrogate-pair escapes, concatenated values),
+        use the JSON decoder's values with one position per document.
+        """
+        before = (len(self.result.documents), len(self.result.findings))
+        parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
+        if parsed == len(stream.values):
+            return
+        del self.result.documents[before[0] :]
+        del self.result.findings[before[1] :]
+        for index, (value, position) in enumerate(stream.values):
+            self._add_plain(name, index, value, position)
+
+    def _load_yaml(self, name: str, text: str, *, json_numbers: bool, strict: bool = False) -> int:
+        """Parse a multi-document stream; return the number of documents, -1 if `strict` failed.
+
+        After a syntax error, parsing resumes at the next `---` line, so one broken
+        document does not hide the ones after it.
+        """
+        index = 0
+        offset = line = 0
+        while True:
+            chunk = text[offset:] if offset else text
+            parser = _PARSER(chunk)
+            try:
+                while parser.check_node():
+                    node = parser.get_node()
+                    if node is None:
+                        break
+                    self._load_node(name, node, index, line + 1, json_numbers)
+                    index += 1
+                return index
+            except yaml.YAMLError as error:
+                if strict:
+                    return -1
+                position, message = _yaml_error(error, chunk, line + 1)
+                self._file_finding(name, message, position)
+                index += 1
+                resume = _next_document(text, max(position.line - 1, line + 1))
+                if resume is None:
+                    return index
+                offset, line = resume
+            finally:
+                parser.dispose()
+
+    def _load_node(
+        self, name: str, node: Node, index: int, line_base: int, json_numbers: bool
+    ) -> None:
+        builder = NodeBuilder(line_base=line_base, json_numbers=json_numbers)
+        if isinstance(node, ScalarNode) and node.tag == _NULL_TAG:
+            return  # an empty document
+        if not isinstance(node, MappingNode):
+            issue = Issue(_not_object("document", _found(node)), (), builder.position(node))
+            self._content_finding(name, issue, None)
+            return
+        top = _top_level(node, "kind", "apiVersion", "items")
+        kind = _scalar_text(top.get("kind"))
+        items = top.get("items")
+        if _is_list_kind(kind) and isinstance(items, SequenceNode):
+            self._load_items(name, index, builder, items, kind, _scalar_text(top.get("apiVersion")))
+        elif kind == "List":
+            if items is not None and not (isinstance(items, ScalarNode) and items.tag == _NULL_TAG):
+                issue = Issue("List items must be a list", ("items",), builder.position(items))
+                self._content_finding(name, issue, None)
+        else:
+            self._add_built(name, index, builder.build(node), None)
+
+    def _load_items(
+        self,
+        name: str,
+        index: int,
+        builder: NodeBuilder,
+        items: SequenceNode,
+        list_kind: str | None,
+        api_version: str | None,
+    ) -> None:
+        for position, item in enumerate(items.value):
+            if builder.exhausted:
+                return
+            if not isinstance(item, MappingNode):
+                if not (isinstance(item, ScalarNode) and item.tag == _NULL_TAG):
+                    what = f"item {position} of the {list_kind}"
+                    issue = Issue(_not_object(what, _found(item)), (), builder.position(item))
+                    self._content_finding(name, issue, None)
+                continue
+            built = builder.build(item)
+            if isinstance(built.value, dict):
+                built.value = _with_list_defaults(built.value, list_kind, api_version)
+            self._add_built(name, index, built, position)
+
+    def _add_built(self, name: str, index: int, built: Built, item: int | None) -> None:
+        data = built.value if isinstance(built.value, dict) else None
+        kind = _text_field(data, "kind")
+        ref = _object_ref(data, kind) if data is not None else None
+        for issue in built.issues:
+            self._content_finding(name, issue, ref)
+        if data is None or built.aborted:
+            return
+        source = Source(
+            file=name, document=index, positions=built.positions, key_positions=built.key_positions
+        )
+        self.result.documents.append(
+            LoadedDocument(data, source, kind, _text_field(data, "apiVersion"), item)
+        )
+
+    def _add_plain(self, name: str, index: int, value: object, position: Position) -> None:
+        """A document decoded without nodes (the JSON fallback): one position for all of it."""
+        source = Source(file=name, document=index, positions={(): position})
+        if value is None:
+            return
+        if not isinstance(value, dict):
+            issue = Issue(_not_object("document", _found(value)), (), position)
+            self._content_finding(name, issue, None)
+            return
+        kind = _text_field(value, "kind")
+        items = value.get("items")
+        if not (_is_list_kind(kind) and isinstance(items, list)):
+            if kind != "List":
+                doc = LoadedDocument(value, source, kind, _text_field(value, "apiVersion"))
+                self.result.documents.append(doc)
+            return
+        api_version = _text_field(value, "apiVersion")
+        for number, item in enumerate(items):
+            if isinstance(item, dict):
+                data = _with_list_defaults(item, kind, api_version)
+                doc = LoadedDocument(
+                    data, source, _text_field(data, "kind"), _text_field(data, "apiVersion"), number
+                )
+                self.result.documents.append(doc)
+            elif item is not None:
+                issue = Issue(
+                    _not_object(f"item {number} of the {kind}", _found(item)), (), position
+                )
+                self._content_finding(name, issue, None)
+
+    def _content_finding(self, name: str, issue: Issue, ref: ObjectRef | None) -> None:
+        self.result.findings.append(
+            Finding(
+                rule=INPUT_RULE,
+                severity=Severity.ERROR,
+                message=issue.message,
+                locations=(
+                    Location(field=issue.path, file=name, position=issue.position, object=ref),
+                ),
+            )
+        )
