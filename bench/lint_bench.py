@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_slices import generate  # noqa: E402
+from gen_slices import generate
 
 
 def _bare_load(files: list[Path]) -> int:

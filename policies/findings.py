@@ -52,6 +52,11 @@ class Location:
     file: str | None = None
     position: Position | None = None
     object: ObjectRef | None = None
+    inner: Position | None = None
+    """A line:column inside the field's string value (a CEL expression), when the problem
+    is at a precise place in it; front ends that know the file text map it to the file."""
+    value: Position | None = None
+    """Where the field's value starts (with `inner`, what a front end maps from)."""
 
     @property
     def field_path(self) -> str:

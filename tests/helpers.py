@@ -31,7 +31,11 @@ def slice_doc(
             "metadata": {"name": name}, "spec": spec}
 
 
-def entry(name: str, expression: str = 'has(object.x) ? object.x : ""') -> dict[str, Any]:
+CLEAN_EXPRESSION = 'object.?kind.orValue("") == "NICConfig" ? "%s".format([object.x]) : ""'
+"""An extractor no rule or advisory objects to: schema-guarded, static string, can decline."""
+
+
+def entry(name: str, expression: str = CLEAN_EXPRESSION) -> dict[str, Any]:
     return {"name": name, "expression": expression}
 
 

@@ -9,6 +9,7 @@ import click
 from lint.options import kubernetes_version_option
 from lint.report import Report, Summary
 from lint.reporters import FORMATS, get_reporter
+from lint.scalar_positions import resolve_inner_positions
 from policies.engine import EngineOptions, check_slice
 from policies.findings import Finding, Severity
 from policies.limits import KubernetesVersion
@@ -32,7 +33,7 @@ def run_lint(paths: tuple[str, ...], options: EngineOptions) -> tuple[Report, li
         if isinstance(result.obj, ResourceSlice):
             findings.extend(check_slice(result.obj, options=options))
     summary = Summary(files=loaded.files, objects=objects, skipped=skipped)
-    return Report(tuple(findings), summary), list(loaded.usage_errors)
+    return Report(tuple(resolve_inner_positions(findings)), summary), list(loaded.usage_errors)
 
 
 @click.command("lint")

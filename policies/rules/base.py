@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from policies.findings import Finding, Location, Severity
-from policies.source import FieldPath, render_path
+from policies.source import FieldPath, Position, render_path
 
 if TYPE_CHECKING:
     from policies.context import SliceContext
@@ -58,6 +58,7 @@ class Rule:
         *,
         anchor: FieldPath | None = None,
         severity: Severity | None = None,
+        inner: tuple[int, int] | None = None,
     ) -> Finding:
         """A finding on `ctx.slice` whose message reads like an API server field error.
 
@@ -66,10 +67,12 @@ class Rule:
         """
         obj = ctx.slice
         location = Location.at(obj.source, path, obj.ref)
-        if anchor is not None:
-            location = Location(
-                field=path, file=location.file, position=obj.source.locate(anchor), object=obj.ref
-            )
+        position = obj.source.locate(anchor) if anchor is not None else location.position
+        at = Position(*inner) if inner is not None and inner[0] >= 1 else None
+        value = obj.source.positions.get(path) if at is not None else None
+        location = Location(
+            field=path, file=location.file, position=position, object=obj.ref, inner=at, value=value
+        )
         return Finding(
             rule=self.id,
             severity=severity or self.severity,

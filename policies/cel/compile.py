@@ -1,0 +1,545 @@
+"""Compile a CEL expression the way the Kubernetes API server does, with a bounded cache.
+
+Why: every rule about an expression (SA106 compile, SA107 output type, SA108 cost, the
+advisories) starts from the same compilation; the webhook sees the same few expressions over
+and over. `compile_expression` returns a value (`CompileResult`): the checked AST, the
+program, cel-go-formatted errors, and whether the failure is one of *our engine's* limits
+rather than the expression's fault.
+
+Steps, mirroring cel-go's `env.Compile` then `env.Program`:
+
+1. size limit (100,000 code points, cel-go's parser default) and the one syntax cel-cpp
+   accepts that Kubernetes' parser does not (backtick-escaped identifiers);
+2. parse + type-check with cel-cpp in the environment's checker;
+3. if that passed, the Kubernetes AST validators (`policies.cel.validators`);
+4. if those passed, the program-time checks (regex constants) and the program itself.
+
+Engine limits: cel-cpp's parser refuses nesting deeper than 32 (not configurable through
+cel-expr-python); cel-go allows 250. When cel-cpp fails for that reason we estimate the
+cel-go depths from a token scan: within cel-go's limit the result is `engine_limited` (the
+rule layer reports an advisory, not SA106); beyond it, the result carries cel-go's error.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from cel_expr_python import cel
+
+from policies.cel.ast import CheckedAst, Node, decode_checked_expr
+from policies.cel.env import CelEnvironment, EnvKey, Feature, get_env
+from policies.cel.errors import (
+    CompileError,
+    ErrorStage,
+    parse_engine_errors,
+    render_errors,
+    split_status,
+)
+from policies.cel.validators import (
+    format_go_type,
+    program_regex_errors,
+    validate_duration_literals,
+    validate_homogeneous_literals,
+    validate_regex_literals,
+    validate_timestamp_literals,
+)
+
+__all__ = [
+    "CEL_GO_MAX_CODE_POINTS",
+    "CEL_GO_MAX_RECURSION_DEPTH",
+    "DEFAULT_CACHE_SIZE",
+    "ENGINE_MAX_NESTING",
+    "CacheInfo",
+    "CompileCache",
+    "CompileResult",
+    "DepthEstimate",
+    "cache_info",
+    "clear_cache",
+    "compile_expression",
+    "compile_in",
+    "compile_uncached",
+    "escaped_identifiers",
+    "estimate_depth",
+]
+
+CEL_GO_MAX_RECURSION_DEPTH = 250
+"""cel-go parser default `MaxRecursionDepth`."""
+
+CEL_GO_MAX_CODE_POINTS = 100_000
+"""cel-go parser default `ExpressionSizeCodePointLimit`."""
+
+ENGINE_MAX_NESTING = 32
+"""cel-cpp's parser nesting limit as built into cel-expr-python 0.1.3."""
+
+DEFAULT_CACHE_SIZE = 2048
+"""Compiled expressions kept; a slice holds at most 8, a webhook sees a few hundred."""
+
+_ENGINE_DEPTH_ERROR = re.compile(
+    r"Expression recursion limit exceeded\. limit: \d+|"
+    r"Exceeded max recursion depth of \d+ when parsing"
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CompileResult:
+    """The outcome of compiling one expression in one environment.
+
+    * `ok`: compiled, validated and planned; `checked` and `program` are set.
+    * `errors`: what upstream would report (sorted by position); empty when `ok` and when
+      `engine_limited`.
+    * `output_type`: the checked type of the whole expression as cel-go prints it
+      (`string`, `dyn`, `list(string)`, ...), set whenever type-checking succeeded.
+    * `engine_limited`: our engine could not compile an expression upstream would accept
+      (see `engine_limit_reason`); nothing can be said about it statically.
+    """
+
+    expression: str
+    key: EnvKey
+    ok: bool
+    errors: tuple[CompileError, ...]
+    output_type: str | None
+    checked: CheckedAst | None
+    program: cel.Expression | None
+    engine_limited: bool = False
+    engine_limit_reason: str | None = None
+
+    @property
+    def error_text(self) -> str:
+        """The errors as upstream prints them (`ERROR: <input>:L:C: ...` + snippets)."""
+        return render_errors(self.errors, self.expression)
+
+    @property
+    def stage(self) -> ErrorStage | None:
+        """Stage of the first error, if any."""
+        return self.errors[0].stage if self.errors else None
+
+
+# ------------------------------------------------------------------------------------------------
+# Depth estimation (tokenizer-level)
+# ------------------------------------------------------------------------------------------------
+
+
+class DepthEstimate(NamedTuple):
+    """Estimated cel-go parser depths of an expression.
+
+    `listener`: deepest nesting of one grammar rule (cel-go's `recursionListener`, message
+    `expression recursion limit exceeded: 250`); `visitor`: deepest nesting of
+    Relation/Calc/Select/Call/Index/ternary nodes (`max recursion depth exceeded`).
+    """
+
+    listener: int
+    visitor: int
+
+
+_RELATION_OPS = ("==", "!=", "<=", ">=", "<", ">")
+_CALC_OPS = ("+", "-", "*", "/", "%")
+_OPEN = "([{"
+_CLOSE = ")]}"
+
+
+class _Frame:
+    """Counters of one bracket level; see `estimate_depth`."""
+
+    __slots__ = ("calc", "member", "rel", "tern")
+
+    def __init__(self) -> None:
+        self.tern = 0
+        self.rel = 0
+        self.calc = 0
+        self.member = 0
+
+    def listener_terms(self) -> tuple[int, int, int, int]:
+        # Each bracket level enters every rule once; left-recursive rules (relation, calc,
+        # member) keep one context open per operator so far, calc and relation one more for
+        # the operand being parsed; nested ternaries nest `expr` once each.
+        return (
+            1 + self.tern,
+            1 + self.rel + (1 if self.rel else 0),
+            1 + self.calc + (1 if self.calc else 0),
+            1 + self.member,
+        )
+
+    def visitor_term(self) -> int:
+        return self.tern + self.rel + self.calc + self.member
+
+
+def _skip_string(text: str, i: int) -> int:
+    """Index just past the string literal starting at `i` (prefixes already consumed)."""
+    raw = (i > 0 and text[i - 1] in "rR") or (i > 1 and text[i - 2] in "rR" and text[i - 1] in "bB")
+    quote = text[i]
+    if text.startswith(quote * 3, i):
+        end = text.find(quote * 3, i + 3)
+        while not raw and end != -1 and _escaped(text, end):
+            end = text.find(quote * 3, end + 1)
+        return len(text) if end == -1 else end + 3
+    j = i + 1
+    while j < len(text):
+        ch = text[j]
+        if ch == "\\" and not raw:
+            j += 2
+            continue
+        if ch == quote or ch == "\n":
+            return j + 1
+        j += 1
+    return j
+
+
+def _escaped(text: str, i: int) -> bool:
+    n = 0
+    while i - n - 1 >= 0 and text[i - n - 1] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def escaped_identifiers(text: str) -> list[tuple[int, int]]:
+    """(line, column) of every backtick-escaped identifier (`` a.`b-c` ``) outside literals.
+
+    cel-cpp parses them; the cel-go parser Kubernetes uses only does with
+    `EnableIdentifierEscapeSyntax`, which the Kubernetes environment never sets.
+    """
+    found: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    line, line_start = 1, 0
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line, line_start = line + 1, i + 1
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end == -1 else end
+        elif ch in "\"'":
+            end = _skip_string(text, i)
+            newlines = text.count("\n", i, end)
+            if newlines:
+                line += newlines
+                line_start = text.rfind("\n", i, end) + 1
+            i = end
+        elif ch == "`":
+            found.append((line, i - line_start + 1))
+            end = text.find("`", i + 1)
+            i = n if end == -1 else end + 1
+        else:
+            i += 1
+    return found
+
+
+def estimate_depth(text: str) -> DepthEstimate:
+    """Estimate cel-go's parser depths from tokens, without parsing.
+
+    Per bracket level we count ternaries, relation and arithmetic operators and member
+    postfixes (`.f`, `.f()`, `[i]`), resetting each counter where cel-go's grammar starts a
+    new sub-rule (a relation resets arithmetic, `&&`/`||`/`?`/`:`/`,` reset both, any
+    operator ends a member chain). Depths sum over the open levels. This is exact for the
+    shapes that matter (nested brackets, operator and member chains, ternary chains) and an
+    upper bound elsewhere.
+    """
+    stack: list[_Frame] = [_Frame()]
+    best_listener = 0
+    best_visitor = 0
+    prev_operand = False
+    i, n = 0, len(text)
+
+    def measure() -> None:
+        nonlocal best_listener, best_visitor
+        sums = [0, 0, 0, 0]
+        visitor = 0
+        for frame in stack:
+            for k, term in enumerate(frame.listener_terms()):
+                sums[k] += term
+            visitor += frame.visitor_term()
+        best_listener = max(best_listener, *sums)
+        best_visitor = max(best_visitor, visitor)
+
+    while i < n:
+        ch = text[i]
+        top = stack[-1]
+        if ch.isspace():
+            i += 1
+            continue
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end == -1 else end + 1
+            continue
+        if ch in "\"'":
+            i = _skip_string(text, i)
+            prev_operand = True
+            continue
+        if ch.isalpha() or ch == "_" or ch == "`":
+            j = i + 1
+            if ch == "`":
+                j = text.find("`", i + 1)
+                j = n if j == -1 else j + 1
+            else:
+                while j < n and (text[j].isalnum() or text[j] == "_"):
+                    j += 1
+            word = text[i:j]
+            if j < n and text[j] in "\"'" and word.lower() in ("r", "b", "rb", "br"):
+                i = _skip_string(text, j)
+                prev_operand = True
+                continue
+            if word == "in" and prev_operand:
+                top.rel += 1
+                top.calc = top.member = 0
+                prev_operand = False
+            else:
+                prev_operand = True
+            i = j
+            measure()
+            continue
+        if ch.isdigit() or (ch == "." and i + 1 < n and text[i + 1].isdigit() and not prev_operand):
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] == "."):
+                j += 1
+            i = j
+            prev_operand = True
+            continue
+        if ch == ".":
+            top.member += 1
+            i += 2 if text.startswith(".?", i) else 1
+            prev_operand = False
+            measure()
+            continue
+        if ch in _OPEN:
+            if ch == "[" and prev_operand:
+                top.member += 1
+            stack.append(_Frame())
+            i += 1
+            prev_operand = False
+            measure()
+            continue
+        if ch in _CLOSE:
+            if len(stack) > 1:
+                stack.pop()
+            i += 1
+            prev_operand = True
+            continue
+        two = text[i:i + 2]
+        if two in ("&&", "||"):
+            top.calc = top.rel = top.member = 0
+            i += 2
+            prev_operand = False
+            continue
+        if two in _RELATION_OPS or ch in _RELATION_OPS:
+            top.rel += 1
+            top.calc = top.member = 0
+            i += 2 if two in _RELATION_OPS else 1
+            prev_operand = False
+            measure()
+            continue
+        if ch in _CALC_OPS:
+            if prev_operand:
+                top.calc += 1
+            top.member = 0
+            i += 1
+            prev_operand = False
+            measure()
+            continue
+        if ch == "?":
+            if prev_operand:
+                top.tern += 1
+                top.calc = top.rel = top.member = 0
+            i += 1
+            prev_operand = False
+            measure()
+            continue
+        if ch == ",":
+            top.tern = top.calc = top.rel = top.member = 0
+        elif ch == ":":
+            top.calc = top.rel = top.member = 0
+        elif ch == "!":
+            top.member = 0
+        i += 1
+        prev_operand = False
+    measure()
+    return DepthEstimate(best_listener, best_visitor)
+
+
+def _upstream_depth_error(text: str) -> str | None:
+    """cel-go's error for an expression too deep for cel-go as well, else None."""
+    depth = estimate_depth(text)
+    if depth.listener > CEL_GO_MAX_RECURSION_DEPTH:
+        return f"expression recursion limit exceeded: {CEL_GO_MAX_RECURSION_DEPTH}"
+    if depth.visitor > CEL_GO_MAX_RECURSION_DEPTH:
+        return "max recursion depth exceeded"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Compilation
+# ------------------------------------------------------------------------------------------------
+
+
+def _failure(expression: str, key: EnvKey, errors: list[CompileError] | tuple[CompileError, ...],
+             output_type: str | None = None,
+             checked: CheckedAst | None = None) -> CompileResult:
+    ordered = tuple(sorted(errors, key=lambda e: (e.line, e.column)))
+    return CompileResult(expression, key, False, ordered, output_type, checked, None)
+
+
+def _validate(env: CelEnvironment, checked: CheckedAst,
+              nodes: Sequence[Node]) -> list[CompileError]:
+    errors: list[CompileError] = []
+    if env.has(Feature.HOMOGENEOUS_LITERALS):
+        errors += validate_homogeneous_literals(checked, nodes=nodes)
+    if env.has(Feature.LITERAL_VALIDATORS):
+        errors += validate_duration_literals(checked, nodes)
+        errors += validate_timestamp_literals(checked, nodes)
+        errors += validate_regex_literals(checked, env.regex_error, nodes)
+    return errors
+
+
+def _parse_stage(env: CelEnvironment, expression: str) -> ErrorStage:
+    try:
+        env.checker.compile(expression, disable_check=True)
+    except RuntimeError:
+        return ErrorStage.PARSE
+    return ErrorStage.CHECK
+
+
+def compile_uncached(expression: str, key: EnvKey) -> CompileResult:
+    """Compile in the environment of `key` without consulting the cache."""
+    return compile_in(get_env(key), expression)
+
+
+def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
+    """Compile in a given environment (see the module docstring for the steps)."""
+    key = env.key
+    size = len(expression)
+    if size > CEL_GO_MAX_CODE_POINTS:
+        message = (f"expression code point size exceeds limit: size: {size}, "
+                   f"limit {CEL_GO_MAX_CODE_POINTS}")
+        return _failure(expression, key, [CompileError(-1, 0, message, ErrorStage.PARSE)])
+    escapes = [CompileError(line, column, "unsupported syntax: '`'", ErrorStage.PARSE)
+               for line, column in escaped_identifiers(expression)]
+    if escapes:
+        try:
+            env.checker.compile(expression, disable_check=True)
+        except RuntimeError as exc:
+            escapes += parse_engine_errors(str(exc), expression, ErrorStage.PARSE)
+        return _failure(expression, key, escapes)
+    try:
+        compiled = env.checker.compile(expression)
+    except RuntimeError as exc:
+        text = str(exc)
+        if _ENGINE_DEPTH_ERROR.search(text):
+            upstream = _upstream_depth_error(expression)
+            if upstream is not None:
+                return _failure(expression, key,
+                                [CompileError(-1, 0, upstream, ErrorStage.PARSE)])
+            _, detail = split_status(text)
+            reason = (f"the expression nests deeper than our CEL engine's parser allows "
+                      f"({ENGINE_MAX_NESTING} levels; Kubernetes allows "
+                      f"{CEL_GO_MAX_RECURSION_DEPTH}): {detail.strip()}")
+            return CompileResult(expression, key, False, (), None, None, None,
+                                 engine_limited=True, engine_limit_reason=reason)
+        stage = _parse_stage(env, expression)
+        return _failure(expression, key, parse_engine_errors(text, expression, stage))
+
+    serialized = compiled.serialize()
+    checked = decode_checked_expr(serialized, expression)
+    output_type = format_go_type(checked.output_type())
+    nodes = list(checked.walk())
+    errors = _validate(env, checked, nodes)
+    if errors:
+        return _failure(expression, key, errors, output_type, checked)
+    errors = program_regex_errors(checked, env.regex_error, nodes)
+    if errors:
+        return _failure(expression, key, errors[:1], output_type, checked)
+    program: cel.Expression = compiled
+    if env.separate_runtime:
+        try:
+            program = env.runtime.deserialize(serialized)
+        except RuntimeError as exc:
+            _, detail = split_status(str(exc))
+            return _failure(expression, key,
+                            [CompileError(-1, 0, detail.strip(), ErrorStage.PROGRAM)],
+                            output_type, checked)
+    return CompileResult(expression, key, True, (), output_type, checked, program)
+
+
+# ------------------------------------------------------------------------------------------------
+# Cache
+# ------------------------------------------------------------------------------------------------
+
+
+class CacheInfo(NamedTuple):
+    """Counters of the compile cache (the webhook exports them as metrics)."""
+
+    hits: int
+    misses: int
+    evictions: int
+    size: int
+    maxsize: int
+
+
+class CompileCache:
+    """A thread-safe LRU of `CompileResult` keyed by (expression, EnvKey).
+
+    Failures are cached too: compilation is deterministic per environment. Two threads
+    missing on the same key may both compile; the second result replaces the first.
+    """
+
+    def __init__(self, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be at least 1")
+        self._maxsize = maxsize
+        self._entries: OrderedDict[tuple[str, EnvKey], CompileResult] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+        self._evictions = 0
+
+    def get_or_compile(self, expression: str, key: EnvKey) -> CompileResult:
+        """The cached result, or compile, store and return it."""
+        cache_key = (expression, key)
+        with self._lock:
+            found = self._entries.get(cache_key)
+            if found is not None:
+                self._entries.move_to_end(cache_key)
+                self._hits += 1
+                return found
+            self._misses += 1
+        result = compile_uncached(expression, key)
+        with self._lock:
+            self._entries[cache_key] = result
+            self._entries.move_to_end(cache_key)
+            while len(self._entries) > self._maxsize:
+                self._entries.popitem(last=False)
+                self._evictions += 1
+        return result
+
+    def info(self) -> CacheInfo:
+        """Current counters."""
+        with self._lock:
+            return CacheInfo(self._hits, self._misses, self._evictions, len(self._entries),
+                             self._maxsize)
+
+    def clear(self) -> None:
+        """Drop every entry and reset the counters."""
+        with self._lock:
+            self._entries.clear()
+            self._hits = self._misses = self._evictions = 0
+
+
+_CACHE = CompileCache()
+
+
+def compile_expression(expression: str, key: EnvKey) -> CompileResult:
+    """Compile `expression` in the environment `key`, through the process-wide cache."""
+    return _CACHE.get_or_compile(expression, key)
+
+
+def cache_info() -> CacheInfo:
+    """Counters of the process-wide compile cache."""
+    return _CACHE.info()
+
+
+def clear_cache() -> None:
+    """Empty the process-wide compile cache (tests; environment reloads)."""
+    _CACHE.clear()

@@ -1,0 +1,470 @@
+"""Kubernetes-compatible CEL environments, per Kubernetes version and expression mode.
+
+Why: the API server does not compile CEL in "CEL"; it compiles it in the Kubernetes base
+environment (`k8s.io/apiserver/pkg/cel/environment`), whose content depends on the release
+and on whether the expression is being written (NewExpressions: options introduced at or
+before the *compatibility* version n-1) or is already stored (StoredExpressions: every option
+the release knows and has not removed). An expression valid in one and not the other is
+exactly what SA106 and ratcheting are about, so the environment is a value keyed by
+(`kubernetes_version`, `mode`, `kind`), built from the versioned option table below
+(reference §2.1) and cached.
+
+cel-expr-python's YAML `EnvConfig` (cel-cpp `env_yaml`) understands `extensions` (name and
+version, or `latest`), `variables`, `functions`, `container` and `stdlib`
+(`include_functions`/`exclude_functions` down to overload ids, `include_macros`/
+`exclude_macros`, `disable`); it has no `features`, `limits` or `validators` (a `features` key
+is silently ignored) and no parser options. We only ever enable what Kubernetes has (no math,
+encoders, protos, regex ext, strings ≥ 3) and need no stdlib subsetting. Extension versions
+in cel-expr-python 0.1.3: strings 0-4, lists 0-2, optional 0-2, math 0-2, others 0. Options it
+has no switch for are emulated:
+
+* cross-type numeric comparisons (1.28): cel-cpp's runtime already compares int/uint/double
+  across types, only the checker lacks the overloads. We declare them, with cel-go's ids
+  (`less_int64_double`, ...), in a *checker* environment; the declaration would collide with
+  the runtime's built-ins, so programs are planned in a twin *runtime* environment from the
+  checked AST (`Expression.serialize()` -> `Env.deserialize()`).
+* homogeneous aggregate literals (1.0) and the duration/timestamp/regex literal validators
+  (1.29): AST validators in `policies.cel.validators`, run by `policies.cel.compile`.
+
+The Kubernetes libraries (lists, regex, urls, quantity, ip, cidr, format, semver) come from
+`policies.cel.k8s_library`: `libraries_for(version)` gives the runtime extensions and
+`checker_config_for(version)` the upstream-typed declarations for the checker. Without that
+package the environment still builds, without them (`CelEnvironment.kubernetes_libraries`).
+The authz libraries are not included: they need an `authorizer` variable neither the
+sharing-affinity nor the DRA environment has.
+
+Thread safety: environments are immutable once built, and built (including cel-expr-python's
+lazy parts) before they are shared; the cache is `functools.lru_cache`, bounded.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+from cel_expr_python import cel
+
+from policies.cel.validators import RegexCheck, go_regexp_error
+
+__all__ = [
+    "BASE_OPTIONS",
+    "DEFAULT_VERSION",
+    "ENV_KINDS",
+    "MAX_VERSION",
+    "MIN_VERSION",
+    "CelEnvironment",
+    "EnvKey",
+    "EnvKind",
+    "EnvMode",
+    "Feature",
+    "InvalidVersionError",
+    "VersionedOption",
+    "build_environment",
+    "clear_env_cache",
+    "compatibility_version",
+    "env_cache_info",
+    "format_version",
+    "get_env",
+    "parse_version",
+]
+
+Version = tuple[int, int]
+
+DEFAULT_VERSION: Version = (1, 37)
+"""Target Kubernetes version: KEP-5981's alpha release."""
+
+MIN_VERSION: Version = (1, 24)
+"""Oldest target we model: its compatibility version 1.23 is the base env's epoch ("1.0")."""
+
+MAX_VERSION: Version = (1, 37)
+"""Newest target whose options the reference documents; later ones are unknown to us."""
+
+
+class InvalidVersionError(ValueError):
+    """A Kubernetes version string that is malformed or outside what we model."""
+
+
+_VERSION_RE = re.compile(r"v?(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def parse_version(text: str) -> Version:
+    """`"1.37"` -> `(1, 37)`; also accepts `v1.37` and `1.37.2` (the patch is irrelevant).
+
+    Raises InvalidVersionError with a message meant for users (the CLI turns it into a usage
+    error); this is an input boundary, not a rule.
+    """
+    m = _VERSION_RE.fullmatch(text.strip())
+    if m is None:
+        raise InvalidVersionError(
+            f"invalid Kubernetes version {text!r}: expected MAJOR.MINOR, e.g. "
+            f"{format_version(DEFAULT_VERSION)}")
+    version = (int(m.group(1)), int(m.group(2)))
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise InvalidVersionError(
+            f"unsupported Kubernetes version {format_version(version)}: this build models the "
+            f"CEL environments of {format_version(MIN_VERSION)} to {format_version(MAX_VERSION)}")
+    return version
+
+
+def format_version(version: Version) -> str:
+    """`(1, 37)` -> `"1.37"`."""
+    return f"{version[0]}.{version[1]}"
+
+
+def compatibility_version(target: Version) -> Version:
+    """The n-1 version whose options new expressions may use (`DefaultCompatibilityVersion`)."""
+    return (target[0], target[1] - 1)
+
+
+class EnvMode(enum.Enum):
+    """Which of the two environments of a Kubernetes EnvSet."""
+
+    NEW_EXPRESSIONS = "new"
+    """Validating an expression being created or changed: compatibility-version options only."""
+
+    STORED_EXPRESSIONS = "stored"
+    """Evaluating an already persisted expression: every option the release has not removed."""
+
+
+class Feature(enum.Enum):
+    """Environment options cel-expr-python has no switch for; emulated by our code."""
+
+    HOMOGENEOUS_LITERALS = "cel.HomogeneousAggregateLiterals"
+    CROSS_TYPE_NUMERIC_COMPARISONS = "cel.CrossTypeNumericComparisons"
+    LITERAL_VALIDATORS = "cel.ASTValidators(duration, timestamp, regex)"
+
+
+@dataclass(frozen=True, slots=True)
+class VersionedOption:
+    """One row of Kubernetes' versioned option table.
+
+    Exactly one of `extension` (a cel-expr-python extension: YAML name and version, None for
+    the library's latest) or `feature` is set.
+    """
+
+    name: str
+    introduced: Version
+    removed: Version | None = None
+    extension: tuple[str, int | None] | None = None
+    feature: Feature | None = None
+
+    def enabled(self, target: Version, mode: EnvMode) -> bool:
+        """Whether Kubernetes `target` includes this option in `mode` (environment.go rules)."""
+        compat = compatibility_version(target)
+        if self.removed is not None and compat >= self.removed:
+            return False
+        limit = compat if mode is EnvMode.NEW_EXPRESSIONS else target
+        return self.introduced <= limit
+
+
+_EPOCH: Version = (1, 0)
+
+BASE_OPTIONS: tuple[VersionedOption, ...] = (
+    # 1.0 (the real epoch is 1.23): HomogeneousAggregateLiterals is, in the cel-go Kubernetes
+    # vendors, the homogeneous-literal AST validator. URLs, Regex, Lists come from k8s_library.
+    VersionedOption("cel.HomogeneousAggregateLiterals", _EPOCH,
+                    feature=Feature.HOMOGENEOUS_LITERALS),
+    VersionedOption("ext.Strings(StringsVersion(0))", _EPOCH, removed=(1, 29),
+                    extension=("strings", 0)),
+    VersionedOption("cel.CrossTypeNumericComparisons(true)", (1, 28),
+                    feature=Feature.CROSS_TYPE_NUMERIC_COMPARISONS),
+    VersionedOption("cel.OptionalTypes()", (1, 28), extension=("optional", None)),
+    VersionedOption("cel.ASTValidators(ValidateDurationLiterals, ValidateTimestampLiterals, "
+                    "ValidateRegexLiterals, ValidateHomogeneousAggregateLiterals)", (1, 29),
+                    feature=Feature.LITERAL_VALIDATORS),
+    VersionedOption("ext.Strings(StringsVersion(2))", (1, 29), extension=("strings", 2)),
+    VersionedOption("ext.Sets()", (1, 29), extension=("sets", None)),
+    VersionedOption("ext.TwoVarComprehensions()", (1, 32),
+                    extension=("cel.lib.ext.comprev2", None)),
+    # cel-go's lists v3 only adds cost estimators to v2's functions; cel-cpp's newest is v2.
+    VersionedOption("ext.Lists(ListsVersion(3))", (1, 34), extension=("lists", 2)),
+)
+"""Reference §2.1 (base.go), minus the Kubernetes libraries, in upstream order."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnvKind:
+    """What an expression kind adds to the base environment: its options and variables."""
+
+    name: str
+    options: tuple[VersionedOption, ...]
+    variables: Callable[[], Mapping[str, cel.Type]]
+
+
+_BINDINGS = VersionedOption("ext.Bindings(BindingsVersion(0))", (1, 31),
+                            extension=("bindings", 0))
+
+ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
+    "sharing-affinity": EnvKind(
+        name="sharing-affinity",
+        options=(_BINDINGS,),
+        variables=lambda: {"object": cel.Type.DYN},
+    ),
+})
+"""Expression kinds. The DRA `device` environment (reference §3) will be added here."""
+
+
+@dataclass(frozen=True)
+class EnvKey:
+    """Identity of an environment: target Kubernetes version, mode and expression kind."""
+
+    kubernetes_version: Version
+    mode: EnvMode
+    kind: str = "sharing-affinity"
+
+    def __post_init__(self) -> None:
+        if not MIN_VERSION <= self.kubernetes_version <= MAX_VERSION:
+            raise ValueError(f"unsupported Kubernetes version {self.kubernetes_version}")
+        if self.kind not in ENV_KINDS:
+            raise ValueError(f"unknown CEL environment kind {self.kind!r}")
+
+    @property
+    def compatibility_version(self) -> Version:
+        """The n-1 version bounding NEW_EXPRESSIONS."""
+        return compatibility_version(self.kubernetes_version)
+
+    def __str__(self) -> str:
+        return f"{self.kind}@{format_version(self.kubernetes_version)}/{self.mode.value}"
+
+
+@dataclass(frozen=True, eq=False)
+class CelEnvironment:
+    """A built environment and what compilation needs besides the cel-cpp `Env`.
+
+    `checker` parses and type-checks; `runtime` plans programs. They are the same object
+    unless the checker carries declarations the runtime must not see (cross-type numeric
+    comparisons; the Kubernetes libraries' upstream-typed declarations), in which case
+    `policies.cel.compile` re-plans the checked AST in `runtime`.
+    """
+
+    key: EnvKey
+    checker: cel.Env
+    runtime: cel.Env
+    options: tuple[str, ...]
+    features: frozenset[Feature]
+    variables: Mapping[str, cel.Type]
+    regex_error: RegexCheck
+    kubernetes_libraries: bool
+
+    @property
+    def separate_runtime(self) -> bool:
+        """Whether programs must be re-planned in the runtime env."""
+        return self.runtime is not self.checker
+
+    def has(self, feature: Feature) -> bool:
+        """Whether an emulated option is on in this environment."""
+        return feature in self.features
+
+
+# ------------------------------------------------------------------------------------------------
+# Building
+# ------------------------------------------------------------------------------------------------
+
+_CROSS_NUMERIC_OPERATORS = (
+    ("_<_", "less"), ("_<=_", "less_equals"), ("_>_", "greater"), ("_>=_", "greater_equals"),
+)
+
+
+def _cross_numeric_extension() -> cel.CelExtensionBase:
+    """Checker declarations of `<, <=, >, >=` across int, uint and double (cel-go ids)."""
+    numeric = (("int64", cel.Type.INT), ("uint64", cel.Type.UINT), ("double", cel.Type.DOUBLE))
+    decls = [
+        cel.FunctionDecl(op, [
+            cel.Overload(f"{prefix}_{a}_{b}", cel.Type.BOOL, [ta, tb])
+            for a, ta in numeric for b, tb in numeric if a != b
+        ])
+        for op, prefix in _CROSS_NUMERIC_OPERATORS
+    ]
+    return cel.CelExtension("cel.lib.std.cross_type_numeric_comparisons", decls)
+
+
+@dataclass(frozen=True)
+class _KubernetesLibraries:
+    """What k8s_library gives one environment: runtime extensions and checker declarations."""
+
+    runtime: list[cel.CelExtensionBase]
+    checker_config: dict[str, Any]
+    checker_extensions: list[cel.CelExtensionBase]
+
+
+def _kubernetes_libraries(version: Version) -> _KubernetesLibraries | None:
+    """The Kubernetes CEL libraries of `version`, or None when k8s_library is not available.
+
+    k8s_library declares its functions twice: loosely typed runtime extensions (what
+    evaluates), and, for a checking environment, upstream's types and overload ids as
+    env-config entries plus extensions for overloads that must merge into existing functions.
+    """
+    try:
+        module = importlib.import_module("policies.cel.k8s_library")
+    except ImportError:
+        return None
+    libraries_for = getattr(module, "libraries_for", None)
+    if libraries_for is None:
+        return None
+    runtime = list(libraries_for(version))
+    checker_config_for = getattr(module, "checker_config_for", None)
+    if checker_config_for is None:
+        return _KubernetesLibraries(runtime, {}, list(libraries_for(version)))
+    checker = checker_config_for(version)
+    config: dict[str, Any] = {}
+    if checker.functions:
+        config["functions"] = list(checker.functions)
+    if checker.variables:
+        config["variables"] = list(checker.variables)
+    if checker.stdlib_exclusions:
+        config["stdlib"] = {"exclude_functions": list(checker.stdlib_exclusions)}
+    return _KubernetesLibraries(runtime, config, list(checker.extensions))
+
+
+def _config_yaml(extensions: Sequence[tuple[str, int | None]],
+                 extra: Mapping[str, Any] | None = None) -> str:
+    """An `EnvConfig` YAML document: the extensions, plus extra top-level entries."""
+    document: dict[str, Any] = {
+        "extensions": [{"name": name} if version is None else {"name": name, "version": version}
+                       for name, version in extensions],
+    }
+    document.update(extra or {})
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+class _RegexProbe:
+    """Validates a regex literal as Go's `regexp.Compile` would, returning Go's error text.
+
+    Validity comes from RE2 itself (cel-cpp's engine, the one behind `matches`), corrected
+    for the one construct Go rejects (`\\C`). The message comes from k8s_library's Go-syntax
+    parser when it is available (exact Go wording), else from RE2's message mapped to Go's.
+    """
+
+    def __init__(self) -> None:
+        env = cel.NewEnv(variables={"p": cel.Type.STRING})
+        self._program = env.compile('"".matches(p)')
+        self._lock = threading.Lock()
+        self._go_wording = _go_regexp_wording()
+
+    def __call__(self, pattern: str) -> str | None:
+        with self._lock:
+            value = self._program.eval(data={"p": pattern})
+        re2_error: str | None = None
+        if value.type().name() == "ERROR":
+            re2_error = re.sub(r"^[A-Z_]+: ", "", str(value.value()))
+        mapped = go_regexp_error(pattern, re2_error)
+        if mapped is None or self._go_wording is None:
+            return mapped
+        exact = self._go_wording(pattern)
+        if exact is not None and exact.startswith("error parsing regexp: "):
+            return exact
+        return mapped
+
+
+def _go_regexp_wording() -> Callable[[str], str | None] | None:
+    """k8s_library's Go-regexp error renderer, if that library provides one."""
+    try:
+        module = importlib.import_module("policies.cel.k8s_library.regex")
+    except ImportError:
+        return None
+    found = getattr(module, "literal_pattern_error", None)
+    return found if callable(found) else None
+
+
+def build_environment(
+    target: Version,
+    mode: EnvMode,
+    variables: Mapping[str, cel.Type],
+    kind_options: Sequence[VersionedOption] = (),
+    key: EnvKey | None = None,
+) -> CelEnvironment:
+    """Build (uncached) the environment of Kubernetes `target` in `mode`.
+
+    `variables` are the declared variables (`object: dyn` for sharing affinity);
+    `kind_options` are the expression kind's own versioned options (e.g. `cel.bind`).
+    """
+    options: list[str] = []
+    extensions: list[tuple[str, int | None]] = []
+    seen_extensions: set[str] = set()
+    features: set[Feature] = set()
+    for option in (*BASE_OPTIONS, *kind_options):
+        if not option.enabled(target, mode):
+            continue
+        if option.extension is not None:
+            name = option.extension[0]
+            if name in seen_extensions:
+                continue  # cel-go libraries are singletons: the first one configured wins
+            seen_extensions.add(name)
+            extensions.append(option.extension)
+        if option.feature is not None:
+            features.add(option.feature)
+        options.append(option.name)
+
+    library_version = compatibility_version(target) if mode is EnvMode.NEW_EXPRESSIONS else target
+    libraries = _kubernetes_libraries(library_version)
+    if libraries is not None:
+        options.append(f"kubernetes libraries @ {format_version(library_version)}")
+
+    runtime_config = cel.NewEnvConfigFromYaml(_config_yaml(extensions))
+    runtime = cel.NewEnv(config=runtime_config, variables=dict(variables),
+                         extensions=libraries.runtime if libraries is not None else [])
+    checker = runtime
+    cross_numeric = Feature.CROSS_TYPE_NUMERIC_COMPARISONS in features
+    if libraries is not None or cross_numeric:
+        checker_extensions = list(libraries.checker_extensions) if libraries is not None else []
+        if cross_numeric:
+            checker_extensions.append(_cross_numeric_extension())
+        checker_config = cel.NewEnvConfigFromYaml(
+            _config_yaml(extensions, libraries.checker_config if libraries is not None else None))
+        checker = cel.NewEnv(config=checker_config, variables=dict(variables),
+                             extensions=checker_extensions)
+    # cel-expr-python builds parts of an Env lazily on first use; do that here, in one thread,
+    # so concurrent request threads only ever see a fully built environment.
+    checker.compile("true")
+    runtime.compile("true").eval()
+    if key is None:
+        key = EnvKey(target, mode)
+    return CelEnvironment(
+        key=key,
+        checker=checker,
+        runtime=runtime,
+        options=tuple(options),
+        features=frozenset(features),
+        variables=MappingProxyType(dict(variables)),
+        regex_error=_RegexProbe(),
+        kubernetes_libraries=libraries is not None,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Cache
+# ------------------------------------------------------------------------------------------------
+
+ENV_CACHE_SIZE = 64
+"""Enough for every (version, mode) pair of two kinds; building one costs a few ms."""
+
+
+@lru_cache(maxsize=ENV_CACHE_SIZE)
+def _cached_environment(key: EnvKey) -> CelEnvironment:
+    kind = ENV_KINDS[key.kind]
+    return build_environment(key.kubernetes_version, key.mode, kind.variables(), kind.options,
+                             key=key)
+
+
+def get_env(key: EnvKey) -> CelEnvironment:
+    """The (cached) environment for `key`."""
+    return _cached_environment(key)
+
+
+def env_cache_info() -> tuple[int, int, int]:
+    """(hits, misses, current size) of the environment cache."""
+    info = _cached_environment.cache_info()
+    return info.hits, info.misses, info.currsize
+
+
+def clear_env_cache() -> None:
+    """Drop every cached environment (tests; a k8s_library reload)."""
+    _cached_environment.cache_clear()

@@ -1,0 +1,176 @@
+"""The Kubernetes CEL libraries cel-expr-python lacks, by upstream library.
+
+Two ways in, because cel-expr-python cannot carry values of opaque types:
+
+* `libraries_for(version)`: the runtime extensions (Python implementations
+  on carrier values, see `_types`). On their own they also type-check, but
+  loosely: `net.IP` & co. look like strings or lists to the checker.
+* `checker_config_for(version)`: the same functions declared with upstream's
+  types and overload ids, for a *checking* environment. Compile there, then
+  `runtime_env.deserialize(checked.serialize())` and evaluate: dispatch at
+  run time is by function name and argument kind, so the runtime extensions
+  serve the checked AST.
+
+`native_string(value)` turns an evaluation result into what upstream's
+conversion of that result to a string would give (carriers back to text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cel_expr_python import cel
+
+from policies.cel.k8s_library import cidr, ip, lists, quantity, regex, semver, urls
+from policies.cel.k8s_library import format as format_lib
+from policies.cel.k8s_library._types import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DURATION,
+    INT,
+    STRING,
+    TAG_SEMVER,
+    TIMESTAMP,
+    UINT,
+    Decl,
+    Runtime,
+    TypeInfo,
+    extension,
+    function_configs,
+    t,
+)
+
+__all__ = [
+    "LIBRARIES",
+    "CheckerConfig",
+    "Library",
+    "checker_config_for",
+    "libraries_for",
+    "native_string",
+]
+
+Version = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Library:
+    """One upstream library and the Kubernetes version it joined the base env."""
+
+    name: str  # upstream library name, e.g. "kubernetes.lists"
+    introduced: Version  # reference §2.1; (1, 0) is upstream's epoch
+    build: Callable[[], cel.CelExtensionBase]  # a fresh runtime extension
+    declarations: tuple[Decl, ...] = field(default=(), repr=False)
+    type_names: tuple[str, ...] = ()  # type identifiers the library declares (`net.CIDR`)
+
+
+LIBRARIES: tuple[Library, ...] = (
+    Library(urls.NAME, (1, 0), urls.SPEC.build, urls.DECLARATIONS),
+    Library(regex.NAME, (1, 0), regex.SPEC.build, regex.DECLARATIONS),
+    Library(lists.NAME, (1, 0), lists.SPEC.build, lists.SPEC.declarations),
+    Library(quantity.NAME, (1, 28), quantity.SPEC.build, quantity.DECLARATIONS),
+    Library(ip.NAME, (1, 30), ip.SPEC.build, ip.DECLARATIONS, ("net.IP",)),
+    Library(cidr.NAME, (1, 30), cidr.SPEC.build, cidr.DECLARATIONS, ("net.CIDR",)),
+    Library(format_lib.NAME, (1, 31), format_lib.SPEC.build, format_lib.DECLARATIONS),
+    Library(semver.NAME, (1, 33), semver.SPEC.build, semver.DECLARATIONS),
+)
+
+
+def _selected(version: Version) -> list[Library]:
+    return [lib for lib in LIBRARIES if lib.introduced <= version]
+
+
+def libraries_for(version: Version) -> list[cel.CelExtensionBase]:
+    """Fresh runtime extensions of every library in the base env at `version`."""
+    return [lib.build() for lib in _selected(version)]
+
+
+# --------------------------------------------------------------------------
+# Checking environment
+
+# cel-cpp's standard `string` overloads. An env config cannot add overloads
+# to a standard function, so declaring `string(net.IP)` means excluding the
+# standard `string` and declaring it again, whole.
+_STD_STRING: tuple[tuple[str, TypeInfo], ...] = (
+    ("string_to_string", STRING),
+    ("int64_to_string", INT),
+    ("uint64_to_string", UINT),
+    ("double_to_string", DOUBLE),
+    ("bytes_to_string", BYTES),
+    ("bool_to_string", BOOL),
+    ("timestamp_to_string", TIMESTAMP),
+    ("duration_to_string", DURATION),
+)
+
+
+@dataclass(frozen=True)
+class CheckerConfig:
+    """What a checking environment needs on top of its base config.
+
+    `functions`, `variables` and `stdlib_exclusions` are env-config entries
+    (the `functions:`, `variables:` and `stdlib: exclude_functions:` lists of
+    the YAML given to `cel.NewEnvConfigFromYaml`); `extensions` must be
+    passed to `cel.NewEnv` as well: they declare overloads of functions that
+    other extensions also define (`indexOf`), which a config cannot merge.
+    """
+
+    functions: list[dict[str, Any]]
+    variables: list[dict[str, Any]]
+    stdlib_exclusions: list[dict[str, Any]]
+    extensions: list[cel.CelExtensionBase]
+
+
+def checker_config_for(version: Version) -> CheckerConfig:
+    decls: list[Decl] = []
+    merged: list[Decl] = []
+    type_names: list[str] = []
+    for lib in _selected(version):
+        type_names.extend(lib.type_names)
+        for d in lib.declarations:
+            (merged if d.function in lists.MERGED_FUNCTIONS else decls).append(d)
+    exclusions: list[dict[str, Any]] = []
+    if any(d.function == "string" for d in decls):
+        exclusions.append({"name": "string"})
+        decls = [Decl("string", oid, (arg,), STRING) for oid, arg in _STD_STRING] + decls
+    variables = [{"name": name, "type_name": "type", "params": [t(name).to_config()]} for name in type_names]
+    extensions: list[cel.CelExtensionBase] = []
+    if merged:
+        extensions.append(_merged_extension(merged))
+    return CheckerConfig(function_configs(decls), variables, exclusions, extensions)
+
+
+def _merged_extension(decls: list[Decl]) -> cel.CelExtension:
+    """Declarations that must merge into existing functions.
+
+    Python-declared overloads cannot name type parameters, so `list(A), A`
+    is declared as `list(dyn), dyn`: `[1].indexOf("a")` compiles here while
+    upstream rejects it.
+    """
+    runtimes = {r.overload_id: r for r in lists.SPEC.runtimes}
+    out = []
+    for d in decls:
+        r = runtimes[d.overload_id]
+        out.append(Runtime(d.function, d.overload_id, r.params, r.result, r.impl, member=True))
+    return extension("kubernetes.lists.merged", out)
+
+
+# --------------------------------------------------------------------------
+# Results
+
+
+def native_string(value: Any) -> str | None:
+    """What upstream's conversion of a result to `string` gives, or None.
+
+    Strings (including the IP, CIDR, URL and Quantity carriers) convert; a
+    Quantity carrier loses its state suffix; a Semver carrier becomes its
+    version text. Anything else (numbers, lists, formats, ...) does not
+    convert, as upstream's `ConvertToNative` refuses it.
+    """
+    if isinstance(value, str):
+        return quantity.native_string(value)
+    if isinstance(value, list) and len(value) == 2 and value[0] == TAG_SEMVER:
+        text = value[1]
+        return text if isinstance(text, str) else None
+    return None

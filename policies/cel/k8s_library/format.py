@@ -1,0 +1,310 @@
+"""format: `format.named(string)`, `format.<name>()` and `<NamedFormat>.validate(string)`.
+
+The validators reproduce the apimachinery / kube-openapi checks upstream
+calls, with their messages (see `_VALIDATORS`).
+
+Carriers: a format is the tagged list `[TAG_FORMAT, <name>]`; the optionals
+these functions return are `[TAG_OPTIONAL]` (none) and `[TAG_OPTIONAL, v]`.
+cel-expr-python cannot build a real CEL optional from Python, so this
+library also registers `hasValue()` and `value()` for that carrier (the
+`optMap`/`optFlatMap` macros expand to those and work too). `orValue()`,
+`or()` and `==` against `optional.none()`/`optional.of(...)` do not work on
+these results: cel-cpp evaluates `or`/`orValue` with a built-in step that only
+accepts real optionals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from cel_expr_python import cel
+
+from policies.cel.k8s_library._gourl import UrlError, parse_request_uri
+from policies.cel.k8s_library._types import (
+    STRING,
+    TAG_FORMAT,
+    TAG_OPTIONAL,
+    CelError,
+    Decl,
+    LibrarySpec,
+    Runtime,
+    list_of,
+    no_such_overload,
+    optional_none,
+    optional_of,
+    optional_some,
+    t,
+    unwrap_tagged,
+    want_str,
+)
+
+NAME = "format"
+FORMAT_TYPE = t("kubernetes.NamedFormat")
+
+# --------------------------------------------------------------------------
+# apimachinery validation helpers (messages as upstream words them)
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
+
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character"
+)
+_DNS1123_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+    "'-' or '.', and must start and end with an alphanumeric character"
+)
+_DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+    "start with an alphabetic character, and end with an alphanumeric character"
+)
+_LABEL_KEY_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character"
+)
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, "
+    "'-', '_' or '.', and must start and end with an alphanumeric character"
+)
+
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
+_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+_UUID_RE = re.compile("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_BASE64_RE = re.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
+_DATE_RE = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIME_RE = re.compile("([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """validation.RegexError (its odd double space before "or" included)."""
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    text = msg + " (e.g. "
+    for i, example in enumerate(examples):
+        if i > 0:
+            text += " or "
+        text += f"'{example}', "
+    return text + f"regex used for validation is '{fmt}')"
+
+
+def _byte_len(s: str) -> int:
+    return len(s.encode("utf-8"))
+
+
+def _max_len_error(n: int) -> str:
+    """util/validation.MaxLenError."""
+    return f"must be no more than {n} characters"
+
+
+def _content_max_len_error(n: int) -> str:
+    """api/validate/content.MaxLenError, used by the label key/value checks."""
+    return f"must be no more than {n} bytes"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    errs = []
+    if _byte_len(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+            errs.append("must not contain dots")
+        else:
+            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str, max_len_error: Callable[[int], str] = _max_len_error) -> list[str]:
+    errs = []
+    if _byte_len(value) > 253:
+        errs.append(max_len_error(253))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    errs = []
+    if _byte_len(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """content.IsLabelKey (what validation.IsQualifiedName now is)."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            sub = is_dns1123_subdomain(prefix, _content_max_len_error)
+            errs.extend("prefix part " + m for m in sub)
+    else:
+        return [
+            "a valid label key "
+            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+        ]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _byte_len(name) > 63:
+        errs.append("name part " + _content_max_len_error(63))
+    if not _LABEL_KEY_RE.fullmatch(name):
+        errs.append(
+            "name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+        )
+    return errs
+
+
+def is_label_value(value: str) -> list[str]:
+    errs = []
+    if _byte_len(value) > 63:
+        errs.append(_content_max_len_error(63))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _mask_trailing_dash(name: str) -> str:
+    """apimachinery's maskTrailingDash, which drops *two* bytes before adding "a"."""
+    if not name.endswith("-"):
+        return name
+    data = name.encode("utf-8")
+    if len(data) < 2:
+        # Go slices name[:len(name)-2] and panics; cel-go reports the panic.
+        raise CelError("internal error: runtime error: slice bounds out of range [:-1]")
+    return data[:-2].decode("utf-8", errors="replace") + "a"
+
+
+def _prefixed(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
+    return lambda s: check(_mask_trailing_dash(s))
+
+
+def _uri(s: str) -> list[str]:
+    try:
+        parse_request_uri(s)
+    except UrlError as err:
+        return [str(err)]
+    return []
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        return 29 if year % 4 == 0 and (year % 100 != 0 or year % 400 == 0) else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def is_date(s: str) -> bool:
+    """time.Parse("2006-01-02", s) == nil."""
+    if not _DATE_RE.fullmatch(s):
+        return False
+    year, month, day = int(s[0:4]), int(s[5:7]), int(s[8:10])
+    return 1 <= month <= 12 and 1 <= day <= _days_in(month, year)
+
+
+def is_datetime(s: str) -> bool:
+    """kube-openapi strfmt.IsDateTime."""
+    if len(s.encode("utf-8")) < 4:
+        return False
+    parts = s.lower().split("t")
+    if len(parts) < 2 or not is_date(parts[0]):
+        return False
+    m = _TIME_RE.fullmatch(parts[1])
+    if m is None:
+        return False
+    return m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
+
+
+def _flag(ok: Callable[[str], bool], message: str) -> Callable[[str], list[str]]:
+    return lambda s: [] if ok(s) else [message]
+
+
+_VALIDATORS: dict[str, Callable[[str], list[str]]] = {
+    "dns1123Label": is_dns1123_label,
+    "dns1123Subdomain": is_dns1123_subdomain,
+    "dns1035Label": is_dns1035_label,
+    "qualifiedName": is_qualified_name,
+    "dns1123LabelPrefix": _prefixed(is_dns1123_label),
+    "dns1123SubdomainPrefix": _prefixed(is_dns1123_subdomain),
+    "dns1035LabelPrefix": _prefixed(is_dns1035_label),
+    "labelValue": is_label_value,
+    "uri": _uri,
+    "uuid": _flag(lambda s: _UUID_RE.fullmatch(s) is not None, "does not match the UUID format"),
+    "byte": _flag(lambda s: _BASE64_RE.fullmatch(s) is not None, "invalid base64"),
+    "date": _flag(is_date, "invalid date"),
+    "datetime": _flag(is_datetime, "invalid datetime"),
+}
+
+FORMAT_NAMES: tuple[str, ...] = tuple(_VALIDATORS)
+
+
+def _named(raw: object) -> list[object]:
+    name = want_str(raw)
+    if name in _VALIDATORS:
+        return optional_some([TAG_FORMAT, name])
+    return optional_none()
+
+
+def _validate(fmt: object, raw: object) -> list[object]:
+    name = unwrap_tagged(fmt, TAG_FORMAT)
+    check = _VALIDATORS.get(name) if isinstance(name, str) else None
+    if check is None:
+        raise no_such_overload()
+    errors = check(want_str(raw))
+    return optional_some(errors) if errors else optional_none()
+
+
+def _constant(name: str) -> Callable[[], list[str]]:
+    return lambda: [TAG_FORMAT, name]
+
+
+def _optional_parts(value: object) -> list[object]:
+    if type(value) is not list or not value or value[0] != TAG_OPTIONAL or len(value) > 2:
+        raise no_such_overload()
+    return value
+
+
+def _has_value(value: object) -> bool:
+    return len(_optional_parts(value)) == 2
+
+
+def _value(value: object) -> object:
+    parts = _optional_parts(value)
+    if len(parts) != 2:
+        raise CelError("optional.none() dereference")
+    return parts[1]
+
+
+DECLARATIONS: tuple[Decl, ...] = (
+    Decl("validate", "format-validate", (STRING,), optional_of(list_of(STRING)), target=FORMAT_TYPE),
+    Decl("format.named", "format-named", (STRING,), optional_of(FORMAT_TYPE)),
+    *(Decl(f"format.{name}", f"format.{name}", (), FORMAT_TYPE) for name in FORMAT_NAMES),
+)
+
+_L = cel.Type.LIST
+
+SPEC = LibrarySpec(
+    NAME,
+    DECLARATIONS,
+    (
+        Runtime("validate", "format-validate", (_L, cel.Type.STRING), _L, _validate, member=True),
+        Runtime("format.named", "format-named", (cel.Type.STRING,), _L, _named),
+        *(Runtime(f"format.{name}", f"format.{name}", (), _L, _constant(name)) for name in FORMAT_NAMES),
+        # The optional carrier's accessors (see module docstring).
+        Runtime("hasValue", "k8s_optional_has_value", (_L,), cel.Type.BOOL, _has_value, True),
+        Runtime("value", "k8s_optional_value", (_L,), cel.Type.DYN, _value, True),
+    ),
+)

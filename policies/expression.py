@@ -1,0 +1,46 @@
+"""One extractor expression, analysed once: compiled, typed and costed.
+
+Every rule about an expression (SA106–SA108, the advisories, extraction) starts
+here, and the webhook sees the same expressions over and over, so the analysis is
+cached by (expression, target version) on top of the compile cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from policies.cel.compile import CompileResult, compile_expression
+from policies.cel.cost import CostReport, estimate_cost
+from policies.cel.env import EnvKey, EnvMode
+from policies.limits import KubernetesVersion
+
+ANALYSIS_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True, eq=False)
+class ExpressionAnalysis:
+    """Compilation in the environment that validates new expressions, and its static cost.
+
+    `cost` is None when the expression did not compile. The estimate uses no size
+    knowledge of `object` and no Kubernetes-library pricing, exactly like the
+    scheduler's estimator (reference §1.4), so "unbounded" here is what the
+    scheduler will reject.
+    """
+
+    compiled: CompileResult
+    cost: CostReport | None
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled.ok
+
+
+@lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
+def analyse(expression: str, kubernetes_version: KubernetesVersion) -> ExpressionAnalysis:
+    """Analyse `expression` as the API server of `kubernetes_version` would on write."""
+    compiled = compile_expression(expression, EnvKey(kubernetes_version, EnvMode.NEW_EXPRESSIONS))
+    cost = None
+    if compiled.ok and compiled.checked is not None:
+        cost = estimate_cost(compiled.checked, presence_test_cost=0)
+    return ExpressionAnalysis(compiled, cost)

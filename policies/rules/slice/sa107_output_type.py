@@ -1,0 +1,44 @@
+"""SA107: the expression's static type can be a string (`string` or `dyn`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.k8s_names import go_quote
+from policies.rules.base import Rule, Scope
+
+ACCEPTED = frozenset({"string", "dyn"})
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for extractor, result in ctx.compiled_extractors():
+        output = result.compiled.output_type
+        if output is None or output in ACCEPTED or extractor.expression is None:
+            continue
+        yield RULE.finding(
+            ctx,
+            ("spec", "sharingAffinity", extractor.index, "expression"),
+            f"Invalid value: {go_quote(extractor.expression)}: must evaluate to string, not {output}",
+        )
+
+
+RULE = Rule(
+    id="SA107",
+    slug="output-type",
+    severity=Severity.ERROR,
+    scope=Scope.SLICE,
+    summary="the expression's static output type is neither string nor dyn",
+    description=(
+        "An extractor must return a string (the KEP's alpha restricts return values to "
+        "`string`). When the type checker proves the result is something else (`int`, `bool`, "
+        "`optional_type(dyn)` from an unfinished `object.?x`, …), every evaluation fails with "
+        "`cel expression returned non-string` and the scheduler aborts every pod that reaches "
+        "the pool. Upstream only finds this at run time; we find it at write time."
+    ),
+    bad_example="expression: 'object.?subnetID'",
+    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    check=check,
+    ratchets=True,
+)

@@ -1,0 +1,52 @@
+"""SA201: every read of an `object` field is guarded, or a claim without it aborts the pod."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.cel.advice import unguarded_selects
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def _optional_form(path: tuple[str, ...]) -> str:
+    return "object" + "".join(f".?{p}" for p in path) + '.orValue("")'
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for extractor, result in ctx.compiled_extractors():
+        assert result.compiled.checked is not None
+        for read in unguarded_selects(result.compiled.checked):
+            yield RULE.finding(
+                ctx,
+                ("spec", "sharingAffinity", extractor.index, "expression"),
+                f"`{read.text}` ({read.line}:{read.column}) is read without a has(), optional "
+                "or apiVersion/kind guard: a claim config that lacks it makes the scheduler "
+                "abort the pod with \"missing field\"; guard it, e.g. "
+                f"`{_optional_form(read.path)}`",
+                inner=(read.line, read.column),
+            )
+
+
+RULE = Rule(
+    id="SA201",
+    slug="unguarded-field",
+    severity=Severity.WARNING,
+    scope=Scope.SLICE,
+    summary="a field of object is selected without a has()/optional/apiVersion-kind guard",
+    description=(
+        "Every extractor runs against every opaque config in scope for a request, including "
+        "configs of other schemas. Reading a field the config does not have is a runtime error "
+        "(`no such key`), which the KEP classifies as a slice authoring error: the scheduler "
+        "aborts the pod instead of skipping the device. A read counts as guarded inside the "
+        "true branch of a condition that tests `has()` on it (or `\"f\" in object`), behind an "
+        "`object.apiVersion`/`object.kind` comparison with a literal (the KEP's idiom), or when "
+        "written with optional syntax (`object.?f.orValue(\"\")`). `object.apiVersion` and "
+        "`object.kind` themselves are the guard idiom and not reported."
+    ),
+    bad_example="expression: 'object.subnetID'",
+    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    check=check,
+    ratchets=True,
+)

@@ -1,0 +1,47 @@
+"""SA203: an output type of `dyn` is only known to be a string at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for extractor, result in ctx.compiled_extractors():
+        if result.compiled.output_type == "dyn":
+            yield RULE.finding(
+                ctx,
+                ("spec", "sharingAffinity", extractor.index, "expression"),
+                "output type is dyn: a config whose value is not a string (a number, a list) "
+                "makes the scheduler abort the pod (\"cel expression returned non-string\"); "
+                "`string(...)` and `type(...) == string` are unbounded in the scheduler's cost "
+                "estimate (SA108), so either reject non-string values in the driver's config "
+                'validation or, if they are legitimate, convert at bounded cost with '
+                '`\"%s\".format([object.x])`',
+            )
+
+
+RULE = Rule(
+    id="SA203",
+    slug="dyn-output",
+    severity=Severity.WARNING,
+    scope=Scope.SLICE,
+    summary="output type is dyn",
+    description=(
+        "`object` is `dyn`, so `object.subnetID` type-checks as `dyn`: nothing proves it is a "
+        "string until a claim arrives. A claim with `subnetID: 7` then fails with `cel "
+        "expression returned non-string`, a slice authoring error that blocks the pod. "
+        "The obvious fixes backfire: `string(object.x)` and `type(object.x) == string` are "
+        "unbounded in the scheduler's cost estimate (it knows no sizes of `object`) and fail "
+        "SA108. `\"%s\".format([object.x])` has a static `string` type and a bounded cost, but "
+        "turns `7` into `\"7\"`: use it only when such values are legitimate keys; otherwise "
+        "keep `dyn` and have the driver's config validation reject non-string values."
+    ),
+    bad_example="expression: 'object.?subnetID.orValue(\"\")'",
+    good_example="expression: 'has(object.vlan) ? \"%s\".format([object.vlan]) : \"\"'",
+    check=check,
+    ratchets=True,
+)

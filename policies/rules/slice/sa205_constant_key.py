@@ -1,0 +1,41 @@
+"""SA205: an extractor that ignores `object` gives every claim the same key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.cel.advice import depends_on_object
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for extractor, result in ctx.compiled_extractors():
+        assert result.compiled.checked is not None
+        if not depends_on_object(result.compiled.checked):
+            yield RULE.finding(
+                ctx,
+                ("spec", "sharingAffinity", extractor.index, "expression"),
+                "the expression does not depend on object: every claim gets the same key, so "
+                "it constrains nothing (or, if it returns \"\", no request is ever satisfied)",
+            )
+
+
+RULE = Rule(
+    id="SA205",
+    slug="constant-key",
+    severity=Severity.WARNING,
+    scope=Scope.SLICE,
+    summary="the expression does not depend on object",
+    description=(
+        "A constant non-empty key is satisfied by every request and never differs, so it adds "
+        "a lock that always matches; a constant \"\" is never satisfied, so under strict "
+        "gating no request can use the pool at all. Either way it is almost certainly a "
+        "mistake, such as a quoted expression (`'\"object.subnetID\"'`)."
+    ),
+    bad_example="expression: '\"object.subnetID\"'",
+    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    check=check,
+    ratchets=True,
+)

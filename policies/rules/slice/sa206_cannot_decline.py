@@ -1,0 +1,42 @@
+"""SA206: an extractor can return `""` for configs it does not understand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.cel.advice import can_decline, depends_on_object
+from policies.context import SliceContext
+from policies.findings import Finding, Severity
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: SliceContext) -> Iterator[Finding]:
+    for extractor, result in ctx.compiled_extractors():
+        ast = result.compiled.checked
+        assert ast is not None
+        if depends_on_object(ast) and not can_decline(ast):
+            yield RULE.finding(
+                ctx,
+                ("spec", "sharingAffinity", extractor.index, "expression"),
+                "the expression can never return \"\", so it cannot decline a config it does "
+                "not understand: every in-scope config must yield this key or fail; add a "
+                'branch that returns "", e.g. `has(object.x) ? object.x : ""`',
+            )
+
+
+RULE = Rule(
+    id="SA206",
+    slug="cannot-decline",
+    severity=Severity.WARNING,
+    scope=Scope.SLICE,
+    summary="the expression can never return \"\"",
+    description=(
+        "`\"\"` is how an extractor says \"this config is not mine\". An expression with no "
+        "`\"\"` among its possible results (through `?:`, `cel.bind` and `orValue`) turns "
+        "every foreign config into either a wrong key or a runtime error that aborts the pod."
+    ),
+    bad_example="expression: 'object.subnetID'",
+    good_example="expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
+    check=check,
+    ratchets=True,
+)
