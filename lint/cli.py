@@ -13,6 +13,7 @@ import click
 
 # name -> (module, attribute, one-line help shown by `--help` without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
+    "cel": ("lint.commands.cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
     "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlice YAML/JSON files (slice rules)."),
     "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
 }

@@ -1,0 +1,65 @@
+"""`dra-affinity cel check` end to end: compile, type, estimated cost, evaluation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli import run
+
+KEP = ('object.apiVersion == "networking.example.com/v1" && object.kind == "NICConfig"'
+       ' ? object.subnetID : ""')
+NIC = {"apiVersion": "networking.example.com/v1", "kind": "NICConfig", "subnetID": "subnet-A"}
+
+
+def test_json_document_for_the_kep_extractor() -> None:
+    result = run("cel", "check", "--format", "json", KEP, "--object", json.dumps(NIC))
+    assert result.code == 0, result.err
+    doc = result.json()
+    assert doc["compiles"] is True
+    assert doc["errors"] == []
+    assert doc["outputType"] == "dyn"
+    assert doc["cost"] == {"min": 2, "max": 7}  # reference §5.7 V-A2
+    assert doc["result"]["value"] == "subnet-A"
+    assert doc["result"]["type"] == "string"
+    assert doc["result"]["error"] is None
+    assert doc["result"]["runtimeCost"] > 0
+
+
+def test_unbounded_cost_names_the_sub_expression() -> None:
+    doc = run("cel", "check", "--format", "json", '"prefix-" + object.x').json()
+    assert doc["cost"]["max"] == 1844674407370955265  # reference §5.7 V-A5
+    [cause] = doc["cost"]["unbounded"]
+    assert cause["expression"] == "object.x"
+    assert (cause["line"], cause["column"]) == (1, 13)
+
+
+def test_missing_field_is_classified_like_the_scheduler(tmp_path: Path) -> None:
+    params = tmp_path / "params.yaml"
+    params.write_text("apiVersion: v1\nkind: Other\n")
+    result = run("cel", "check", "--format", "json", "object.spec.subnet", "--object", str(params))
+    assert result.code == 1
+    error = result.json()["result"]["error"]
+    assert error["kind"] == "missing field"
+    assert error["message"].startswith("no such key: spec. Consider using CEL optional chaining")
+
+
+def test_compile_error_text_and_exit_code() -> None:
+    result = run("cel", "check", "object.x.")
+    assert result.code == 1
+    assert "ERROR: <input>:1:10:" in result.out
+    assert " | object.x." in result.out
+
+
+def test_expression_from_file_and_kubernetes_version(tmp_path: Path) -> None:
+    expr = tmp_path / "x.cel"
+    expr.write_text('has(object.x) ? object.x : ""')
+    result = run("cel", "check", "--file", str(expr), "--kubernetes-version", "1.37")
+    assert result.code == 0
+    assert "compiles: output type dyn" in result.out
+
+
+def test_usage_errors() -> None:
+    assert run("cel", "check").code == 2
+    assert run("cel", "check", "x", "--object", "{not json").code == 2
+    assert run("cel", "check", "x", "--kubernetes-version", "1.2").code == 2
