@@ -20,6 +20,7 @@ from policies.source import Source
 RESOURCE_GROUP = "resource.k8s.io"
 SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
 CLAIM_VERSIONS = frozenset({"v1"})
+CLASS_VERSIONS = frozenset({"v1", "v1beta2"})
 INPUT_ERROR = "SA000"
 
 
@@ -148,7 +149,21 @@ class ResourceClaim:
         return f"{self.namespace}/{self.name}"
 
 
-Model = ResourceSlice | ResourceClaim
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    """A DeviceClass: the selectors every request naming it adds (cluster-scoped)."""
+
+    name: str
+    selectors: tuple[DeviceSelector, ...]
+    source: Source
+    raw: Mapping[str, Any]
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef("DeviceClass", self.name)
+
+
+Model = ResourceSlice | ResourceClaim | DeviceClass
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +205,7 @@ def _render(path: tuple[str | int, ...]) -> str:
 
 def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> Finding | None:
     api_version = doc.get("apiVersion")
-    allowed = SLICE_VERSIONS if kind == "ResourceSlice" else CLAIM_VERSIONS
+    allowed = {"ResourceSlice": SLICE_VERSIONS, "DeviceClass": CLASS_VERSIONS}.get(kind, CLAIM_VERSIONS)
     group, _, version = str(api_version).partition("/")
     if group == RESOURCE_GROUP and version in allowed:
         return None
@@ -217,6 +232,8 @@ def parse(doc: Mapping[str, Any], source: Source | None = None) -> ParseResult:
         return ParseResult(None, errors, recognised=True)
     if kind == "ResourceSlice":
         return ParseResult(_slice(doc, source), recognised=True)
+    if kind == "DeviceClass":
+        return ParseResult(_device_class(doc, source), recognised=True)
     return ParseResult(_claim(doc, source, str(kind)), recognised=True)
 
 
@@ -241,6 +258,18 @@ def _slice(doc: Mapping[str, Any], source: Source) -> ResourceSlice:
         source=source,
         raw=doc,
     )
+
+
+def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
+    return tuple(
+        DeviceSelector(i, s["cel"]["expression"])
+        for i, s in enumerate(raw or ())
+        if isinstance(s.get("cel"), Mapping)
+    )
+
+
+def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
+    return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
 
 
 def _device(index: int, raw: Mapping[str, Any]) -> Device:
@@ -280,11 +309,7 @@ def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
 
 
 def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> DeviceRequest:
-    selectors = tuple(
-        DeviceSelector(i, s["cel"]["expression"])
-        for i, s in enumerate(raw.get("selectors") or ())
-        if isinstance(s.get("cel"), Mapping)
-    )
+    selectors = _selectors(raw.get("selectors"))
     return DeviceRequest(
         name=name,
         parent=parent,

@@ -197,10 +197,26 @@ RESOURCE_CLAIM_TEMPLATE = {
     },
 }
 
+DEVICE_CLASS = {
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        "metadata": _METADATA,
+        "spec": {
+            "type": "object",
+            "properties": {
+                "selectors": _SELECTORS,
+                "config": {"type": ["array", "null"], "items": _OBJECT},
+            },
+        },
+    },
+}
+
 SCHEMAS: Mapping[str, Mapping[str, Any]] = {
     "ResourceSlice": RESOURCE_SLICE,
     "ResourceClaim": RESOURCE_CLAIM,
     "ResourceClaimTemplate": RESOURCE_CLAIM_TEMPLATE,
+    "DeviceClass": DEVICE_CLASS,
 }
 
 
