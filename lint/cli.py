@@ -14,8 +14,15 @@ import click
 # name -> (module, attribute, one-line help shown by `--help` without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "cel": ("lint.commands.cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
-    "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlice YAML/JSON files (slice rules)."),
+    "dry-run": ("lint.commands.dryrun_cmd", "dry_run",
+                "Run the extractors against sample claims, as the scheduler would."),
+    "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlices (slice and pool rules)."),
+    "pools": ("lint.commands.pools_cmd", "pools", "Report each pool: slices, keys, cost, devices."),
+    "test": ("lint.commands.test_cmd", "test",
+             "Run test suites: expected extraction outcomes per claim, request and pool."),
     "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
+    "simulate": ("lint.commands.simulate_cmd", "simulate",
+                 "Replay the scheduler's affinity locks over a sequence of claims."),
 }
 
 

@@ -12,14 +12,15 @@ from policies.extraction import request_names
 from policies.findings import Finding, Location, Severity
 from policies.k8s_names import go_quote
 from policies.model import INPUT_ERROR, ResourceClaim
+from policies.source import FieldPath, render_path
 
 
 def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:
     """Config entries naming unknown requests, and configs without `opaque`."""
     known = {r.name for r in claim.requests} | set(request_names(claim))
-    spec = (*claim.spec_path, "devices", "config")
+    spec: FieldPath = (*claim.spec_path, "devices", "config")
     for config in claim.configs:
-        base = (*spec, config.index)
+        base: FieldPath = (*spec, config.index)
         if config.opaque is None:
             yield _finding(claim, (*base, "opaque"), "Required value")
         for i, name in enumerate(config.requests):
@@ -32,9 +33,7 @@ def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:
                 )
 
 
-def _finding(claim: ResourceClaim, path: tuple[str | int, ...], body: str) -> Finding:
-    from policies.source import render_path
-
+def _finding(claim: ResourceClaim, path: FieldPath, body: str) -> Finding:
     return Finding(
         rule=INPUT_ERROR,
         severity=Severity.ERROR,

@@ -1,7 +1,8 @@
 """Runs the rules. Both doors (CLI and webhook) come here; nothing here knows which called.
 
 `check_slice(new, old)` is the API server's view (one slice, with UPDATE
-ratcheting); pool rules join when the pool validator lands.
+ratcheting); `check_pools(slices)` is the scheduler's view across slices (SPEC §4),
+which no API server has.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from policies.catalog import slice_rules
+from policies.catalog import catalog, slice_rules
 from policies.context import SliceContext
 from policies.findings import Finding, Severity
 from policies.limits import DEFAULT_KUBERNETES_VERSION, KubernetesVersion, Limits, limits_for
 from policies.model import ResourceSlice
+from policies.pools import Pool, PoolContext, build_pools
+from policies.rules.base import Rule, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,40 @@ def check_slice(
         if rule.id in options.disabled_rules or rule.check is None:
             continue
         findings.extend(rule.check(ctx))
+    return findings
+
+
+def pool_rules() -> tuple[Rule, ...]:
+    """Implemented pool rules in id order."""
+    return tuple(r for r in catalog().values() if r.scope is Scope.POOL and r.pool_check is not None)
+
+
+def check_pool(
+    pool: Pool, options: EngineOptions | None = None, *, complete_pools: bool = False
+) -> list[Finding]:
+    """Every pool-rule finding for one pool built by `policies.pools.build_pools`.
+
+    `complete_pools` says the input holds every slice of the pool (a full dump, a cluster):
+    only then are SP303/SP304 errors rather than warnings.
+    """
+    options = options or EngineOptions()
+    ctx = PoolContext(pool=pool, limits=options.limits, complete_pools=complete_pools)
+    findings: list[Finding] = []
+    for rule in pool_rules():
+        if rule.id in options.disabled_rules or rule.pool_check is None:
+            continue
+        findings.extend(rule.pool_check(ctx))
+    return findings
+
+
+def check_pools(
+    slices: Iterable[ResourceSlice], options: EngineOptions | None = None, *, complete_pools: bool = False
+) -> list[Finding]:
+    """Every pool-rule finding over `slices`, grouped into pools as the scheduler does."""
+    options = options or EngineOptions()
+    findings: list[Finding] = []
+    for pool in build_pools(slices, options.limits).values():
+        findings.extend(check_pool(pool, options, complete_pools=complete_pools))
     return findings
 
 

@@ -67,7 +67,8 @@ def test_examples_give_located_findings_and_exit_1() -> None:
         line.startswith("examples/broken-slice.yaml:19:7: error SA102 ResourceSlice/broken-meta")
         for line in lines
     ), result.out
-    assert "4 errors" in lines[-1]
+    # 4 slice-rule errors in broken-slice.yaml, 1 pool-rule error (SP301) in pools/broken-pools.yaml
+    assert "5 errors" in lines[-1]
     # the valid examples produce nothing
     assert not any("networking-node-a.yaml" in line and " error " in line for line in lines)
 
@@ -78,7 +79,9 @@ def test_json_output_matches_the_contract() -> None:
     data = result.json()
     jsonschema.validate(data, LINT_JSON_SCHEMA)
     by_rule = {f["rule"]: f for f in data["findings"]}
-    assert {r for r, f in by_rule.items() if f["severity"] == "error"} == {"SA102", "SA103", "SA104", "SA109"}
+    assert {r for r, f in by_rule.items() if f["severity"] == "error"} == {
+        "SA102", "SA103", "SA104", "SA109", "SP301"
+    }
     sa104 = by_rule["SA104"]
     assert sa104 == {
         "rule": "SA104",
@@ -91,8 +94,10 @@ def test_json_output_matches_the_contract() -> None:
         "pool": {"driver": "networking.example.com", "name": "node-z"},
         "message": "spec.sharingAffinity[3].expression: Required value",
     }
-    assert data["summary"]["errors"] == 4
-    assert data["summary"]["files"] == 5
+    assert data["summary"]["errors"] == 5
+    # every *.yaml/*.yml/*.json below examples/ (several issues add examples, pools/ among them)
+    walked = [p for p in (REPO / "examples").rglob("*") if p.suffix in (".yaml", ".yml", ".json")]
+    assert data["summary"]["files"] == len(walked) >= 9
 
 
 def test_clean_input_exits_0(tmp_path: Path) -> None:
@@ -137,7 +142,9 @@ def test_list_dump_from_kubectl(tmp_path: Path) -> None:
     ]}
     path = write(tmp_path / "dump.yaml", dump)
     data = run("lint", "--format", "json", str(path)).json()
-    [finding] = data["findings"]
+    [finding] = [f for f in data["findings"] if f["rule"].startswith("SA")]
+    # both slices claim to be the only slice (resourceSliceCount 1) of one pool: SP303 says so
+    assert [f["rule"] for f in data["findings"] if f["rule"].startswith("SP")] == ["SP303"]
     assert finding["object"]["name"] == "b"
     assert finding["rule"] == "SA102"
     assert finding["line"] > 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from lint.report import Report
-from policies.findings import Finding, Severity
+from policies.findings import Finding, Location, Severity
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 
@@ -36,9 +36,16 @@ def _line(finding: Finding) -> str:
     rule = click.style(finding.rule, bold=True)
     text = f"{_where(finding)}: {severity} {rule}{_object(finding)} {finding.message}"
     for extra in finding.locations[1:]:
-        pos = f":{extra.position.line}:{extra.position.column}" if extra.position else ""
-        text += f"\n    also at {extra.file or '<input>'}{pos} {extra.field_path}"
+        text += f"\n    also at {_also(extra)}"
     return text
+
+
+def _also(loc: Location) -> str:
+    """A further place of a multi-location (pool) finding: file:line:col, object, field."""
+    pos = f":{loc.position.line}:{loc.position.column}" if loc.position else ""
+    obj = f" {loc.object.kind}/{loc.object.name or '<unnamed>'}" if loc.object else ""
+    field = f" {loc.field_path}" if loc.field_path else ""
+    return f"{loc.file or '<input>'}{pos}{obj}{field}"
 
 
 def _plural(n: int, word: str) -> str:

@@ -17,6 +17,7 @@ from policies.source import FieldPath, Position, render_path
 
 if TYPE_CHECKING:
     from policies.context import SliceContext
+    from policies.pools import PoolContext
 
 
 class Scope(enum.Enum):
@@ -26,6 +27,8 @@ class Scope(enum.Enum):
 
 
 SliceCheck = Callable[["SliceContext"], Iterable[Finding]]
+PoolCheck = Callable[["PoolContext"], Iterable[Finding]]
+"""A pool rule sees one pool (all its slices) at a time; see `policies.pools`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +48,12 @@ class Rule:
     """UPDATE: skip expressions byte-identical to one the old object already had (SPEC §2)."""
     upstream: str = ""
     """Where the API server or scheduler enforces the same thing, if anywhere."""
+    pool_check: PoolCheck | None = None
+    """The check of a pool rule (kept apart from `check`, whose input is one slice)."""
 
     @property
     def implemented(self) -> bool:
-        return self.check is not None or self.scope is Scope.INPUT
+        return self.check is not None or self.pool_check is not None or self.scope is Scope.INPUT
 
     def finding(
         self,

@@ -1,0 +1,219 @@
+"""`dra-affinity simulate`: the scheduler's affinity locks over a sequence of claims (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from lint.options import kubernetes_version_option
+from policies.limits import KubernetesVersion
+from policies.locks import DeviceRef, Mode, Reason, Rejection, render_map
+from policies.simulation import Action, DeviceReport, Evaluated, SimulationReport, StepResult
+
+
+def _device(ref: DeviceRef) -> dict[str, str]:
+    return {"driver": ref.driver, "pool": ref.pool, "device": ref.device}
+
+
+def _rejection(r: Rejection | None) -> dict[str, Any] | None:
+    if r is None:
+        return None
+    d = r.diagnostic
+    return {"reason": r.reason.value, "diagnostic": d.value if d else None, "message": r.message}
+
+
+def _state(d: DeviceReport) -> dict[str, Any]:
+    return {
+        "device": _device(d.ref), "state": d.state.status.value,
+        "lock": dict(d.state.lock) if d.state.lock is not None else None,
+        "reason": d.state.reason or None,
+        "holders": [{"claim": h.claim, "request": h.request, "bound": h.bound} for h in d.state.holders],
+        "shareable": d.shareable, "capacity": dict(d.capacity), "consumed": d.consumed,
+    }
+
+
+def _step(s: StepResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"action": s.step.action.value, "claim": s.step.claim}
+    if s.step.action is Action.RELEASE:
+        out["released"] = [_device(r) for r in s.released]
+        return out
+    out["placed"] = s.placed
+    out["allocations"] = [
+        {"request": p.request, "device": _device(p.device), "before": p.before.value,
+         "lock": dict(p.lock) if p.lock is not None else None, "reused": p.reused}
+        for p in s.placements
+    ]
+    out["unschedulable"] = None if s.placed else {
+        "request": s.failed_request, "reasons": [r.value for r in s.reasons],
+        "diagnostics": [d.value for d in s.diagnostics], **(_rejection(s.failure) or {}),
+    }
+    out["candidates"] = [
+        {"request": e.request, "device": _device(e.device), "state": e.status.value, "viable": e.viable,
+         "rejections": [_rejection(r) for r in e.rejections]}
+        for e in s.evaluated
+    ]
+    return out
+
+
+def report_to_json(report: SimulationReport) -> dict[str, Any]:
+    """The machine-readable report (README `### simulate`)."""
+    return {
+        "mode": report.mode.value,
+        "featureGate": report.feature_gate,
+        "reconstructed": [_state(d) for d in report.reconstructed],
+        "steps": [_step(s) for s in report.steps],
+        "devices": [_state(d) for d in report.devices],
+        "metrics": report.metrics.as_dict(),
+        "notes": list(report.notes),
+    }
+
+
+def _lock_text(d: DeviceReport) -> str:
+    if d.state.lock is not None:
+        return render_map(d.state.lock)
+    return d.state.reason or "-"
+
+
+def _devices_table(devices: tuple[DeviceReport, ...]) -> list[str]:
+    rows = [("DEVICE", "STATE", "HOLDERS", "CONSUMED", "LOCK")]
+    for d in devices:
+        consumed = ", ".join(f"{k} {v}/{d.capacity.get(k, '?')}" for k, v in d.consumed.items()) or "-"
+        holders = ", ".join(sorted({h.claim for h in d.state.holders})) or "-"
+        rows.append((str(d.ref), d.state.status.value, holders, consumed, _lock_text(d)))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:4])) + "  " + r[4] for r in rows]
+
+
+_POOL_WIDE = frozenset({Reason.FEATURE_GATE_OFF, Reason.POOL_INCOMPLETE, Reason.NO_KEYS_EXTRACTED,
+                        Reason.CLAIM_INCONSISTENT, Reason.CEL_EVALUATION_FAILURE})
+"""Reasons that come from the (request, pool) verdict: one line per pool in the text report."""
+
+
+def _groups(evaluated: tuple[Evaluated, ...]) -> list[list[Evaluated]]:
+    """Non-viable devices, consecutive ones of a pool with the same pool-wide reason merged."""
+    groups: list[list[Evaluated]] = []
+    for e in evaluated:
+        if not e.rejections:
+            continue
+        last = groups[-1][-1] if groups else None
+        if (last is not None and last.request == e.request and last.device.pool_ref == e.device.pool_ref
+                and e.rejections[0].reason in _POOL_WIDE and last.rejections == e.rejections):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    return groups
+
+
+def _step_lines(n: int, s: StepResult) -> list[str]:
+    head = f"{n}. {s.step.action.value} {s.step.claim}"
+    if s.step.action is Action.RELEASE:
+        freed = ", ".join(str(r) for r in s.released) or "nothing"
+        return [f"{head}: releases {freed}"]
+    lines = [head + ("" if s.placed else f": UNSCHEDULABLE ({', '.join(r.value for r in s.reasons)})")]
+    for group in _groups(s.evaluated):
+        first, rest = group[0].rejections[0], group[0].rejections[1:]
+        also = f" (also: {', '.join(r.reason.value for r in rest)})" if rest else ""
+        ref = group[0].device
+        what = (str(ref) if len(group) == 1
+                else f"{ref.driver}/{ref.pool} ({len(group)} devices)")
+        lines.append(f"   - {what} [{group[0].request}] not viable: {first.reason.value}: "
+                     f"{first.message}{also}")
+    for p in s.placements:
+        if p.reused:
+            what = f"joins its lock {render_map(p.lock)}"
+        elif p.lock is not None:
+            what = f"was clean, now locked to {render_map(p.lock)}"
+        else:
+            what = "no lock kept (pool without sharingAffinity)"
+        lines.append(f"   → request {p.request!r} on {p.device}: {what}")
+    if not s.placed and s.failure is not None:
+        lines.append(f"   ✗ {s.failure.message}")
+    return lines
+
+
+def render_text(report: SimulationReport) -> str:
+    gate = "on" if report.feature_gate else "off"
+    lines = [f"Simulation: mode {report.mode.value}, feature gate DRASharingAffinity {gate}"]
+    if any(d.state.holders for d in report.reconstructed):
+        lines += ["", "Reconstructed from bound claims:"]
+        lines += ["  " + line for line in _devices_table(
+            tuple(d for d in report.reconstructed if d.state.holders))]
+    lines += ["", "Steps:"]
+    if not report.steps:
+        lines.append("  (no unallocated claims)")
+    for n, s in enumerate(report.steps, start=1):
+        lines += ["  " + line for line in _step_lines(n, s)]
+    lines += ["", "Devices:"] + ["  " + line for line in _devices_table(report.devices)]
+    lines += ["", "Metrics:"] + [f"  {k} {v}" for k, v in report.metrics.as_dict().items()]
+    for note in report.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+@click.command("simulate")
+@click.argument("paths", nargs=-1, metavar="[PATH|-]...")
+@click.option("--order", metavar="CLAIM,CLAIM,...",
+              help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
+                   "Prefix a claim with '-' to release it at that point. Default: every claim without "
+                   "status.allocation, in file order.")
+@click.option("--mode", type=click.Choice([m.value for m in Mode]), default=Mode.ALPHA.value,
+              show_default=True,
+              help="alpha: first-fit in slice/device order; beta: prefer compatibly locked devices.")
+@click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="DRASharingAffinity in the scheduler; off makes every device of an affinity pool "
+                   "unallocatable.")
+@click.option("--pool", "pools", multiple=True, metavar="POOL",
+              help="Only these candidate pools (driver/name, or name); repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@kubernetes_version_option
+def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, pools: tuple[str, ...],
+             fmt: str, kubernetes_version: KubernetesVersion) -> None:
+    """Replay the scheduler's sharing-affinity locks over a sequence of claims.
+
+    Reconstructs every device's lock from the claims that already have
+    status.allocation, then allocates the other claims one by one (Filter, device
+    choice, Reserve), printing per claim the chosen device or why each candidate is
+    not viable (lock mismatch, no keys extracted, CEL evaluation failure, unknown
+    lock state, capacity), the final lock state per device and the KEP's metrics.
+
+    Exit code 0 when every claim was placed; 1 when a claim could not be placed or an
+    input is invalid (so a CI job fails when a workload no longer fits); 2 on usage
+    errors. Use `dra-affinity test` when a pending claim is the expected outcome.
+    """
+    from lint.commands.dryrun_cmd import _candidate_filter
+    from lint.inputs import load_objects
+    from policies.findings import Severity
+    from policies.simulation import parse_order
+    from policies.simulation import simulate as run
+
+    inputs = load_objects(paths)
+    for message in inputs.usage_errors:
+        click.echo(f"dra-affinity simulate: {message}", err=True)
+    if inputs.usage_errors:
+        sys.exit(2)
+    steps = parse_order(order) if order is not None else None
+    result = run(inputs.slices, inputs.claims, steps, mode=Mode(mode), feature_gate=gate == "on",
+                 kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes,
+                 candidate=_candidate_filter())
+    if isinstance(result, list):
+        for problem in result:
+            click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)
+        sys.exit(2)
+    findings = [*inputs.findings, *result.findings]
+    for finding in findings:
+        loc = finding.primary
+        where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
+        click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+    if fmt == "json":
+        from lint.reporters.json_reporter import finding_to_json
+
+        doc = report_to_json(result)
+        doc["findings"] = [finding_to_json(f) for f in findings]
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(render_text(result))
+    failed = bool(result.unplaced) or any(f.severity is Severity.ERROR for f in findings)
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,245 @@
+"""`dra-affinity test SUITE...`: expected extraction outcomes, checked on every change (CI)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from xml.etree import ElementTree as ET
+
+import click
+
+from lint.suite import Case, SimulationCase, SimulationStep, Suite, SuiteError, load_suite
+from policies.extraction import ExtractionResult
+from policies.model import DeviceClass, ResourceClaim, ResourceSlice
+
+if TYPE_CHECKING:
+    from policies.simulation import SimulationReport, StepResult
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    suite: str
+    file: str
+    case: Case | SimulationCase
+    passed: bool
+    failures: tuple[str, ...]
+
+
+def _matches(result: ExtractionResult, case: Case) -> bool:
+    from policies.dryrun import Filters
+
+    filters = Filters(claim=case.claim, pool=case.pool, request=case.request)
+    pool_ok = filters.pool_ok(result.pool)
+    wanted_claim = case.claim if "/" in case.claim else f"default/{case.claim}"
+    request_ok = case.request is None or case.request in {result.request, result.request.split("/")[0]}
+    return result.claim in {case.claim, wanted_claim} and pool_ok and request_ok
+
+
+def _check(result: ExtractionResult, expect: dict[str, Any]) -> list[str]:
+    where = f"{result.claim} request {result.request!r} pool {result.pool.driver}/{result.pool.name}"
+    problems = []
+    if result.outcome.value != expect["outcome"]:
+        detail = f" ({result.error.message})" if result.error else ""
+        problems.append(f"{where}: outcome {result.outcome.value}, expected {expect['outcome']}{detail}")
+    if "affinity" in expect and dict(result.affinity or {}) != expect["affinity"]:
+        problems.append(f"{where}: affinity {dict(result.affinity or {})}, expected {expect['affinity']}")
+    if "unsatisfied" in expect and list(result.unsatisfied) != expect["unsatisfied"]:
+        problems.append(f"{where}: unsatisfied {list(result.unsatisfied)}, expected {expect['unsatisfied']}")
+    kind = result.error.kind if result.error else None
+    if "errorKind" in expect and kind != expect["errorKind"]:
+        problems.append(f"{where}: error kind {kind!r}, expected {expect['errorKind']!r}")
+    message = result.error.message if result.error else ""
+    if "errorContains" in expect and expect["errorContains"] not in message:
+        problems.append(f"{where}: error message {message!r} lacks {expect['errorContains']!r}")
+    return problems
+
+
+@dataclass
+class _Objects:
+    slices: list[ResourceSlice]
+    claims: list[ResourceClaim]
+    classes: list[DeviceClass]
+    problems: list[str]
+
+    def add(self, docs: tuple[dict[str, Any], ...], file: str) -> _Objects:
+        """A copy with inline objects added (the suite's, or one simulation case's)."""
+        from policies.model import parse
+        from policies.source import Source
+
+        out = _Objects(list(self.slices), list(self.claims), list(self.classes), list(self.problems))
+        for i, doc in enumerate(docs):
+            parsed = parse(doc, Source(file=file, document=i))
+            out.problems += [f.message for f in parsed.findings]
+            if isinstance(parsed.obj, ResourceSlice):
+                out.slices.append(parsed.obj)
+            elif isinstance(parsed.obj, ResourceClaim):
+                out.claims.append(parsed.obj)
+            elif isinstance(parsed.obj, DeviceClass):
+                out.classes.append(parsed.obj)
+        return out
+
+
+def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) -> list[str]:
+    """Run one lock simulation and compare every step, device and metric with the case."""
+    from policies.locks import Mode
+    from policies.simulation import Action, SimulationReport, Step, simulate
+
+    steps = [Step(Action.RELEASE if s.release else Action.ALLOCATE, s.claim) for s in case.steps]
+    report = simulate(objects.slices, objects.claims, steps, mode=Mode(case.mode),
+                      feature_gate=case.feature_gate, kubernetes_version=version, pools=case.pools,
+                      classes=objects.classes)
+    if not isinstance(report, SimulationReport):
+        hint = f" (input problems: {'; '.join(objects.problems)})" if objects.problems else ""
+        return [p.message + hint for p in report]
+    failures = [f for n, (want, got) in enumerate(zip(case.steps, report.steps, strict=True), start=1)
+                for f in _step_failures(n, want, got)]
+    failures += [f for name, want in case.devices.items() for f in _device_failures(name, want, report)]
+    metrics = report.metrics.as_dict()
+    failures += [f"metric {metric}: {metrics.get(metric)}, expected {value}"
+                 for metric, value in case.metrics.items() if metrics.get(metric) != value]
+    return failures
+
+
+def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
+    from policies.simulation import device_matches
+
+    if want.release:
+        return []
+    where = f"step {n} ({got.step.claim})"
+    placed_on = ", ".join(str(p.device) for p in got.placements)
+    why = f"{', '.join(r.value for r in got.reasons)}: {got.failure.message}" if got.failure else ""
+    if want.device is not None:
+        hits = [p for p in got.placements if device_matches(p.device, want.device)]
+        if not got.placed:
+            return [f"{where}: unschedulable ({why}), expected device {want.device}"]
+        if not hits:
+            return [f"{where}: placed on {placed_on}, expected device {want.device}"]
+        lock = dict(hits[0].lock) if hits[0].lock is not None else None
+        if want.expects_lock and lock != want.lock:
+            return [f"{where}: lock {lock}, expected {want.lock}"]
+        return []
+    expected = f" ({want.unschedulable})" if isinstance(want.unschedulable, str) else ""
+    if got.placed:
+        return [f"{where}: placed on {placed_on}, expected unschedulable{expected}"]
+    if isinstance(want.unschedulable, str) and want.unschedulable not in [r.value for r in got.reasons]:
+        return [f"{where}: unschedulable ({why}), expected reason {want.unschedulable!r}"]
+    return []
+
+
+def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) -> list[str]:
+    from policies.simulation import device_matches
+
+    found = [d for d in report.devices if device_matches(d.ref, name)]
+    if len(found) != 1:
+        return [f"device {name!r} names {len(found)} devices of the simulation, not one"]
+    state = found[0].state
+    failures = []
+    if "state" in want and state.status.value != want["state"]:
+        detail = f" ({state.reason})" if state.reason else ""
+        failures.append(f"device {name}: state {state.status.value}{detail}, expected {want['state']}")
+    lock = dict(state.lock) if state.lock is not None else None
+    if "lock" in want and lock != want["lock"]:
+        failures.append(f"device {name}: lock {lock}, expected {want['lock']}")
+    holders = sorted({h.claim for h in state.holders})
+    wanted = sorted(h if "/" in h else f"default/{h}" for h in want.get("holders", []))
+    if "holders" in want and holders != wanted:
+        failures.append(f"device {name}: holders {holders}, expected {wanted}")
+    return failures
+
+
+def run_suite(suite: Suite) -> list[CaseResult]:
+    from lint.inputs import load_objects
+    from policies.dryrun import dry_run
+    from policies.limits import parse_kubernetes_version
+
+    inputs = load_objects([str(p) for p in suite.resources]) if suite.resources else None
+    base = _Objects(
+        list(inputs.slices) if inputs else [], list(inputs.claims) if inputs else [],
+        list(inputs.classes) if inputs else [],
+        ([f.message for f in inputs.findings] + inputs.usage_errors) if inputs else [],
+    ).add(suite.objects, str(suite.path))
+    slices, claims, classes, problems = base.slices, base.claims, base.classes, base.problems
+    version = parse_kubernetes_version(suite.kubernetes_version) if suite.kubernetes_version else None
+    report = dry_run(slices, claims, classes, kubernetes_version=version) if any(
+        isinstance(c, Case) for c in suite.cases) else None
+    out = []
+    for case in suite.cases:
+        failures: list[str] = []
+        if isinstance(case, SimulationCase):
+            failures = _simulation_failures(case, base.add(case.objects, str(suite.path)), version)
+            out.append(CaseResult(suite.name, str(suite.path), case, not failures, tuple(failures)))
+            continue
+        assert report is not None
+        matched = [r for r in report.results if _matches(r, case)]
+        if not matched:
+            failures.append(
+                f"no result for claim {case.claim!r}"
+                + (f" request {case.request!r}" if case.request else "")
+                + (f" pool {case.pool!r}" if case.pool else "")
+                + ": is it in the suite's resources?"
+                + (f" (input problems: {'; '.join(problems)})" if problems else "")
+            )
+        for result in matched:
+            failures += _check(result, case.expect)
+        out.append(CaseResult(suite.name, str(suite.path), case, not failures, tuple(failures)))
+    return out
+
+
+def _junit(results: list[CaseResult]) -> str:
+    root = ET.Element("testsuites", tests=str(len(results)),
+                      failures=str(sum(not r.passed for r in results)))
+    by_suite: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_suite.setdefault(r.suite, []).append(r)
+    for name, cases in by_suite.items():
+        node = ET.SubElement(root, "testsuite", name=name, tests=str(len(cases)),
+                             failures=str(sum(not c.passed for c in cases)), file=cases[0].file)
+        for c in cases:
+            tc = ET.SubElement(node, "testcase", classname=name, name=c.case.name, file=c.file)
+            if c.case.line:
+                tc.set("line", str(c.case.line))
+            if not c.passed:
+                failure = ET.SubElement(tc, "failure", message=c.failures[0])
+                failure.text = "\n".join(c.failures)
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+
+
+@click.command("test")
+@click.argument("suites", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text",
+              show_default=True)
+def test(suites: tuple[Path, ...], fmt: str) -> None:
+    """Run test SUITES: each names slices, claims and the expected outcome per claim/request/pool,
+    or (`allocate:` cases) the device each claim of a lock simulation must get.
+
+    Exit code 1 when a case fails, 2 when a suite file is unusable.
+    """
+    results: list[CaseResult] = []
+    for path in suites:
+        try:
+            results += run_suite(load_suite(path))
+        except SuiteError as exc:
+            click.echo(f"dra-affinity test: {exc}", err=True)
+            sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps({
+            "cases": [{"suite": r.suite, "file": r.file, "name": r.case.name, "line": r.case.line,
+                       "passed": r.passed, "failures": list(r.failures)} for r in results],
+            "summary": {"passed": sum(r.passed for r in results),
+                        "failed": sum(not r.passed for r in results)},
+        }, indent=2))
+    elif fmt == "junit":
+        click.echo(_junit(results))
+    else:
+        for r in results:
+            status = click.style("PASS", fg="green") if r.passed else click.style("FAIL", fg="red")
+            click.echo(f"{status} {r.suite}: {r.case.name}")
+            for failure in r.failures:
+                click.echo(f"     {failure}")
+        passed = sum(r.passed for r in results)
+        click.echo(f"{passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if all(r.passed for r in results) else 1)

@@ -1,0 +1,141 @@
+"""Where every command's input comes from: files, directories, stdin, or a live cluster.
+
+Loading (`load_input`: documents with positions, input findings, usage errors) and
+modelling (`model_objects`: typed slices, claims and classes) are shared by `lint`,
+`pools`, `dry-run`, `simulate` and `test`, so they all read input the same way.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from policies.findings import Finding
+from policies.model import DeviceClass, ResourceClaim, ResourceSlice, parse
+
+if TYPE_CHECKING:
+    from lint.cluster import ClusterTarget
+    from lint.loader import LoadedDocument
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(slots=True)
+class Input:
+    """Documents to lint from files or a cluster, with what went wrong getting them."""
+
+    documents: list[LoadedDocument] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    usage_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: int = 0
+
+
+def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> Input:
+    """Files, directories and stdin (`-`, the default), or every ResourceSlice of a cluster."""
+    if cluster is not None:
+        from lint.cluster import read_resource_slices
+
+        read = read_resource_slices(cluster)
+        if read.error is not None:
+            return Input(usage_errors=[read.error], notes=list(read.notes))
+        return Input(documents=list(read.documents), notes=list(read.notes))
+    from lint.loader import load_paths
+
+    loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin)
+    return Input(
+        documents=list(loaded.documents),
+        findings=list(loaded.findings),
+        usage_errors=list(loaded.usage_errors),
+        files=loaded.files,
+    )
+
+
+@dataclass
+class Objects:
+    """Modelled input: what each command works on, plus the counts reporters print."""
+
+    slices: list[ResourceSlice] = field(default_factory=list)
+    claims: list[ResourceClaim] = field(default_factory=list)
+    classes: list[DeviceClass] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    usage_errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    files: int = 0
+    skipped: int = 0
+    objects: int = 0
+    """Objects of a kind we model (including ones that failed the structural check)."""
+
+
+def model_objects(inputs: Input) -> Objects:
+    """Turn loaded documents into model objects; never raises for bad input."""
+    out = Objects(findings=list(inputs.findings), usage_errors=list(inputs.usage_errors),
+                  notes=list(inputs.notes), files=inputs.files)
+    for document in inputs.documents:
+        result = parse(document.data, document.source)
+        out.findings.extend(result.findings)
+        if not result.recognised:
+            out.skipped += 1
+            continue
+        out.objects += 1
+        obj = result.obj
+        if isinstance(obj, ResourceSlice):
+            out.slices.append(obj)
+        elif isinstance(obj, ResourceClaim):
+            out.claims.append(obj)
+        elif isinstance(obj, DeviceClass):
+            out.classes.append(obj)
+    return out
+
+
+def load_objects(paths: Sequence[str], cluster: ClusterTarget | None = None) -> Objects:
+    """Load and model everything in `paths` (`-` or nothing: stdin), or the cluster's slices."""
+    return model_objects(load_input(tuple(paths), cluster))
+
+
+def input_options(func: F) -> F:
+    """PATH arguments plus the live-cluster options, shared by `lint` and `pools`."""
+    decorators = (
+        click.argument("paths", nargs=-1, metavar="[PATH|-]..."),
+        click.option("--cluster", is_flag=True,
+                     help="Read every ResourceSlice from the cluster of the kubeconfig context "
+                          "(read-only, paginated) instead of PATHs; implies --complete-pools."),
+        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                     help="Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config)."),
+        click.option("--context", "kube_context", default=None, metavar="NAME",
+                     help="Kubeconfig context for --cluster (default: the current context)."),
+        click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Objects per list request with --cluster (default 500, like kubectl)."),
+    )
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def cluster_target(
+    paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, context: str | None, chunk_size: int | None
+) -> ClusterTarget | None:
+    """The cluster to read, or None for files; a click usage error for contradictory options."""
+    if not cluster:
+        given = [name for name, value in (("--kubeconfig", kubeconfig), ("--context", context),
+                                           ("--chunk-size", chunk_size)) if value is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} only apply with --cluster")
+        return None
+    if paths:
+        raise click.UsageError("--cluster reads the cluster instead of PATHs; give one or the other")
+    from lint.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
+
+    return ClusterTarget(kubeconfig=kubeconfig, context=context, page_size=chunk_size or DEFAULT_PAGE_SIZE)
+
+
+def report_problems(command: str, inputs: Input) -> None:
+    """Notes and usage errors go to stderr, prefixed like every CLI message."""
+    for note in inputs.notes:
+        click.echo(f"dra-affinity {command}: warning: {note}", err=True)
+    for message in inputs.usage_errors:
+        click.echo(f"dra-affinity {command}: {message}", err=True)

@@ -1,0 +1,294 @@
+"""Test suites for `dra-affinity test`: slices, claims and the outcome each request must get.
+
+A suite is YAML (documented in the README):
+
+    name: networking driver extractors
+    kubernetesVersion: "1.37"            # optional
+    resources: [../slices/, claims.yaml] # files or directories, relative to the suite file
+    objects: [ {kind: ResourceClaim, ...} ]   # optional inline objects
+    cases:
+      - name: NIC config yields subnet and pkey
+        claim: ml/training-pod-a          # namespace/name (a bare name: namespace default)
+        request: nic                      # optional: every request of the claim
+        pool: networking.example.com/node-a   # driver/name or name; optional: every pool
+        expect:
+          outcome: ok                     # ok | not-satisfied | claim-inconsistent | slice-error |
+                                          # not-applicable | pool-incomplete
+          affinity: {subnet: subnet-A}    # optional, exact map
+          unsatisfied: [pkey]             # optional, exact list
+          errorKind: missing field        # optional
+          errorContains: "no such key"    # optional substring of the error message
+
+A case with `allocate:` instead of `claim:` is a lock simulation (SPEC §6): claims are
+allocated (or released) in order, and each step states the device it must get or the
+reason it must stay unschedulable:
+
+      - name: Story 1, RDMA PKey alignment
+        pools: [rdma.example.com/node-b]  # optional: candidate pools (default: every pool)
+        mode: alpha                       # optional: alpha (first-fit) | beta (prefer locked)
+        featureGate: true                 # optional: DRASharingAffinity in the scheduler
+        objects: []                       # optional: inline objects for this case only
+        allocate:
+          - claim: training/pod-a
+            device: mlx5-0                # device, pool/device or driver/pool/device
+            lock: {pkey: pkey-0x8001}     # optional: the device's lock afterwards
+          - claim: training/pod-c
+            unschedulable: lock mismatch  # a reason (the KEP's four classes, or e.g.
+                                          # insufficient capacity); `true`: any reason
+          - release: training/pod-a       # the claim drains; the last one clears the lock
+        devices:                          # optional: final state per device
+          mlx5-0: {state: locked, lock: {pkey: pkey-0x8001}}
+        metrics: {sharing_affinity_lock_conflict_total: 1}   # optional, exact values
+
+The suite is checked with a JSON schema first, so a typo in a key is a located
+error instead of a silently ignored expectation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
+            "pool-incomplete"]
+
+REASONS = ["feature gate off", "pool incomplete", "allocated exclusively", "insufficient capacity",
+           "unknown lock state", "CEL evaluation failure", "claim inconsistent", "no keys extracted",
+           "lock mismatch", "no candidate devices"]
+"""`policies.locks.Reason` values (kept literal here so loading a suite imports no policy code)."""
+
+LOCK_STATES = ["clean", "locked", "unreconstructable", "untracked"]
+
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+
+_EXTRACTION_CASE: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "claim", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "claim": {"type": "string"},
+        "request": {"type": "string"},
+        "pool": {"type": "string"},
+        "expect": {
+            "type": "object",
+            "required": ["outcome"],
+            "additionalProperties": False,
+            "properties": {
+                "outcome": {"enum": OUTCOMES},
+                "affinity": _STRING_MAP,
+                "unsatisfied": {"type": "array", "items": {"type": "string"}},
+                "errorKind": {"type": "string"},
+                "errorContains": {"type": "string"},
+            },
+        },
+    },
+}
+
+_ALLOCATE_STEP: dict[str, Any] = {
+    "type": "object",
+    "required": ["claim"],
+    "additionalProperties": False,
+    "properties": {
+        "claim": {"type": "string"},
+        "device": {"type": "string"},
+        "lock": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+        "unschedulable": {"enum": [True, *REASONS]},
+    },
+}
+
+_RELEASE_STEP: dict[str, Any] = {
+    "type": "object",
+    "required": ["release"],
+    "additionalProperties": False,
+    "properties": {"release": {"type": "string"}},
+}
+
+_SIMULATION_CASE: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "allocate"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "mode": {"enum": ["alpha", "beta"]},
+        "featureGate": {"enum": [True, False, "on", "off"]},
+        "pools": {"type": "array", "items": {"type": "string"}},
+        "objects": {"type": "array", "items": {"type": "object"}},
+        "allocate": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "if": {"type": "object", "required": ["release"]},
+                "then": _RELEASE_STEP,
+                "else": _ALLOCATE_STEP,
+            },
+        },
+        "devices": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "state": {"enum": LOCK_STATES},
+                    "lock": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+                    "holders": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+        "metrics": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+
+SUITE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["cases"],
+    "additionalProperties": False,
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "kind": {"const": "TestSuite"},
+        "name": {"type": "string"},
+        "kubernetesVersion": {"type": ["string", "number"]},
+        "resources": {"type": "array", "items": {"type": "string"}},
+        "objects": {"type": "array", "items": {"type": "object"}},
+        "cases": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                # `allocate:` makes a case a lock simulation; any other case is an extraction case
+                "if": {"type": "object", "required": ["allocate"]},
+                "then": _SIMULATION_CASE,
+                "else": _EXTRACTION_CASE,
+            },
+        },
+    },
+}
+
+
+class SuiteError(ValueError):
+    """The suite file itself is unusable (message names file, line and field)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    claim: str
+    request: str | None
+    pool: str | None
+    expect: dict[str, Any]
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class SimulationStep:
+    """One `allocate:` item: allocate `claim` (expecting `device` or `unschedulable`) or release it."""
+
+    claim: str
+    release: bool = False
+    device: str | None = None
+    unschedulable: str | bool | None = None
+    lock: dict[str, str] | None = None
+    expects_lock: bool = False
+    """`lock:` was given (`lock: null` expects an untracked device)."""
+
+
+@dataclass(frozen=True)
+class SimulationCase:
+    """A lock simulation: steps in order, then optional final device states and metrics."""
+
+    name: str
+    steps: tuple[SimulationStep, ...]
+    mode: str = "alpha"
+    feature_gate: bool = True
+    pools: tuple[str, ...] = ()
+    objects: tuple[dict[str, Any], ...] = ()
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    name: str
+    kubernetes_version: str | None
+    resources: tuple[Path, ...]
+    objects: tuple[dict[str, Any], ...]
+    cases: tuple[Case | SimulationCase, ...] = field(default=())
+
+
+def load_suite(path: Path) -> Suite:
+    """Read and validate one suite file; raises `SuiteError` with a located message."""
+    from jsonschema import Draft202012Validator
+
+    from lint.loader import load_paths
+
+    loaded = load_paths([str(path)])
+    if loaded.usage_errors:
+        raise SuiteError(loaded.usage_errors[0])
+    if loaded.findings:
+        f = loaded.findings[0]
+        pos = f.primary.position
+        where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
+        raise SuiteError(f"{where}: {f.message}")
+    if len(loaded.documents) != 1:
+        raise SuiteError(f"{path}: a suite file holds exactly one YAML document")
+    doc = loaded.documents[0]
+    errors = sorted(Draft202012Validator(SUITE_SCHEMA).iter_errors(doc.data),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    if errors:
+        error = errors[0]
+        field_path = tuple(error.absolute_path)
+        pos = doc.source.locate(field_path)
+        where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
+        rendered = ".".join(str(p) for p in field_path) or "<suite>"
+        raise SuiteError(f"{where}: {rendered}: {error.message}")
+    data = doc.data
+    base = path.parent
+    cases: list[Case | SimulationCase] = []
+    for i, c in enumerate(data["cases"]):
+        pos = doc.source.locate(("cases", i))
+        line = pos.line if pos else None
+        if "allocate" in c:
+            for j, item in enumerate(c["allocate"]):
+                if "release" not in item and ("device" in item) == ("unschedulable" in item):
+                    at = doc.source.locate(("cases", i, "allocate", j))
+                    where = f"{path}:{at.line}:{at.column}" if at else str(path)
+                    raise SuiteError(f"{where}: cases.{i}.allocate.{j}: give either `device:` (where the "
+                                     "claim must go) or `unschedulable:` (why it must stay pending)")
+            cases.append(_simulation_case(c, line))
+            continue
+        cases.append(Case(name=c["name"], claim=c["claim"], request=c.get("request"),
+                          pool=c.get("pool"), expect=c["expect"], line=line))
+    version = data.get("kubernetesVersion")
+    return Suite(
+        path=path,
+        name=data.get("name") or path.stem,
+        kubernetes_version=str(version) if version is not None else None,
+        resources=tuple(base / r for r in data.get("resources", [])),
+        objects=tuple(data.get("objects", [])),
+        cases=tuple(cases),
+    )
+
+
+def _simulation_case(data: dict[str, Any], line: int | None) -> SimulationCase:
+    steps = []
+    for item in data["allocate"]:
+        if "release" in item:
+            steps.append(SimulationStep(claim=item["release"], release=True))
+        else:
+            steps.append(SimulationStep(claim=item["claim"], device=item.get("device"),
+                                        unschedulable=item.get("unschedulable"), lock=item.get("lock"),
+                                        expects_lock="lock" in item))
+    gate = data.get("featureGate", True)
+    return SimulationCase(
+        name=data["name"],
+        steps=tuple(steps),
+        mode=data.get("mode", "alpha"),
+        feature_gate=gate in (True, "on"),
+        pools=tuple(data.get("pools", [])),
+        objects=tuple(data.get("objects", [])),
+        devices=dict(data.get("devices", {})),
+        metrics=dict(data.get("metrics", {})),
+        line=line,
+    )

@@ -1,0 +1,117 @@
+"""Dry-run: every claim × request × candidate pool, extracted as the scheduler would.
+
+The one orchestration behind `dra-affinity dry-run` and `dra-affinity test`: it
+takes model objects (from files or a cluster), builds pools the way the pool rules
+do (`policies.pools.build_pools`), picks candidate pools per request and runs
+`policies.extraction.extract` once per (claim, request, pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from policies.claims import claim_problems
+from policies.extraction import (
+    ExtractionPool,
+    ExtractionResult,
+    PoolExtractor,
+    extract,
+    request_names,
+)
+from policies.findings import Finding, PoolRef
+from policies.limits import KubernetesVersion, limits_for
+from policies.model import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
+from policies.pools import Pool, build_pools
+
+CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """`--claim ns/name`, `--pool driver/name` (or just name), `--request name`."""
+
+    claim: str | None = None
+    pool: str | None = None
+    request: str | None = None
+
+    def claim_ok(self, claim: ResourceClaim) -> bool:
+        if self.claim is None:
+            return True
+        wanted = self.claim if "/" in self.claim else f"default/{self.claim}"
+        return claim.qualified_name in {self.claim, wanted}
+
+    def pool_ok(self, ref: PoolRef) -> bool:
+        return self.pool is None or self.pool in {ref.name, f"{ref.driver}/{ref.name}"}
+
+    def request_ok(self, name: str) -> bool:
+        return self.request is None or self.request in {name, name.split("/", 1)[0]}
+
+
+@dataclass(frozen=True, slots=True)
+class DryRunReport:
+    results: tuple[ExtractionResult, ...]
+    findings: tuple[Finding, ...]
+    pools: Mapping[PoolRef, Pool]
+
+
+def to_extraction_pool(pool: Pool) -> ExtractionPool:
+    """The scheduler-facing summary of a pool that extraction needs."""
+    return ExtractionPool(
+        ref=pool.ref,
+        generation=pool.generation,
+        extractors=tuple(PoolExtractor(e, s.name) for e, s in pool.extractors.values()),
+        complete=pool.complete,
+        incomplete_reason=pool.incomplete_reason,
+        duplicate_keys=pool.duplicate_keys,
+        total_cost=pool.total_cost,
+    )
+
+
+def _device_requests(claim: ResourceClaim) -> Iterable[DeviceRequest]:
+    for request in claim.requests:
+        if request.first_available:
+            yield from request.first_available
+        elif request.exactly is not None:
+            yield request.exactly
+
+
+def dry_run(
+    slices: Sequence[ResourceSlice],
+    claims: Sequence[ResourceClaim],
+    classes: Sequence[DeviceClass] = (),
+    *,
+    kubernetes_version: KubernetesVersion | None = None,
+    filters: Filters | None = None,
+    candidate: CandidateFilter | None = None,
+) -> DryRunReport:
+    """Extract for every claim request against every candidate pool.
+
+    `candidate(request, classes, pool)` decides whether a pool can serve a request;
+    without it (or without any DeviceClass), every pool is a candidate (SPEC §5).
+    """
+    filters = filters or Filters()
+    limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
+    pools = build_pools(slices, limits)
+    summaries = {ref: to_extraction_pool(pool) for ref, pool in pools.items()}
+    by_class = {c.name: c for c in classes}
+    findings: list[Finding] = []
+    results: list[ExtractionResult] = []
+    for claim in claims:
+        findings.extend(claim_problems(claim))
+        if not filters.claim_ok(claim):
+            continue
+        requests = {r.name: r for r in _device_requests(claim)}
+        for name in request_names(claim):
+            if not filters.request_ok(name):
+                continue
+            for ref, pool in pools.items():
+                if not filters.pool_ok(ref):
+                    continue
+                request = requests.get(name)
+                if candidate and by_class and request and not candidate(request, by_class, pool):
+                    continue
+                results.append(
+                    extract(claim, name, summaries[ref], kubernetes_version=limits.kubernetes_version)
+                )
+    return DryRunReport(tuple(results), tuple(findings), pools)

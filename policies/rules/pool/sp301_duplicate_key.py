@@ -1,0 +1,54 @@
+"""SP301: a key declared by two metadata slices of one pool (the KEP's "invalid pool")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.findings import Finding, Severity
+from policies.pools import PoolContext, pool_finding, pool_name, slice_location
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: PoolContext) -> Iterator[Finding]:
+    pool = ctx.pool
+    for key in pool.duplicate_keys:
+        declared = [(e, s) for e, s in pool.declarations if e.name == key]
+        where = ", ".join(f"{s.name} spec.sharingAffinity[{e.index}]" for e, s in declared)
+        yield pool_finding(
+            RULE,
+            ctx,
+            f'key "{key}" is declared by {len({id(s) for _, s in declared})} metadata slices of pool '
+            f"{pool_name(pool.ref)} ({where}): the scheduler treats the pool as invalid "
+            '("slice key collision") and every device in it fails closed; keep one declaration '
+            "and rename or remove the others",
+            [slice_location(s, ("spec", "sharingAffinity", e.index, "name")) for e, s in declared],
+        )
+
+
+RULE = Rule(
+    id="SP301",
+    slug="pool-duplicate-key",
+    severity=Severity.ERROR,
+    scope=Scope.POOL,
+    summary="two metadata slices of one pool declare the same key name",
+    description=(
+        "The scheduler unions the extractors of a pool's metadata slices, and key names must be "
+        "unique across that union: a key declared twice would leave the device lock ambiguous "
+        "about which extractor's value to store. The API server validates one slice at a time "
+        "and cannot see a collision between two slices, so the allocator treats the pool as "
+        "invalid and fails closed for every device in it (`slice key collision`). The finding "
+        "points at the `name` of every declaration. Duplicates inside one slice are SA102."
+    ),
+    bad_example=(
+        "# slice meta-a            # slice meta-b (same driver and pool)\n"
+        "sharingAffinity:          sharingAffinity:\n"
+        "- name: subnet            - name: subnet"
+    ),
+    good_example=(
+        "# slice meta-a            # slice meta-b\n"
+        "sharingAffinity:          sharingAffinity:\n"
+        "- name: subnet            - name: pkey"
+    ),
+    pool_check=check,
+    upstream="kube-scheduler (pool validation; KEP-5981 \"Key name uniqueness\")",
+)

@@ -1,0 +1,46 @@
+"""SP304: slices of the current generation disagree on `resourceSliceCount`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from policies.findings import Finding, Severity
+from policies.pools import PoolContext, pool_finding, pool_name, slice_location, slice_names
+from policies.rules.base import Rule, Scope
+
+
+def check(ctx: PoolContext) -> Iterator[Finding]:
+    pool = ctx.pool
+    if len(pool.counts) < 2:
+        return
+    claims = "; ".join(
+        f"{slice_names(s for s in pool.slices if s.resource_slice_count == count)} say {count}"
+        for count in pool.counts
+    )
+    yield pool_finding(
+        RULE,
+        ctx,
+        f"the {len(pool.slices)} slices of pool {pool_name(pool.ref)} at generation "
+        f"{pool.generation} disagree on resourceSliceCount ({claims}): the pool can never be "
+        "complete, so the scheduler skips it; publish one count in every slice of a generation"
+        + ctx.completeness_hint(),
+        [slice_location(s, ("spec", "pool", "resourceSliceCount")) for s in pool.slices],
+        severity=ctx.completeness_severity,
+    )
+
+
+RULE = Rule(
+    id="SP304",
+    slug="pool-count-mismatch",
+    severity=Severity.ERROR,
+    scope=Scope.POOL,
+    summary="slices of the same generation disagree on resourceSliceCount",
+    description=(
+        "A pool is complete when every slice of its highest generation states the same "
+        "`resourceSliceCount` and that many slices are present. Disagreeing counts usually mean "
+        "a driver bumped the count without bumping the generation. Severity as SP303: an error "
+        "on complete input (`--complete-pools`, `--cluster`), else a warning."
+    ),
+    pool_check=check,
+    upstream="kube-scheduler (pool completeness, KEP-4815)",
+)

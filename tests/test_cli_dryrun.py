@@ -1,0 +1,117 @@
+"""`dra-affinity dry-run` end to end: the SPEC §7 document, filters, explain, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from tests.cli import run
+
+RESULT_SCHEMA = {
+    "type": "object",
+    "required": ["results"],
+    "properties": {"results": {"type": "array", "items": {
+        "type": "object",
+        "required": ["claim", "request", "pool", "outcome", "affinity", "unsatisfied", "error"],
+        "properties": {
+            "claim": {"type": "string", "pattern": "^[^/]+/[^/]+$"},
+            "request": {"type": "string"},
+            "pool": {"type": "object", "required": ["driver", "name"]},
+            "outcome": {"enum": ["ok", "not-satisfied", "claim-inconsistent", "slice-error",
+                                 "not-applicable", "pool-incomplete"]},
+            "affinity": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
+            "unsatisfied": {"type": "array", "items": {"type": "string"}},
+            "error": {"oneOf": [{"type": "null"}, {
+                "type": "object", "required": ["kind", "extractor", "config", "message"]}]},
+            "evaluations": {"type": "array"},
+        },
+    }}},
+}
+
+NETWORK = ["examples/networking-node-a.yaml", "examples/claims.yaml", "examples/kep-stories.yaml"]
+
+
+def results(*args: str) -> list[dict]:
+    out = run("dry-run", "--format", "json", *args)
+    doc = out.json()
+    jsonschema.validate(doc, RESULT_SCHEMA)
+    return doc["results"]
+
+
+def test_kep_multi_key_example() -> None:
+    found = results(*NETWORK, "--claim", "ml/training-pod-a")
+    [result] = found
+    assert result["outcome"] == "ok"
+    assert result["affinity"] == {"pkey": "0x8001", "subnet": "subnet-A"}
+    assert result["pool"] == {"driver": "networking.example.com", "name": "node-a"}
+    assert [(e["extractor"], e["config"], e["value"]) for e in result["evaluations"]] == [
+        ("subnet", 0, "subnet-A"), ("pkey", 0, "0x8001")]
+    assert all(e["runtimeCost"] > 0 for e in result["evaluations"])
+
+
+def test_template_claims_are_named_namespace_slash_template() -> None:
+    found = results("examples/fpga-bitstream.yaml", "examples/claims.yaml", "--claim",
+                    "serving/inference-fpga")
+    assert [(r["claim"], r["request"], r["outcome"]) for r in found] == [
+        ("serving/inference-fpga", "fpga", "ok")]
+
+
+def test_filters_and_exit_code_without_authoring_errors() -> None:
+    out = run("dry-run", *NETWORK, "--pool", "node-a", "--request", "nic")
+    assert out.code == 0, out.out
+    assert "ml/training-pod-a" in out.out and "ok" in out.out
+
+
+def test_slice_error_sets_exit_code_1(tmp_path: Path) -> None:
+    meta = yaml.safe_load(Path("examples/rdma-pkey.yaml").read_text().split("---")[0])
+    meta["spec"]["sharingAffinity"] = [{"name": "pkey", "expression": "object.pkey"}]
+    (tmp_path / "slice.yaml").write_text(yaml.safe_dump(meta))
+    out = run("dry-run", "--format", "json", str(tmp_path / "slice.yaml"),
+              "examples/kep-stories.yaml", "--claim", "training/pod-a")
+    assert out.code == 0  # not an authoring error of the slice or the claim
+    [result] = out.json()["results"]
+    assert result["outcome"] == "pool-incomplete"  # one slice of two: the scheduler skips it
+    meta["spec"]["pool"]["resourceSliceCount"] = 1
+    (tmp_path / "slice.yaml").write_text(yaml.safe_dump(meta))
+    out = run("dry-run", "--format", "json", str(tmp_path / "slice.yaml"),
+              "examples/kep-stories.yaml", "--claim", "training/pod-a")
+    assert out.code == 1
+    [result] = out.json()["results"]
+    assert result["outcome"] == "slice-error"
+    assert result["error"]["kind"] == "missing field"
+    assert result["error"]["extractor"] == "pkey"
+    assert result["error"]["config"] == 0
+
+
+def test_explain_prints_every_step() -> None:
+    out = run("dry-run", *NETWORK, "--explain", "web/subnet-b")
+    assert "config[0], config[1]" in out.out
+    assert 'returned "" (declines this config)' in out.out
+    assert '=> every extractor is satisfied; affinity map {"pkey": "0x8001", "subnet": "subnet-B"}' in out.out
+
+
+def test_bad_claims_are_located_and_others_still_evaluated(tmp_path: Path) -> None:
+    bad = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "bad", "namespace": "ns"},
+        "spec": {"devices": {
+            "requests": [{"name": "nic", "exactly": {"deviceClassName": "x"}}],
+            "config": [
+                {"requests": ["nope"], "opaque": {"driver": "networking.example.com",
+                                                  "parameters": {"subnetID": "s"}}},
+                {"requests": ["nic"]},
+            ],
+        }},
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad, sort_keys=False))
+    out = run("dry-run", "--format", "json", str(path), *NETWORK)
+    doc = out.json()
+    messages = {f["field"]: f["message"] for f in doc["findings"]}
+    assert "must be the name of a request in the claim" in messages["spec.devices.config[0].requests[0]"]
+    assert messages["spec.devices.config[1].opaque"] == "spec.devices.config[1].opaque: Required value"
+    assert all(f["file"].endswith("bad.yaml") and f["line"] for f in doc["findings"])
+    assert {r["claim"] for r in doc["results"]} >= {"ml/training-pod-a", "ns/bad"}
+    assert out.code == 1
