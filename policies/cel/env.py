@@ -28,10 +28,12 @@ has no switch for are emulated:
 
 The Kubernetes libraries (lists, regex, urls, quantity, ip, cidr, format, semver) come from
 `policies.cel.k8s_library`: `libraries_for(version)` gives the runtime extensions and
-`checker_config_for(version)` the upstream-typed declarations for the checker. Without that
-package the environment still builds, without them (`CelEnvironment.kubernetes_libraries`).
-The authz libraries are not included: they need an `authorizer` variable neither the
-sharing-affinity nor the DRA environment has.
+`checker_config_for(version)` the upstream-typed declarations for the checker, so the checker
+and the runtime are always two environments. The runtime one is a `k8s_library.RuntimeEnv`,
+which gives Quantity and Semver comparisons upstream's value equality when it plans a checked
+AST. Regex literals are checked with Go's rules by `k8s_library.regex.literal_pattern_error`
+(RE2, as cel-go's validator uses Go's RE2 port). The authz libraries are not included: they
+need an `authorizer` variable neither the sharing-affinity nor the DRA environment has.
 
 Thread safety: environments are immutable once built, and built (including cel-expr-python's
 lazy parts) before they are shared; the cache is `functools.lru_cache`, bounded.
@@ -40,9 +42,7 @@ lazy parts) before they are shared; the cache is `functools.lru_cache`, bounded.
 from __future__ import annotations
 
 import enum
-import importlib
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -52,7 +52,9 @@ from typing import Any
 import yaml
 from cel_expr_python import cel
 
-from policies.cel.validators import RegexCheck, go_regexp_error
+from policies.cel import k8s_library
+from policies.cel.k8s_library.regex import literal_pattern_error
+from policies.cel.validators import RegexCheck
 
 __all__ = [
     "BASE_OPTIONS",
@@ -239,25 +241,28 @@ class EnvKey:
 class CelEnvironment:
     """A built environment and what compilation needs besides the cel-cpp `Env`.
 
-    `checker` parses and type-checks; `runtime` plans programs. They are the same object
-    unless the checker carries declarations the runtime must not see (cross-type numeric
-    comparisons; the Kubernetes libraries' upstream-typed declarations), in which case
-    `policies.cel.compile` re-plans the checked AST in `runtime`.
+    `checker` parses and type-checks, with declarations the runtime must not see
+    (cross-type numeric comparisons; the Kubernetes libraries' upstream-typed declarations);
+    `runtime` plans programs from the checked AST (`policies.cel.compile` re-plans there).
     """
 
     key: EnvKey
     checker: cel.Env
-    runtime: cel.Env
+    runtime: k8s_library.RuntimeEnv
     options: tuple[str, ...]
     features: frozenset[Feature]
     variables: Mapping[str, cel.Type]
     regex_error: RegexCheck
-    kubernetes_libraries: bool
 
     @property
     def separate_runtime(self) -> bool:
-        """Whether programs must be re-planned in the runtime env."""
-        return self.runtime is not self.checker
+        """Whether programs must be re-planned in the runtime env (always: see `runtime`)."""
+        return True
+
+    @property
+    def kubernetes_libraries(self) -> bool:
+        """Whether the Kubernetes libraries are loaded (always; kept for callers)."""
+        return True
 
     def has(self, feature: Feature) -> bool:
         """Whether an emulated option is on in this environment."""
@@ -295,25 +300,14 @@ class _KubernetesLibraries:
     checker_extensions: list[cel.CelExtensionBase]
 
 
-def _kubernetes_libraries(version: Version) -> _KubernetesLibraries | None:
-    """The Kubernetes CEL libraries of `version`, or None when k8s_library is not available.
+def _kubernetes_libraries(version: Version) -> _KubernetesLibraries:
+    """The Kubernetes CEL libraries of `version`.
 
     k8s_library declares its functions twice: loosely typed runtime extensions (what
     evaluates), and, for a checking environment, upstream's types and overload ids as
     env-config entries plus extensions for overloads that must merge into existing functions.
     """
-    try:
-        module = importlib.import_module("policies.cel.k8s_library")
-    except ImportError:
-        return None
-    libraries_for = getattr(module, "libraries_for", None)
-    if libraries_for is None:
-        return None
-    runtime = list(libraries_for(version))
-    checker_config_for = getattr(module, "checker_config_for", None)
-    if checker_config_for is None:
-        return _KubernetesLibraries(runtime, {}, list(libraries_for(version)))
-    checker = checker_config_for(version)
+    checker = k8s_library.checker_config_for(version)
     config: dict[str, Any] = {}
     if checker.functions:
         config["functions"] = list(checker.functions)
@@ -321,7 +315,8 @@ def _kubernetes_libraries(version: Version) -> _KubernetesLibraries | None:
         config["variables"] = list(checker.variables)
     if checker.stdlib_exclusions:
         config["stdlib"] = {"exclude_functions": list(checker.stdlib_exclusions)}
-    return _KubernetesLibraries(runtime, config, list(checker.extensions))
+    return _KubernetesLibraries(list(k8s_library.libraries_for(version)), config,
+                                list(checker.extensions))
 
 
 def _config_yaml(extensions: Sequence[tuple[str, int | None]],
@@ -333,45 +328,6 @@ def _config_yaml(extensions: Sequence[tuple[str, int | None]],
     }
     document.update(extra or {})
     return yaml.safe_dump(document, sort_keys=False)
-
-
-class _RegexProbe:
-    """Validates a regex literal as Go's `regexp.Compile` would, returning Go's error text.
-
-    Validity comes from RE2 itself (cel-cpp's engine, the one behind `matches`), corrected
-    for the one construct Go rejects (`\\C`). The message comes from k8s_library's Go-syntax
-    parser when it is available (exact Go wording), else from RE2's message mapped to Go's.
-    """
-
-    def __init__(self) -> None:
-        env = cel.NewEnv(variables={"p": cel.Type.STRING})
-        self._program = env.compile('"".matches(p)')
-        self._lock = threading.Lock()
-        self._go_wording = _go_regexp_wording()
-
-    def __call__(self, pattern: str) -> str | None:
-        with self._lock:
-            value = self._program.eval(data={"p": pattern})
-        re2_error: str | None = None
-        if value.type().name() == "ERROR":
-            re2_error = re.sub(r"^[A-Z_]+: ", "", str(value.value()))
-        mapped = go_regexp_error(pattern, re2_error)
-        if mapped is None or self._go_wording is None:
-            return mapped
-        exact = self._go_wording(pattern)
-        if exact is not None and exact.startswith("error parsing regexp: "):
-            return exact
-        return mapped
-
-
-def _go_regexp_wording() -> Callable[[str], str | None] | None:
-    """k8s_library's Go-regexp error renderer, if that library provides one."""
-    try:
-        module = importlib.import_module("policies.cel.k8s_library.regex")
-    except ImportError:
-        return None
-    found = getattr(module, "literal_pattern_error", None)
-    return found if callable(found) else None
 
 
 def build_environment(
@@ -405,22 +361,17 @@ def build_environment(
 
     library_version = compatibility_version(target) if mode is EnvMode.NEW_EXPRESSIONS else target
     libraries = _kubernetes_libraries(library_version)
-    if libraries is not None:
-        options.append(f"kubernetes libraries @ {format_version(library_version)}")
+    options.append(f"kubernetes libraries @ {format_version(library_version)}")
 
     runtime_config = cel.NewEnvConfigFromYaml(_config_yaml(extensions))
     runtime = cel.NewEnv(config=runtime_config, variables=dict(variables),
-                         extensions=libraries.runtime if libraries is not None else [])
-    checker = runtime
-    cross_numeric = Feature.CROSS_TYPE_NUMERIC_COMPARISONS in features
-    if libraries is not None or cross_numeric:
-        checker_extensions = list(libraries.checker_extensions) if libraries is not None else []
-        if cross_numeric:
-            checker_extensions.append(_cross_numeric_extension())
-        checker_config = cel.NewEnvConfigFromYaml(
-            _config_yaml(extensions, libraries.checker_config if libraries is not None else None))
-        checker = cel.NewEnv(config=checker_config, variables=dict(variables),
-                             extensions=checker_extensions)
+                         extensions=libraries.runtime)
+    checker_extensions = list(libraries.checker_extensions)
+    if Feature.CROSS_TYPE_NUMERIC_COMPARISONS in features:
+        checker_extensions.append(_cross_numeric_extension())
+    checker_config = cel.NewEnvConfigFromYaml(_config_yaml(extensions, libraries.checker_config))
+    checker = cel.NewEnv(config=checker_config, variables=dict(variables),
+                         extensions=checker_extensions)
     # cel-expr-python builds parts of an Env lazily on first use; do that here, in one thread,
     # so concurrent request threads only ever see a fully built environment.
     checker.compile("true")
@@ -430,12 +381,11 @@ def build_environment(
     return CelEnvironment(
         key=key,
         checker=checker,
-        runtime=runtime,
+        runtime=k8s_library.RuntimeEnv(runtime),
         options=tuple(options),
         features=frozenset(features),
         variables=MappingProxyType(dict(variables)),
-        regex_error=_RegexProbe(),
-        kubernetes_libraries=libraries is not None,
+        regex_error=literal_pattern_error,
     )
 
 

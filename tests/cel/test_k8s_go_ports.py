@@ -2,18 +2,20 @@
 
 Each expectation is Go's documented (or source-evident) behaviour of the
 function upstream calls: net/netip, net/url, apimachinery's resource.Quantity,
-regexp (RE2 syntax), blang/semver and strconv.Quote.
+regexp (RE2 syntax, on RE2 itself), blang/semver and strconv.Quote.
 """
 
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
+from cel_expr_python import cel
 
 from policies.cel.k8s_library._gourl import UrlError, parse, parse_request_uri
 from policies.cel.k8s_library._netip import NetipError, parse_addr, parse_prefix
-from policies.cel.k8s_library._re2 import Re2Error, Re2Unsupported, compile_re2, find, find_all
+from policies.cel.k8s_library._re2 import Re2Error, compile_re2, find, find_all, pattern_error
 from policies.cel.k8s_library._resource import (
     BINARY_SI,
     DECIMAL_EXPONENT,
@@ -259,9 +261,94 @@ def test_re2_syntax_errors(pattern: str, message: str) -> None:
     assert str(err.value) == f"error parsing regexp: {message}"
 
 
-def test_re2_unicode_scripts_are_reported_as_unsupported() -> None:
-    with pytest.raises(Re2Unsupported):
-        compile_re2("\\p{Greek}")
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        # RE2 accepts these; Go does not.
+        ("a\\Cb", "invalid escape sequence: `\\C`"),
+        ("(\\C", "invalid escape sequence: `\\C`"),  # found before the missing )
+        ("(?P<é>a)", "invalid named capture: `(?P<é>`"),  # Go: [A-Za-z0-9_] only
+        ("(?<név>a)(", "invalid named capture: `(?<név>`"),
+        # Both reject lookbehind; Go reads `(?<` as a named capture.
+        ("(?<!a)", "invalid named capture: `(?<!a)`"),
+        ("x(?<=a)>b", "invalid named capture: `(?<=a)>`"),
+        # An earlier error wins over a later Go-only one.
+        ("x**\\C", "invalid nested repetition operator: `**`"),
+        ("a)\\C", "unexpected ): `a)\\C`"),
+        ("(?i\\C)", "invalid or unsupported Perl syntax: `(?i\\`"),
+        ("a{1001}(?<=b)", "invalid repeat count: `{1001}`"),
+        # The product of nested counts is limited too (Go's repeatIsValid).
+        ("(a{1000}){1000}", "invalid repeat count: `{1000}`"),
+        ("((((((((((a{2}){2}){2}){2}){2}){2}){2}){2}){2}){2}", "invalid repeat count: `{2}`"),
+    ],
+)
+def test_re2_go_only_rules(pattern: str, message: str) -> None:
+    assert pattern_error(pattern) == f"error parsing regexp: {message}"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "\\Q\\C\\E",  # a literal backslash and C
+        "[\\\\C]",
+        "(?P<n>a)(?P<n>b)",  # Go allows a name twice
+        "(?P<_9>a)",
+        "\\p{Greek}+\\P{Han}",  # Unicode scripts
+        "\\pL{100}",
+    ],
+)
+def test_re2_accepts_what_go_accepts(pattern: str) -> None:
+    assert pattern_error(pattern) is None
+
+
+def test_re2_size_limit_is_reported_in_go_words() -> None:
+    # Beyond RE2's memory budget; Go would accept it (see the module docstring), cel-cpp's
+    # `matches` rejects it too.
+    assert pattern_error("\\pL{1000}") == "error parsing regexp: expression too large: `\\pL{1000}`"
+
+
+def test_re2_errors_are_not_printed(capfd: pytest.CaptureFixture[str]) -> None:
+    assert pattern_error("(unclosed-for-the-stderr-test") is not None
+    assert capfd.readouterr().err == ""
+
+
+def test_re2_matching_is_linear_on_catastrophic_patterns() -> None:
+    regex = compile_re2("(a+)+$")
+    start = time.perf_counter()
+    assert find(regex, "a" * 30 + "b") == ""
+    assert find_all(regex, "a" * 5000 + "b", -1) == []
+    assert time.perf_counter() - start < 0.5  # backtracking would take minutes
+
+
+_CPP_MATCHES = cel.NewEnv(variables={"s": cel.Type.STRING, "p": cel.Type.STRING}).compile(
+    "s.matches(p)")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "^[a-z]+(-[a-z0-9]+)*$", "a|ab", "(?i)K", "\\bab\\b", "\\d+$", "(?s)a.b", "(?m)^b",
+        "[[:alpha:]]+", "\\pL\\p{Greek}", "x{2,}", "(?U)a+", "", "\\Qa.b\\E",
+        "(", "a)", "[z-a]", "x**", "(?=a)", "\\q", "a{1001}", "(a{1000}){1000}",
+        "(?P<é>a)", "a\\Cb",
+    ],
+)
+def test_cel_cpp_matches_agrees_with_re2(pattern: str) -> None:
+    """cel-cpp's `matches` runs RE2 too: same verdict on every pattern, same matches.
+
+    The deliberate differences are Go's rules (`\\C`, capture names outside ASCII).
+    """
+    go_error = pattern_error(pattern)
+    go_only = pattern in ("(?P<é>a)", "a\\Cb")
+    for text in ("", "ab", "xx-12 ab", "a\nb", "Kk", "αβγ", "a.b", "aaa", "a\xffb"):
+        value = _CPP_MATCHES.eval(data={"s": text, "p": pattern})
+        if value.type().name() == "ERROR":
+            assert go_error is not None and not go_only, (pattern, value.value())
+            continue
+        assert (go_error is not None) == go_only, pattern
+        if go_only:
+            continue
+        assert value.value() == (compile_re2(pattern).search(text) is not None), (pattern, text)
 
 
 @pytest.mark.parametrize(

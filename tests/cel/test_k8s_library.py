@@ -8,7 +8,7 @@ and the test says so.
 
 Every expression is compiled in a *checking* environment built from
 `checker_config_for` and evaluated in a *runtime* environment built from
-`libraries_for`, from the serialized checked AST.
+`libraries_for` (wrapped in `RuntimeEnv`), from the serialized checked AST.
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ import pytest
 import yaml
 from cel_expr_python import cel
 
+from policies.cel.env import EnvKey, EnvMode, get_env
 from policies.cel.k8s_library import (
     LIBRARIES,
+    RuntimeEnv,
     checker_config_for,
+    equal_by_type,
     libraries_for,
     native_string,
+    rewrite_equality,
 )
 
 VERSION = (1, 36)
@@ -45,7 +49,7 @@ BASE: dict[str, Any] = {
 @dataclass
 class Envs:
     check: cel.Env  # upstream-typed declarations
-    run: cel.Env  # Python implementations
+    run: RuntimeEnv  # Python implementations
     plain: cel.Env  # the runtime extensions alone, also used for checking
 
     def compile_error(self, src: str) -> str | None:
@@ -88,7 +92,7 @@ def build_envs(version: tuple[int, int]) -> Envs:
         config=cel.NewEnvConfigFromYaml(yaml.safe_dump(check_cfg)), extensions=extra.extensions
     )
     base_cfg = cel.NewEnvConfigFromYaml(yaml.safe_dump(BASE))
-    run = cel.NewEnv(config=base_cfg, extensions=libraries_for(version))
+    run = RuntimeEnv(cel.NewEnv(config=base_cfg, extensions=libraries_for(version)))
     plain = cel.NewEnv(config=base_cfg, extensions=libraries_for(version))
     return Envs(check, run, plain)
 
@@ -738,6 +742,119 @@ def test_format_optional_limitation_is_an_error_not_a_wrong_answer(envs: Envs) -
 # kubernetes.Semver
 
 
+# ---------------------------------------------------------------------------
+# Equality: values, as upstream's Quantity.Equal and Semver.Equal compare them
+
+
+@ok(
+    ('quantity("1Ki") == quantity("1024")', True),
+    ('quantity("1000m") == quantity("1")', True),
+    ('quantity("0.5Gi") == quantity("512Mi")', True),
+    ('quantity("1e3") == quantity("1k")', True),
+    ('quantity("-0") == quantity("0")', True),
+    ('quantity("1Ki") == quantity("1025")', False),
+    ('quantity("1m") == quantity("0.001001")', False),
+    ('quantity("1Ki") != quantity("1024")', False),
+    ('quantity("1000m") != quantity("1")', False),
+    ('quantity("1Ki") != quantity("1000")', True),
+    ('quantity("1") in [quantity("2"), quantity("1000m")]', True),
+    ('quantity("1") in [quantity("2"), quantity("1001m")]', False),
+    ('[quantity("1Ki"), quantity("1")] == [quantity("1024"), quantity("1000m")]', True),
+    ('[quantity("1Ki")] == [quantity("1025")]', False),
+    ('[quantity("1Ki")] != [quantity("1024")]', False),
+    ('{"a": quantity("1Ki")} == {"a": quantity("1024")}', True),
+    ('{"a": quantity("1Ki")} == {"b": quantity("1024")}', False),
+    ('[[quantity("1")]] == [[quantity("1000m")]]', True),
+    ('[quantity("1Ki")].exists(q, q == quantity("1024"))', True),
+    ('{"k": quantity("1Ki") == quantity("1024")}.k', True),
+    ('[quantity("1") != quantity("1000m")][0]', False),
+    ('string(quantity("1") == quantity("1000m"))', "true"),
+    ('cel.bind(q, quantity("1000m"), q == quantity("1") && !q.isInteger())', True),
+    # The carrier keeps what else upstream observes: 1000m and 1 are equal, not alike.
+    ('quantity("1000m") == quantity("1") && quantity("1000m").isInteger() != quantity("1").isInteger()',
+     True),
+    ('quantity("1Ki").add(quantity("1")) == quantity("1025")', True),
+    # Strings are not quantities: their equality is untouched.
+    ('"1Ki" == "1024"', False),
+    ('"1000m" != "1"', True),
+)
+def test_quantity_equality_compares_values(envs: Envs, expr: str, expected: Any) -> None:
+    assert envs.value(expr) == expected
+
+
+def test_quantity_equality_on_object_values(envs: Envs) -> None:
+    obj = {"a": "1Ki", "b": "1024", "list": ["1", "2Gi"]}
+    assert envs.value("quantity(object.a) == quantity(object.b)", obj) is True
+    assert envs.value("object.a == object.b", obj) is False
+    assert envs.value('quantity("2048Mi") in object.list.map(x, quantity(x))', obj) is True
+    assert native_string(envs.value("quantity(object.a)", obj)) == "1Ki"
+    assert native_string(envs.value("quantity(object.b)", obj)) == "1024"
+
+
+@ok(
+    ("semver('1.0.0+a') == semver('1.0.0+b')", True),
+    ("semver('1.0.0+a') == semver('1.0.0')", True),
+    ("semver('1.0.0+a') != semver('1.0.0')", False),
+    ("semver('1.0.0-rc.1') == semver('1.0.0')", False),
+    ("semver('1.0.0-rc.1+x') != semver('1.0.0-rc.1')", False),
+    ("semver('v1.2', true) == semver('1.2.0+meta')", True),
+    ("semver('1.0.0+x') in [semver('0.9.0'), semver('1.0.0')]", True),
+    ("semver('1.0.0') in [semver('1.0.0-rc.1')]", False),
+    ("[semver('1.0.0+a')] == [semver('1.0.0')]", True),
+    ("{'v': semver('1.0.0+a')} != {'v': semver('1.0.0')}", False),
+)
+def test_semver_equality_ignores_build_metadata(envs: Envs, expr: str, expected: Any) -> None:
+    assert envs.value(expr) == expected
+
+
+def test_equal_by_type_for_evaluators_outside_programs(envs: Envs) -> None:
+    one, milli = envs.value('quantity("1")'), envs.value('quantity("1000m")')
+    assert equal_by_type("kubernetes.Quantity", one, milli) is True
+    assert equal_by_type("kubernetes.Quantity", [one], [milli]) is True
+    assert equal_by_type("kubernetes.Quantity", one, envs.value('quantity("2")')) is False
+    a, b = envs.value("semver('1.0.0+a')"), envs.value("semver('1.0.0')")
+    assert equal_by_type("kubernetes.Semver", a, b) is True
+    assert equal_by_type("net.IP", "1.2.3.4", "1.2.3.4") is None
+
+
+def test_semver_equal_values_keep_their_build_metadata(envs: Envs) -> None:
+    assert envs.value("semver('1.0.0+a') == semver('1.0.0+b')") is True
+    assert native_string(envs.value("semver('1.0.0+a')")) == "1.0.0+a"
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ('quantity("1") == 1', "found no matching overload for '_==_'"),
+        ('quantity("1") == "1"', "found no matching overload for '_==_'"),
+        ("quantity('1') == semver('1.0.0')", "found no matching overload for '_==_'"),
+        ("semver('1.0.0') != '1.0.0'", "found no matching overload for '_!=_'"),
+        ("quantity('1') in ['1']", "found no matching overload for '@in'"),
+    ],
+)
+def test_equality_type_checks_as_upstream(envs: Envs, expr: str, message: str) -> None:
+    error = envs.compile_error(expr)
+    assert error is not None and message in error
+
+
+def test_rewrite_renames_only_typed_comparisons(envs: Envs) -> None:
+    src = 'quantity("1") == quantity("1000m") && "a" == "a" && semver("1.0.0") != semver("1.0.0")'
+    serialized = envs.check.compile(src).serialize()
+    rewritten = rewrite_equality(serialized)
+    assert len(rewritten) == len(serialized)
+    assert rewritten.count(b"\x12\x04@qeq") == 1 and rewritten.count(b"\x12\x04@sne") == 1
+    assert rewritten.count(b"\x12\x04_==_") == 1  # the string comparison
+    # The references and types the rules read are untouched.
+    assert rewritten.count(b"\x1a\x06equals") == serialized.count(b"\x1a\x06equals")
+
+
+def test_rewrite_leaves_other_asts_alone(envs: Envs) -> None:
+    serialized = envs.check.compile('"1Ki" == "1024" && 1 in [1]').serialize()
+    assert rewrite_equality(serialized) is serialized
+    typed_but_unrelated = envs.check.compile('quantity("1").isInteger() == true').serialize()
+    assert rewrite_equality(typed_but_unrelated) == typed_but_unrelated
+
+
 @ok(
     ("semver('1.2.3').major()", 1),
     ("semver('1.2.3').minor()", 2),
@@ -795,3 +912,40 @@ def test_native_string_of_results(envs: Envs) -> None:
     assert native_string(envs.value("format.uuid()")) is None
     assert native_string(envs.value("[1]")) is None
     assert native_string("plain") == "plain"
+
+
+# ---------------------------------------------------------------------------
+# The environments policies.cel.env builds
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("[3, 1, 2].sort()", [1, 2, 3]),  # kubernetes.lists
+        ("'ab12cd345'.findAll('[0-9]+')", ["12", "345"]),  # kubernetes.regex
+        ("url('https://example.com:8080/p').getPort()", "8080"),  # kubernetes.urls
+        ("quantity('1.5Gi').isGreaterThan(quantity('1Gi'))", True),  # kubernetes.quantity
+        ("ip('10.0.0.1').family()", 4),  # kubernetes.net.ip
+        ("cidr('10.0.0.0/8').containsIP(ip('10.1.2.3'))", True),  # kubernetes.net.cidr
+        ("format.dns1123Label().validate('Not-OK').hasValue()", True),  # format
+        ("semver('1.2.3').minor()", 2),  # kubernetes.Semver
+    ],
+)
+def test_checker_and_runtime_environments_agree(expr: str, expected: Any) -> None:
+    """A program checked in the checker env runs in the runtime env, and gives what the
+    runtime env computes from the text itself."""
+    env = get_env(EnvKey((1, 37), EnvMode.STORED_EXPRESSIONS))
+    checked = env.checker.compile(expr)
+    via_checker = env.runtime.deserialize(checked.serialize()).eval(data={"object": {}})
+    direct = env.runtime.compile(expr).eval(data={"object": {}})
+    assert via_checker.type().name() != "ERROR", via_checker.value()
+    assert via_checker.plain_value() == expected
+    assert direct.plain_value() == expected
+
+
+def test_environment_runtime_compares_quantities_by_value() -> None:
+    env = get_env(EnvKey((1, 37), EnvMode.NEW_EXPRESSIONS))
+    for expr, expected in (('quantity("1Ki") == quantity("1024")', True),
+                           ("semver('1.0.0+a') != semver('1.0.0')", False)):
+        program = env.runtime.deserialize(env.checker.compile(expr).serialize())
+        assert program.eval(data={"object": {}}).value() is expected

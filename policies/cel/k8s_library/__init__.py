@@ -9,7 +9,9 @@ Two ways in, because cel-expr-python cannot carry values of opaque types:
   types and overload ids, for a *checking* environment. Compile there, then
   `runtime_env.deserialize(checked.serialize())` and evaluate: dispatch at
   run time is by function name and argument kind, so the runtime extensions
-  serve the checked AST.
+  serve the checked AST. Wrap the runtime `cel.Env` in `RuntimeEnv`, whose
+  `deserialize` first gives Quantity and Semver comparisons upstream's
+  value equality (see `equality`).
 
 `native_string(value)` turns an evaluation result into what upstream's
 conversion of that result to a string would give (carriers back to text).
@@ -36,20 +38,31 @@ from policies.cel.k8s_library._types import (
     TIMESTAMP,
     UINT,
     Decl,
+    LibrarySpec,
     Runtime,
     TypeInfo,
     extension,
     function_configs,
     t,
 )
+from policies.cel.k8s_library.equality import (
+    QUANTITY_RUNTIMES,
+    SEMVER_RUNTIMES,
+    RuntimeEnv,
+    equal_by_type,
+    rewrite_equality,
+)
 
 __all__ = [
     "LIBRARIES",
     "CheckerConfig",
     "Library",
+    "RuntimeEnv",
     "checker_config_for",
+    "equal_by_type",
     "libraries_for",
     "native_string",
+    "rewrite_equality",
 ]
 
 Version = tuple[int, int]
@@ -66,15 +79,20 @@ class Library:
     type_names: tuple[str, ...] = ()  # type identifiers the library declares (`net.CIDR`)
 
 
+def _with(spec: LibrarySpec, extra: tuple[Runtime, ...]) -> Callable[[], cel.CelExtensionBase]:
+    """A library's runtime extension plus `extra` overloads (its equality functions)."""
+    return lambda: extension(spec.name, (*spec.runtimes, *extra))
+
+
 LIBRARIES: tuple[Library, ...] = (
     Library(urls.NAME, (1, 0), urls.SPEC.build, urls.DECLARATIONS),
     Library(regex.NAME, (1, 0), regex.SPEC.build, regex.DECLARATIONS),
     Library(lists.NAME, (1, 0), lists.SPEC.build, lists.SPEC.declarations),
-    Library(quantity.NAME, (1, 28), quantity.SPEC.build, quantity.DECLARATIONS),
+    Library(quantity.NAME, (1, 28), _with(quantity.SPEC, QUANTITY_RUNTIMES), quantity.DECLARATIONS),
     Library(ip.NAME, (1, 30), ip.SPEC.build, ip.DECLARATIONS, ("net.IP",)),
     Library(cidr.NAME, (1, 30), cidr.SPEC.build, cidr.DECLARATIONS, ("net.CIDR",)),
     Library(format_lib.NAME, (1, 31), format_lib.SPEC.build, format_lib.DECLARATIONS),
-    Library(semver.NAME, (1, 33), semver.SPEC.build, semver.DECLARATIONS),
+    Library(semver.NAME, (1, 33), _with(semver.SPEC, SEMVER_RUNTIMES), semver.DECLARATIONS),
 )
 
 
@@ -123,6 +141,7 @@ class CheckerConfig:
 
 
 def checker_config_for(version: Version) -> CheckerConfig:
+    """Upstream-typed declarations of every library in the base env at `version`."""
     decls: list[Decl] = []
     merged: list[Decl] = []
     type_names: list[str] = []

@@ -1,29 +1,39 @@
-"""Go/RE2 regular expressions on top of Python's `re`.
+"""Go's `regexp` package, on RE2 itself (the `google-re2` binding).
 
-Upstream's `find`/`findAll` use Go's regexp (RE2 syntax, leftmost-first
-matching). Python's `re` differs in syntax and in details that change
-results: `$` also matches before a trailing newline, `\\d`/`\\w`/`\\s`/`\\b`
-are Unicode-aware, `{,n}` is a repetition, backreferences and lookarounds are
-accepted. This module parses the pattern with Go's rules, reports Go's error
-texts, and emits an equivalent Python pattern in which every construct is
-explicit (ASCII classes, `\\A`/`\\Z` anchors, scoped flags).
+Why: upstream's `find`/`findAll`, the format validators and the check of regex literals all
+use Go's regexp, which is RE2's design ported to Go: the same syntax, leftmost-first
+matching, linear time. Matching is therefore left to RE2; this module adds only what differs
+between RE2 and Go:
 
-Not covered: Unicode script classes such as `\\p{Greek}` (general categories
-like `\\pL` are) and RE2's program-size limits. A faithful alternative is the
-`google-re2` binding (on PyPI), which this project does not depend on.
+* constructs RE2 accepts and Go rejects: `\\C` (any byte) and capture names outside
+  `[A-Za-z0-9_]`; and lookbehind, which both reject, Go as a bad named capture (`(?<=`);
+* the error texts: RE2's error codes are Go's `regexp/syntax` codes under other words
+  (`missing )` is Go's `missing closing )`), and the offending text RE2 reports is the text
+  Go reports;
+* `FindAllString`'s empty-match rule (no empty match right after the previous match).
+
+Not reproduced, both about sizes: Go's limit on the height of the parse tree (`expression
+nests too deeply`, beyond 1000 levels), which RE2 does not have; and the size limit. Go
+budgets instructions (about 3.3 million), RE2 memory (8 MiB by default), and RE2 compiles a
+Unicode class to many instructions where Go uses one, so a pattern such as `\\pL{1000}`
+(1.2 million RE2 instructions, 40 MB) is too large here, `expression too large` in Go's
+words, and valid in Go. We keep RE2's default: a larger budget would let a few such
+patterns pin gigabytes in the compiled-pattern caches, and cel-cpp's own `matches` rejects
+the same patterns with the same budget.
+
+RE2 objects are immutable and safe to share between threads. Compiled patterns are kept in a
+bounded cache of the same size as google-re2's own (128), so at most 128 compiled patterns
+live at a time, each within RE2's budget.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-import sys
-import unicodedata
-from dataclasses import dataclass, field
+from typing import Any
 
-MAX_REPEAT = 1000
-_MAX_RUNE = sys.maxunicode
+import re2
 
+ERR_INTERNAL = "regexp/syntax: internal error"
 ERR_INVALID_CHAR_CLASS = "invalid character class"
 ERR_INVALID_CHAR_RANGE = "invalid character class range"
 ERR_INVALID_ESCAPE = "invalid escape sequence"
@@ -31,15 +41,46 @@ ERR_INVALID_NAMED_CAPTURE = "invalid named capture"
 ERR_INVALID_PERL_OP = "invalid or unsupported Perl syntax"
 ERR_INVALID_REPEAT_OP = "invalid nested repetition operator"
 ERR_INVALID_REPEAT_SIZE = "invalid repeat count"
+ERR_INVALID_UTF8 = "invalid UTF-8"
 ERR_MISSING_BRACKET = "missing closing ]"
 ERR_MISSING_PAREN = "missing closing )"
 ERR_MISSING_REPEAT_ARGUMENT = "missing argument to repetition operator"
 ERR_TRAILING_BACKSLASH = "trailing backslash at end of expression"
 ERR_UNEXPECTED_PAREN = "unexpected )"
+ERR_LARGE = "expression too large"
+
+# RE2's error code texts (re2/regexp.cc) and the Go error code each one is.
+_RE2_CODES: dict[str, str] = {
+    "unexpected error": ERR_INTERNAL,
+    "invalid escape sequence": ERR_INVALID_ESCAPE,
+    "invalid character class": ERR_INVALID_CHAR_CLASS,
+    "invalid character class range": ERR_INVALID_CHAR_RANGE,
+    "missing ]": ERR_MISSING_BRACKET,
+    "missing )": ERR_MISSING_PAREN,
+    "unexpected )": ERR_UNEXPECTED_PAREN,
+    "trailing \\": ERR_TRAILING_BACKSLASH,
+    "no argument for repetition operator": ERR_MISSING_REPEAT_ARGUMENT,
+    "invalid repetition size": ERR_INVALID_REPEAT_SIZE,
+    "bad repetition operator": ERR_INVALID_REPEAT_OP,
+    "invalid perl operator": ERR_INVALID_PERL_OP,
+    "invalid UTF-8": ERR_INVALID_UTF8,
+    "invalid named capture group": ERR_INVALID_NAMED_CAPTURE,
+}
+_RE2_TOO_LARGE = "pattern too large - compile failed"
+# Errors RE2 and Go find only at the end of the pattern.
+_END_OF_PATTERN = frozenset({ERR_MISSING_PAREN, ERR_MISSING_BRACKET})
+
+MAX_MEM = 8 << 20
+"""RE2's default memory budget per pattern (see the module docstring)."""
+
+_CACHE_SIZE = 128
+
+Regex = Any
+"""A compiled google-re2 pattern (the binding ships no type information)."""
 
 
 class Re2Error(Exception):
-    """A syntax error, rendered as Go's regexp/syntax renders it."""
+    """A pattern Go's regexp rejects, worded as Go's `regexp/syntax.Error`."""
 
     def __init__(self, code: str, expr: str) -> None:
         super().__init__(f"error parsing regexp: {code}: `{expr}`")
@@ -47,531 +88,191 @@ class Re2Error(Exception):
         self.expr = expr
 
 
-class Re2Unsupported(Exception):
-    """Valid RE2 that this translation does not implement."""
+def compile_re2(pattern: str) -> Regex:
+    """Compile with Go's rules (raises Re2Error with Go's message). Bounded cache."""
+    compiled = _compile(pattern)
+    if isinstance(compiled, Re2Error):
+        raise Re2Error(compiled.code, compiled.expr)  # a fresh one: cached ones are never raised
+    return compiled
 
 
-Ranges = list[tuple[int, int]]
-
-_DIGIT: Ranges = [(0x30, 0x39)]
-_SPACE: Ranges = [(0x09, 0x0A), (0x0C, 0x0D), (0x20, 0x20)]
-_WORD: Ranges = [(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)]
-_PERL = {"d": _DIGIT, "s": _SPACE, "w": _WORD}
-_POSIX: dict[str, Ranges] = {
-    "alnum": [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)],
-    "alpha": [(0x41, 0x5A), (0x61, 0x7A)],
-    "ascii": [(0x00, 0x7F)],
-    "blank": [(0x09, 0x09), (0x20, 0x20)],
-    "cntrl": [(0x00, 0x1F), (0x7F, 0x7F)],
-    "digit": [(0x30, 0x39)],
-    "graph": [(0x21, 0x7E)],
-    "lower": [(0x61, 0x7A)],
-    "print": [(0x20, 0x7E)],
-    "punct": [(0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)],
-    "space": [(0x09, 0x0D), (0x20, 0x20)],
-    "upper": [(0x41, 0x5A)],
-    "word": _WORD,
-    "xdigit": [(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)],
-}
-_CATEGORIES = frozenset(
-    {
-        *("C", "Cc", "Cf", "Co", "Cs", "L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me"),
-        *("Mn", "N", "Nd", "Nl", "No", "P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps"),
-        *("S", "Sc", "Sk", "Sm", "So", "Z", "Zl", "Zp", "Zs"),
-    }
-)
-_WORD_CLASS = "[0-9A-Za-z_]"
-_WORD_BOUNDARY = f"(?:(?<={_WORD_CLASS})(?!{_WORD_CLASS})|(?<!{_WORD_CLASS})(?={_WORD_CLASS}))"
-_NOT_WORD_BOUNDARY = f"(?:(?<={_WORD_CLASS})(?={_WORD_CLASS})|(?<!{_WORD_CLASS})(?!{_WORD_CLASS}))"
+def pattern_error(pattern: str) -> str | None:
+    """Go's `regexp.Compile` error text for `pattern`, or None when Go accepts it."""
+    compiled = _compile(pattern)
+    return str(compiled) if isinstance(compiled, Re2Error) else None
 
 
-def _negate(ranges: Ranges) -> Ranges:
-    out: Ranges = []
-    nxt = 0
-    for lo, hi in _normalize(ranges):
-        if lo > nxt:
-            out.append((nxt, lo - 1))
-        nxt = hi + 1
-    if nxt <= _MAX_RUNE:
-        out.append((nxt, _MAX_RUNE))
-    return out
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _compile(pattern: str) -> Regex | Re2Error:
+    compiled = _re2_compile(pattern)
+    go_only = _go_only_error(pattern)
+    if go_only is None:
+        return compiled
+    position, error = go_only
+    if not isinstance(compiled, Re2Error) or compiled.code in _END_OF_PATTERN:
+        return error
+    # Both reject: whichever error comes first in the pattern is the one Go reports. RE2's
+    # comes first when RE2 already rejects the text before the Go-only construct, for the
+    # same reason.
+    before = _re2_compile(pattern[:position])
+    if isinstance(before, Re2Error) and before.code == compiled.code:
+        return compiled
+    return error
 
 
-def _normalize(ranges: Ranges) -> Ranges:
-    out: Ranges = []
-    for lo, hi in sorted(ranges):
-        if out and lo <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], hi))
-        else:
-            out.append((lo, hi))
-    return out
+def _re2_compile(pattern: str) -> Regex | Re2Error:
+    """RE2's verdict, its error translated to Go's."""
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every rejected pattern to stderr
+    options.max_mem = MAX_MEM
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as err:
+        raw = err.args[0] if err.args else ""
+        message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return _go_error(pattern, message)
 
 
-@functools.lru_cache(maxsize=64)
-def _category_ranges(name: str) -> tuple[tuple[int, int], ...]:
-    """Code point ranges of a Unicode general category (or major class)."""
-    out: Ranges = []
-    start = -1
-    for cp in range(_MAX_RUNE + 1):
-        cat = unicodedata.category(chr(cp))
-        hit = cat == name or (len(name) == 1 and cat[0] == name)
-        if hit and start < 0:
-            start = cp
-        elif not hit and start >= 0:
-            out.append((start, cp - 1))
-            start = -1
-    if start >= 0:
-        out.append((start, _MAX_RUNE))
-    return tuple(out)
+def _go_error(pattern: str, message: str) -> Re2Error:
+    if message == _RE2_TOO_LARGE:
+        return Re2Error(ERR_LARGE, pattern)
+    code, _, arg = message.partition(": ")
+    go_code = _RE2_CODES.get(code)
+    if go_code is None:
+        return Re2Error(ERR_INTERNAL, pattern)
+    if go_code == ERR_INVALID_PERL_OP and arg in ("(?<=", "(?<!"):
+        start = pattern.find(arg)
+        if start >= 0:
+            return _named_capture_error(pattern, start)
+    return Re2Error(go_code, arg)
 
 
-def _class_source(ranges: Ranges) -> str:
-    ranges = _normalize(ranges)
-    if not ranges:
-        return "(?!)"
-    parts = []
-    for lo, hi in ranges:
-        parts.append(_esc_cp(lo) if lo == hi else f"{_esc_cp(lo)}-{_esc_cp(hi)}")
-    return "[" + "".join(parts) + "]"
+# ------------------------------------------------------------------------------------------------
+# What Go rejects and RE2 accepts, found by a lexical scan that skips what Go's parser skips:
+# escapes, `\Q...\E` literals and character classes.
 
 
-def _esc_cp(cp: int) -> str:
-    if cp < 0x80 and chr(cp).isalnum():
-        return chr(cp)
-    return f"\\U{cp:08x}"
-
-
-@dataclass
-class _Flags:
-    fold: bool = False
-    multiline: bool = False
-    dotnl: bool = False
-    ungreedy: bool = False
-
-
-@dataclass
-class _Frame:
-    """An open group: alternatives of emitted atoms, and the flags to restore."""
-
-    saved: _Flags
-    alternatives: list[list[str]] = field(default_factory=lambda: [[]])
-
-
-class _Parser:
-    def __init__(self, pattern: str) -> None:
-        self.whole = pattern
-        self.flags = _Flags()
-        self.stack: list[_Frame] = [_Frame(_Flags())]
-
-    # Emission helpers ----------------------------------------------------
-    def _push(self, atom: str) -> None:
-        self.stack[-1].alternatives[-1].append(atom)
-
-    def _literal(self, ch: str) -> None:
-        esc = re.escape(ch)
-        self._push(f"(?i:{esc})" if self.flags.fold else esc)
-
-    def _class(self, ranges: Ranges, negated: bool) -> None:
-        if self.flags.fold:
-            body = _class_source(ranges)
-            if negated:
-                body = "[^" + body[1:] if body.startswith("[") else "[\\x00-\\U0010ffff]"
-            self._push(f"(?i:{body})")
-        else:
-            self._push(_class_source(_negate(ranges) if negated else ranges))
-
-    # Main loop ------------------------------------------------------------
-    def parse(self) -> str:
-        t = self.whole
-        last_repeat = ""
-        while t:
-            repeat = ""
-            c = t[0]
-            if c == "(":
-                t = self._open_group(t)
-            elif c == "|":
-                self.stack[-1].alternatives.append([])
-                t = t[1:]
-            elif c == ")":
-                self._close_group()
-                t = t[1:]
-            elif c == "^":
-                self._push("(?m:^)" if self.flags.multiline else "\\A")
-                t = t[1:]
-            elif c == "$":
-                self._push("(?m:$)" if self.flags.multiline else "\\Z")
-                t = t[1:]
-            elif c == ".":
-                self._push("[\\x00-\\U0010ffff]" if self.flags.dotnl else "[^\\n]")
-                t = t[1:]
-            elif c == "[":
-                t = self._parse_class(t)
-            elif c in "*+?":
-                before = t
-                after = t[1:]
-                after = self._repeat(c, before, after, last_repeat)
-                repeat = before
-                t = after
-            elif c == "{":
-                before = t
-                parsed = _parse_repeat(t)
-                if parsed is None:
-                    self._literal("{")
-                    t = t[1:]
-                else:
-                    lo, hi, after = parsed
-                    if lo < 0 or lo > MAX_REPEAT or hi > MAX_REPEAT or (hi >= 0 and lo > hi):
-                        raise Re2Error(ERR_INVALID_REPEAT_SIZE, before[: len(before) - len(after)])
-                    quant = f"{{{lo}}}" if lo == hi else (f"{{{lo},}}" if hi < 0 else f"{{{lo},{hi}}}")
-                    after = self._repeat(quant, before, after, last_repeat)
-                    repeat = before
-                    t = after
-            elif c == "\\":
-                t = self._escape_atom(t)
+def _go_only_error(pattern: str) -> tuple[int, Re2Error] | None:
+    """The first Go-only error in `pattern`, with its offset."""
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            following = pattern[i + 1 : i + 2]
+            if following == "C":
+                return i, Re2Error(ERR_INVALID_ESCAPE, "\\C")
+            if following == "Q":
+                end = pattern.find("\\E", i + 2)
+                i = n if end < 0 else end + 2
             else:
-                self._literal(c)
-                t = t[1:]
-            last_repeat = repeat
-        if len(self.stack) > 1:
-            raise Re2Error(ERR_MISSING_PAREN, self.whole)
-        return "|".join("".join(alt) for alt in self.stack[0].alternatives)
-
-    def _repeat(self, op: str, before: str, after: str, last_repeat: str) -> str:
-        lazy = False
-        if after.startswith("?"):
-            after = after[1:]
-            lazy = True
-        if last_repeat:
-            raise Re2Error(ERR_INVALID_REPEAT_OP, last_repeat[: len(last_repeat) - len(after)])
-        alt = self.stack[-1].alternatives[-1]
-        if not alt:
-            raise Re2Error(ERR_MISSING_REPEAT_ARGUMENT, before[: len(before) - len(after)])
-        if self.flags.ungreedy:
-            lazy = not lazy
-        alt[-1] = f"(?:{alt[-1]}){op}{'?' if lazy else ''}"
-        return after
-
-    # Groups ----------------------------------------------------------------
-    def _open_group(self, t: str) -> str:
-        if not t.startswith("(?"):
-            self.stack.append(_Frame(_copy(self.flags)))
-            return t[1:]
-        starts_p = len(t) > 4 and t[2] == "P" and t[3] == "<"
-        starts_name = len(t) > 3 and t[2] == "<"
-        if starts_p or starts_name:
-            expr_start = 4 if starts_p else 3
-            end = t.find(">")
-            if end < 0:
-                raise Re2Error(ERR_INVALID_NAMED_CAPTURE, t)
-            name = t[expr_start:end]
-            if not _valid_capture_name(name):
-                raise Re2Error(ERR_INVALID_NAMED_CAPTURE, t[: end + 1])
-            self.stack.append(_Frame(_copy(self.flags)))
-            return t[end + 1 :]
-        return self._perl_flags(t)
-
-    def _perl_flags(self, s: str) -> str:
-        flags = _copy(self.flags)
-        t = s[2:]
-        negate = False
-        saw_flag = False
-        while t:
-            c, t = t[0], t[1:]
-            if c in "imsU":
-                value = not negate
-                if c == "i":
-                    flags.fold = value
-                elif c == "m":
-                    flags.multiline = value
-                elif c == "s":
-                    flags.dotnl = value
-                else:
-                    flags.ungreedy = value
-                saw_flag = True
-            elif c == "-":
-                if negate:
-                    break
-                negate = True
-                saw_flag = False
-            elif c in ":)":
-                if negate and not saw_flag:
-                    break
-                if c == ":":
-                    self.stack.append(_Frame(_copy(self.flags)))
-                self.flags = flags
-                return t
-            else:
-                break
-        raise Re2Error(ERR_INVALID_PERL_OP, s[: len(s) - len(t)])
-
-    def _close_group(self) -> None:
-        if len(self.stack) < 2:
-            raise Re2Error(ERR_UNEXPECTED_PAREN, self.whole)
-        frame = self.stack.pop()
-        self.flags = frame.saved
-        body = "|".join("".join(alt) for alt in frame.alternatives)
-        self._push(f"(?:{body})")
-
-    # Escapes ---------------------------------------------------------------
-    def _escape_atom(self, t: str) -> str:
-        if len(t) >= 2:
-            c = t[1]
-            if c == "A":
-                self._push("\\A")
-                return t[2:]
-            if c == "z":
-                self._push("\\Z")
-                return t[2:]
-            if c == "b":
-                self._push(_WORD_BOUNDARY)
-                return t[2:]
-            if c == "B":
-                self._push(_NOT_WORD_BOUNDARY)
-                return t[2:]
-            if c == "C":
-                raise Re2Error(ERR_INVALID_ESCAPE, t[:2])
-            if c == "Q":
-                lit, _, rest = t[2:].partition("\\E")
-                for ch in lit:
-                    self._literal(ch)
-                return rest
-            if c in "pP":
-                ranges, negated, rest = _parse_unicode_class(t)
-                self._class(ranges, negated)
-                return rest
-            if c in "dDsSwW":
-                self._class(_PERL[c.lower()], c.isupper())
-                return t[2:]
-        ch, rest = _parse_escape(t)
-        self._literal(ch)
-        return rest
-
-    # Classes ---------------------------------------------------------------
-    def _parse_class(self, s: str) -> str:
-        t = s[1:]
-        negated = False
-        if t.startswith("^"):
-            negated = True
-            t = t[1:]
-        ranges: Ranges = []
-        first = True
-        while not t or t[0] != "]" or first:
-            first = False
-            if len(t) > 2 and t[0] == "[" and t[1] == ":":
-                named = _parse_named_class(t)
-                if named is not None:
-                    extra, t = named
-                    ranges.extend(extra)
-                    continue
-            if len(t) >= 2 and t[0] == "\\" and t[1] in "pP":
-                extra, neg, t = _parse_unicode_class(t)
-                ranges.extend(_negate(extra) if neg else extra)
-                continue
-            if len(t) >= 2 and t[0] == "\\" and t[1] in "dDsSwW":
-                extra = _PERL[t[1].lower()]
-                ranges.extend(_negate(extra) if t[1].isupper() else extra)
-                t = t[2:]
-                continue
-            rng = t
-            lo, t = _parse_class_char(t, s)
-            hi = lo
-            if len(t) >= 2 and t[0] == "-" and t[1] != "]":
-                t = t[1:]
-                hi, t = _parse_class_char(t, s)
-                if ord(hi) < ord(lo):
-                    raise Re2Error(ERR_INVALID_CHAR_RANGE, rng[: len(rng) - len(t)])
-            ranges.append((ord(lo), ord(hi)))
-        self._class(ranges, negated)
-        return t[1:]
-
-
-def _copy(f: _Flags) -> _Flags:
-    return _Flags(f.fold, f.multiline, f.dotnl, f.ungreedy)
-
-
-def _valid_capture_name(name: str) -> bool:
-    return bool(name) and all(c == "_" or (c.isascii() and c.isalnum()) for c in name)
-
-
-def _parse_repeat(s: str) -> tuple[int, int, str] | None:
-    """`{n}`, `{n,}`, `{n,m}`; None when `{` is a literal."""
-    s = s[1:]
-    parsed = _parse_int(s)
-    if parsed is None:
-        return None
-    lo, s = parsed
-    if not s:
-        return None
-    if s[0] != ",":
-        hi = lo
-    else:
-        s = s[1:]
-        if not s:
-            return None
-        if s[0] == "}":
-            hi = -1
+                i += 2
+        elif c == "[":
+            i = _class_end(pattern, i)
+        elif pattern.startswith("(?", i):
+            error = _group_error(pattern, i)
+            if error is not None:
+                return i, error
+            i += 2
         else:
-            parsed = _parse_int(s)
-            if parsed is None:
-                return None
-            hi, s = parsed
-            if hi < 0:
-                lo = -1
-    if not s or s[0] != "}":
-        return None
-    return lo, hi, s[1:]
+            i += 1
+    return None
 
 
-def _parse_int(s: str) -> tuple[int, str] | None:
-    i = 0
-    while i < len(s) and "0" <= s[i] <= "9":
+def _class_end(pattern: str, start: int) -> int:
+    """Offset after the character class opening at `start` (Go's parseClass bounds)."""
+    i, n = start + 1, len(pattern)
+    if pattern.startswith("^", i):
         i += 1
-    if i == 0 or (i >= 2 and s[0] == "0"):
-        return None
-    digits = s[:i]
-    value = int(digits) if len(digits) <= 9 else -1
-    return value, s[i:]
+    first = True
+    while i < n:
+        c = pattern[i]
+        if c == "]" and not first:
+            return i + 1
+        first = False
+        if c == "\\":
+            i += 2
+        elif pattern.startswith("[:", i) and (end := pattern.find(":]", i + 2)) >= 0:
+            i = end + 2
+        else:
+            i += 1
+    return n
 
 
-def _parse_escape(s: str) -> tuple[str, str]:
-    """Go's parseEscape on `\\...`: a single character or an error."""
-    t = s[1:]
-    if not t:
-        raise Re2Error(ERR_TRAILING_BACKSLASH, "")
-    c, t = t[0], t[1:]
-    if c.isascii() and not c.isalnum():
-        return c, t
-    if c in "1234567" and (not t or not ("0" <= t[0] <= "7")):
-        raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-    if c in "01234567":
-        value = ord(c) - 48
-        for _ in range(2):
-            if not t or not ("0" <= t[0] <= "7"):
-                break
-            value = value * 8 + ord(t[0]) - 48
-            t = t[1:]
-        return chr(value), t
-    if c == "x" and t:
-        c2, t = t[0], t[1:]
-        if c2 == "{":
-            value = 0
-            nhex = 0
-            while True:
-                if not t:
-                    raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-                c3, t = t[0], t[1:]
-                if c3 == "}":
-                    break
-                v = _unhex(c3)
-                if v < 0:
-                    raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-                value = value * 16 + v
-                if value > _MAX_RUNE:
-                    raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-                nhex += 1
-            if nhex == 0:
-                raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-            return chr(value), t
-        if not t:
-            raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-        c3, t = t[0], t[1:]
-        x, y = _unhex(c2), _unhex(c3)
-        if x < 0 or y < 0:
-            raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-        return chr(x * 16 + y), t
-    simple = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
-    if c in simple:
-        return simple[c], t
-    raise Re2Error(ERR_INVALID_ESCAPE, s[: len(s) - len(t)])
-
-
-def _unhex(c: str) -> int:
-    if "0" <= c <= "9":
-        return ord(c) - 48
-    if "a" <= c <= "f":
-        return ord(c) - 87
-    if "A" <= c <= "F":
-        return ord(c) - 55
-    return -1
-
-
-def _parse_class_char(s: str, whole_class: str) -> tuple[str, str]:
-    if not s:
-        raise Re2Error(ERR_MISSING_BRACKET, whole_class)
-    if s[0] == "\\":
-        return _parse_escape(s)
-    return s[0], s[1:]
-
-
-def _parse_named_class(s: str) -> tuple[Ranges, str] | None:
-    end = s.find(":]", 2)
-    if end < 0:
-        return None
-    name = s[: end + 2]
-    body = name[2:-2]
-    negated = body.startswith("^")
-    ranges = _POSIX.get(body[1:] if negated else body)
-    if ranges is None:
-        raise Re2Error(ERR_INVALID_CHAR_RANGE, name)
-    return (_negate(ranges) if negated else list(ranges)), s[end + 2 :]
-
-
-def _parse_unicode_class(s: str) -> tuple[Ranges, bool, str]:
-    negated = s[1] == "P"
-    t = s[2:]
-    if not t:
-        raise Re2Error(ERR_INVALID_CHAR_RANGE, s)
-    if t[0] != "{":
-        seq, name, rest = s[:3], t[0], t[1:]
+def _group_error(pattern: str, start: int) -> Re2Error | None:
+    """Go's verdict on a `(?<` group RE2 judges differently: lookbehind, non-ASCII names."""
+    if pattern.startswith(("(?<=", "(?<!"), start):
+        return _named_capture_error(pattern, start)
+    if pattern.startswith("(?P<", start):
+        begin = start + 4
+    elif pattern.startswith("(?<", start):
+        begin = start + 3
     else:
-        end = s.find("}")
-        if end < 0:
-            raise Re2Error(ERR_INVALID_CHAR_RANGE, s)
-        seq, name, rest = s[: end + 1], s[3:end], s[end + 1 :]
-    if name.startswith("^"):
-        negated = not negated
-        name = name[1:]
-    if name == "Any":
-        return [(0, _MAX_RUNE)], negated, rest
-    if name in _CATEGORIES:
-        return list(_category_ranges(name)), negated, rest
-    if len(name) > 1 and name[0].isupper() and name.isalpha():
-        raise Re2Unsupported(f"Unicode class {seq} is not supported by this implementation")
-    raise Re2Error(ERR_INVALID_CHAR_RANGE, seq)
+        return None
+    end = pattern.find(">", begin)
+    if end < 0 or pattern[begin:end].isascii():
+        return None  # RE2 rejects the same names as Go, with the same text
+    return Re2Error(ERR_INVALID_NAMED_CAPTURE, pattern[start : end + 1])
 
 
-@functools.lru_cache(maxsize=256)
-def compile_re2(pattern: str) -> re.Pattern[str]:
-    """Translate and compile; raises Re2Error / Re2Unsupported. Bounded cache."""
-    return re.compile(_Parser(pattern).parse())
+def _named_capture_error(pattern: str, start: int) -> Re2Error:
+    """Go's error for `(?<...` whose name is invalid: the text up to `>`, or to the end."""
+    end = pattern.find(">", start)
+    return Re2Error(ERR_INVALID_NAMED_CAPTURE, pattern[start:] if end < 0 else pattern[start : end + 1])
 
 
-def find(pattern: re.Pattern[str], text: str) -> str:
-    """Go's Regexp.FindString: the leftmost-first match, or ""."""
-    m = pattern.search(text)
-    return m.group(0) if m else ""
+# ------------------------------------------------------------------------------------------------
+# Matching
 
 
-def find_all(pattern: re.Pattern[str], text: str, n: int) -> list[str]:
-    """Go's Regexp.FindAllString, including its empty-match rules."""
+# Both functions search the UTF-8 bytes: google-re2 then reports RE2's own byte positions,
+# where a `str` search would convert every position back to code points (twice the time).
+
+
+def find(regex: Regex, text: str) -> str:
+    """Go's `Regexp.FindString`: the leftmost-first match, or ""."""
+    data = text.encode("utf-8")
+    match = regex.search(data)
+    if match is None:
+        return ""
+    start, stop = match.span()
+    return data[start:stop].decode("utf-8")
+
+
+def find_all(regex: Regex, text: str, n: int) -> list[str]:
+    """Go's `Regexp.FindAllString(text, n)`, including its empty-match rules.
+
+    Every search sees the whole text, so `^` and `\\b` look at what precedes the start, as
+    in Go.
+    """
+    data = text.encode("utf-8")
+    end = len(data)
     if n < 0:
-        n = len(text) + 1
+        n = end + 1
     out: list[str] = []
     pos = 0
-    prev_end = -1
-    end = len(text)
+    previous_end = -1
     while len(out) < n and pos <= end:
-        m = pattern.search(text, pos)
-        if m is None:
+        match = regex.search(data, pos)
+        if match is None:
             break
+        start, stop = match.span()
         accept = True
-        if m.end() == pos:
-            if m.start() == prev_end:
-                accept = False
-            pos += 1
+        if stop == pos:
+            # An empty match: not allowed right after the previous match; step one rune.
+            accept = start != previous_end
+            pos += _rune_width(data, pos) if pos < end else 1
         else:
-            pos = m.end()
-        prev_end = m.end()
+            pos = stop
+        previous_end = stop
         if accept:
-            out.append(m.group(0))
+            out.append(data[start:stop].decode("utf-8"))
     return out
+
+
+def _rune_width(data: bytes, pos: int) -> int:
+    lead = data[pos]
+    if lead < 0x80:
+        return 1
+    if lead < 0xE0:
+        return 2
+    return 3 if lead < 0xF0 else 4

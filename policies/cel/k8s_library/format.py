@@ -1,7 +1,8 @@
 """format: `format.named(string)`, `format.<name>()` and `<NamedFormat>.validate(string)`.
 
 The validators reproduce the apimachinery / kube-openapi checks upstream
-calls, with their messages (see `_VALIDATORS`).
+calls, with their messages (see `_VALIDATORS`). Their regular expressions
+run on RE2, as Go's do (linear time, whatever the input).
 
 Carriers: a format is the tagged list `[TAG_FORMAT, <name>]`; the optionals
 these functions return are `[TAG_OPTIONAL]` (none) and `[TAG_OPTIONAL, v]`.
@@ -15,12 +16,12 @@ accepts real optionals.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from cel_expr_python import cel
 
 from policies.cel.k8s_library._gourl import UrlError, parse_request_uri
+from policies.cel.k8s_library._re2 import compile_re2
 from policies.cel.k8s_library._types import (
     STRING,
     TAG_FORMAT,
@@ -72,15 +73,16 @@ _LABEL_VALUE_MSG = (
     "'-', '_' or '.', and must start and end with an alphanumeric character"
 )
 
-_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
-_LABEL_KEY_RE = re.compile(_LABEL_KEY_FMT)
-_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-_UUID_RE = re.compile("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
-_BASE64_RE = re.compile("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
-_DATE_RE = re.compile("[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_TIME_RE = re.compile("([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
+# Upstream matches "^" + fmt + "$"; `fullmatch` anchors both ends the same way.
+_DNS1123_LABEL_RE = compile_re2(_DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE = compile_re2(_DNS1123_SUBDOMAIN_FMT)
+_DNS1035_LABEL_RE = compile_re2(_DNS1035_LABEL_FMT)
+_LABEL_KEY_RE = compile_re2(_LABEL_KEY_FMT)
+_LABEL_VALUE_RE = compile_re2(_LABEL_VALUE_FMT)
+_UUID_RE = compile_re2("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
+_BASE64_RE = compile_re2("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
+_DATE_RE = compile_re2("[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIME_RE = compile_re2("([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
 
 
 def _regex_error(msg: str, fmt: str, *examples: str) -> str:

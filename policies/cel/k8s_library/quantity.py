@@ -6,8 +6,9 @@ compares canonical forms. When re-parsing that text would not give back the
 same internal state (e.g. "1000m" is stored as 1000e-3, not 1e0, and so is
 not an integer upstream), the state is appended after a private-use marker so
 `isInteger`, `asInteger` and `asApproximateFloat` keep upstream's answers.
-The price, documented: `==` then sees two different carriers where upstream's
-`Quantity.Equal` (a value comparison) would say equal.
+Equal values can thus have different carriers ("1Ki" and "1024", "1000m" and
+"1"); `equality` makes `==`, `!=` and `in` compare values, as upstream's
+`Quantity.Equal` does.
 """
 
 from __future__ import annotations

@@ -1,19 +1,16 @@
 """kubernetes.regex: `<string>.find(regex)` and `<string>.findAll(regex[, n])`.
 
-Patterns use Go's RE2 syntax and matching rules (see `_re2`). A bad pattern
-yields upstream's runtime error `Illegal regex: <Go regexp error>`. Upstream
-also compiles *literal* patterns when the program is created, so a bad
-literal fails before evaluation; `literal_pattern_error` lets a checker
-report that case at compile time.
+Patterns use Go's regexp syntax and matching rules, which `_re2` gets from RE2 itself. A bad
+pattern yields upstream's runtime error `Illegal regex: <Go regexp error>`. Upstream also
+compiles *literal* patterns when the program is created, so a bad literal fails before
+evaluation; `literal_pattern_error` lets a checker report that case at compile time.
 """
 
 from __future__ import annotations
 
-import re
-
 from cel_expr_python import cel
 
-from policies.cel.k8s_library._re2 import Re2Error, Re2Unsupported, compile_re2, find, find_all
+from policies.cel.k8s_library._re2 import Re2Error, Regex, compile_re2, find, find_all, pattern_error
 from policies.cel.k8s_library._types import (
     INT,
     STRING,
@@ -29,24 +26,16 @@ from policies.cel.k8s_library._types import (
 NAME = "kubernetes.regex"
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+def _compile(pattern: str) -> Regex:
     try:
         return compile_re2(pattern)
     except Re2Error as err:
         raise CelError(f"Illegal regex: {err}") from None
-    except Re2Unsupported as err:
-        raise CelError(f"Illegal regex: {err}") from None
 
 
 def literal_pattern_error(pattern: str) -> str | None:
-    """The error upstream reports when creating a program with this literal pattern."""
-    try:
-        compile_re2(pattern)
-    except Re2Error as err:
-        return str(err)
-    except Re2Unsupported as err:
-        return str(err)
-    return None
+    """Go's `regexp.Compile` error for `pattern` (what upstream reports for a bad literal)."""
+    return pattern_error(pattern)
 
 
 def _find(text: object, pattern: object) -> str:

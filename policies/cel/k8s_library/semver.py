@@ -5,9 +5,9 @@ texts, and upstream's `normalizeAndParse` for the two-argument forms.
 
 Carrier: a tagged list `[TAG_SEMVER, Version.String()]`. A list (not a
 string) keeps `compareTo`/`isLessThan`/`isGreaterThan` apart from the
-Quantity overloads, whose carrier is a string. Upstream's `==` ignores build
-metadata (`Version.EQ`); the carrier keeps it, so `semver("1.0.0+a") ==
-semver("1.0.0")` is false here and true upstream.
+Quantity overloads, whose carrier is a string. The carrier keeps the build
+metadata (a conversion to string shows it); upstream's `==` ignores it
+(`Version.EQ`), and so does ours, through `equality`.
 """
 
 from __future__ import annotations
