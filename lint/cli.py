@@ -14,6 +14,7 @@ import click
 # name -> (module, attribute, one-line help shown by `--help` without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "cel": ("lint.commands.cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
+    "certs": ("lint.commands.certs_cmd", "certs", "Create or rotate the webhook's CA and serving cert."),
     "dry-run": ("lint.commands.dryrun_cmd", "dry_run",
                 "Run the extractors against sample claims, as the scheduler would."),
     "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlices (slice and pool rules)."),
@@ -23,6 +24,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
     "simulate": ("lint.commands.simulate_cmd", "simulate",
                  "Replay the scheduler's affinity locks over a sequence of claims."),
+    "serve": ("lint.commands.serve_cmd", "serve", "Run the validating admission webhook (gunicorn, TLS)."),
 }
 
 

@@ -1,0 +1,98 @@
+"""`dra-affinity serve`: the validating admission webhook under gunicorn, over TLS.
+
+Flask, gunicorn and the webhook package are imported only when the command runs, so
+`dra-affinity --help` and `lint` never pay for them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from lint.options import kubernetes_version_option
+from policies.limits import KubernetesVersion
+
+
+def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None) -> tuple[str, str]:
+    if cert_dir and (cert_file or key_file):
+        raise click.UsageError("give either --cert-dir or --cert-file/--key-file, not both")
+    if cert_dir:
+        return str(Path(cert_dir) / "tls.crt"), str(Path(cert_dir) / "tls.key")
+    if not (cert_file and key_file):
+        raise click.UsageError("TLS is required: give --cert-dir DIR or both --cert-file and --key-file")
+    return cert_file, key_file
+
+
+@click.command("serve")
+@click.option("--cert-file", type=click.Path(dir_okay=False), help="Serving certificate (PEM).")
+@click.option("--key-file", type=click.Path(dir_okay=False), help="Its private key (PEM).")
+@click.option("--cert-dir", type=click.Path(file_okay=False),
+              help="Directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret).")
+@click.option("--client-ca-file", type=click.Path(dir_okay=False),
+              help="Require client certificates signed by this CA (API server mTLS).")
+@click.option("--tls-min-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True)
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="gunicorn worker processes.")
+@click.option("--threads", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="Threads per worker (gthread).")
+@click.option("--keepalive", type=click.IntRange(0, 3600), default=30, show_default=True,
+              help="Seconds an idle keep-alive connection is kept open.")
+@click.option("--worker-timeout", type=click.IntRange(1, 3600), default=30, show_default=True,
+              help="Restart a worker silent for this many seconds.")
+@click.option("--cert-check-interval", type=click.FloatRange(0), default=2.0, show_default=True,
+              help="Seconds between checks of the certificate files for changes.")
+@click.option("--pool-check/--no-pool-check", default=False, show_default=True,
+              help="Also reject metadata slices that collide with their pool (SP301/SP302), "
+                   "from a watch of the cluster's ResourceSlices.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="For --pool-check outside a cluster (default: in-cluster service account).")
+@click.option("--pool-sync-timeout", type=click.FloatRange(0), default=2.0, show_default=True,
+              help="How long a request may wait for the first pool list before skipping the pool check.")
+@click.option("--metrics-dir", type=click.Path(file_okay=False),
+              help="prometheus multiprocess directory (default: a fresh temporary directory).")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+              default="INFO", show_default=True)
+@kubernetes_version_option
+def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, client_ca_file: str | None,
+          tls_min_version: str, host: str, port: int, workers: int, threads: int, keepalive: int,
+          worker_timeout: int, cert_check_interval: float, pool_check: bool, kubeconfig: str | None,
+          pool_sync_timeout: float, metrics_dir: str | None, log_level: str,
+          kubernetes_version: KubernetesVersion) -> None:
+    """Run the ValidatingWebhook for ResourceSlices: POST /validate, GET /healthz, /readyz, /metrics.
+
+    Same rules, ids and messages as `lint`. Certificates are reloaded when their files change
+    (checked every --cert-check-interval seconds), without restarting or dropping requests.
+    Equivalent to `gunicorn -c webhook/gunicorn_conf.py` with the matching settings.
+    """
+    from webhook import tls
+    from webhook.settings import WebhookSettings
+
+    cert, key = _tls_paths(cert_file, key_file, cert_dir)
+    files = tls.TlsFiles(cert, key, client_ca_file, "1.3" if tls_min_version == "1.3" else "1.2")
+    loaded = tls.load(files)  # fail now, with a message, rather than on the first connection
+    if isinstance(loaded, tls.TlsProblem):
+        click.echo(f"dra-affinity serve: {loaded.message}", err=True)
+        sys.exit(2)
+    settings = WebhookSettings(kubernetes_version=kubernetes_version, pool_check=pool_check,
+                               pool_sync_timeout=pool_sync_timeout, log_level=log_level.upper(),
+                               kubeconfig=kubeconfig)
+    os.environ.update(settings.to_env())
+    os.environ["DRA_AFFINITY_CERT_CHECK_INTERVAL"] = str(cert_check_interval)
+    os.environ["DRA_AFFINITY_TLS_MIN_VERSION"] = files.min_version
+    if metrics_dir:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+
+    from webhook.server import WebhookServer
+
+    overrides: dict[str, object] = {
+        "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
+        "workers": workers, "threads": threads, "keepalive": keepalive, "timeout": worker_timeout,
+        "certfile": cert, "keyfile": key, "ca_certs": client_ca_file,
+        "proc_name": "dra-affinity-webhook",
+    }
+    WebhookServer(overrides).run()

@@ -1,0 +1,141 @@
+"""HTTP robustness, health and metrics of the real server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from tests.helpers import entry, slice_doc
+from tests.webhook.support import Server, metric_value, review
+
+MIB = 1024 * 1024
+
+
+def test_oversized_body_is_413_without_reading_it(server: Server) -> None:
+    conn = server.connection()
+    try:
+        conn.putrequest("POST", "/validate")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(7 * MIB + 1))
+        conn.endheaders()
+        response = conn.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["code"] == 413
+    finally:
+        conn.close()
+
+
+def test_oversized_body_sent_in_full_is_413(server: Server) -> None:
+    big = slice_doc([entry("a")])
+    big["metadata"]["annotations"] = {"pad": "x" * (7 * MIB)}
+    reply = server.request("POST", "/validate", json.dumps(review(big)).encode(),
+                           {"Content-Type": "application/json"})
+    assert reply.status == 413
+    assert "larger than" in reply.json()["error"]
+
+
+def test_body_just_under_the_limit_is_reviewed(server: Server) -> None:
+    doc = slice_doc([entry("a")])
+    doc["metadata"]["annotations"] = {"pad": "x" * (6 * MIB)}
+    assert server.review(review(doc))["response"]["allowed"] is True
+
+
+def test_non_json_content_type_is_415(server: Server) -> None:
+    body = json.dumps(review(slice_doc([entry("a")]))).encode()
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        reply = server.request("POST", "/validate", body, {"Content-Type": content_type})
+        assert reply.status == 415, content_type
+        assert reply.headers["content-type"] == "application/json"
+        assert content_type in reply.json()["error"]
+    charset = server.request("POST", "/validate", body, {"Content-Type": "application/json; charset=utf-8"})
+    assert charset.status == 200
+
+
+def test_malformed_reviews_are_400_with_a_json_error(server: Server) -> None:
+    good = review(slice_doc([entry("a")]))
+    no_uid = json.loads(json.dumps(good))
+    del no_uid["request"]["uid"]
+    bad_kind = {**good, "kind": "Pod"}
+    no_request = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+    cases = {
+        b"{not json": "not JSON",
+        b"[1, 2]": "JSON object",
+        json.dumps(no_uid).encode(): "request.uid",
+        json.dumps(bad_kind).encode(): "AdmissionReview",
+        json.dumps(no_request).encode(): "request",
+        b"[" * 100_000 + b"]" * 100_000: "not JSON",
+    }
+    for body, fragment in cases.items():
+        reply = server.request("POST", "/validate", body, {"Content-Type": "application/json"})
+        assert reply.status == 400, body[:40]
+        assert fragment in reply.json()["error"], reply.json()
+    assert server.request("GET", "/healthz").status == 200  # no worker was hurt
+
+
+def test_wrong_method_and_path_are_json_errors(server: Server) -> None:
+    assert server.request("GET", "/validate").status == 405
+    missing = server.request("GET", "/nope")
+    assert missing.status == 404 and missing.json()["code"] == 404
+
+
+def test_health_and_readiness(server: Server) -> None:
+    assert server.request("GET", "/healthz").json() == {"ok": True}
+    ready = server.request("GET", "/readyz").json()
+    assert ready["ready"] is True and ready["cel"] is True
+    assert ready["tls"] and all(t["loaded"] and t["not_after"] > time.time() for t in ready["tls"])
+
+
+def test_keep_alive_connection_serves_many_requests(server: Server) -> None:
+    conn = server.connection()
+    try:
+        for i in range(5):
+            body = server.review(review(slice_doc([entry("a")]), uid=f"ka-{i}"), conn=conn)
+            assert body["response"]["uid"] == f"ka-{i}"
+    finally:
+        conn.close()
+    pids = {line["pid"] for line in server.log_lines() if str(line.get("uid", "")).startswith("ka-")}
+    assert len(pids) == 1  # one connection, one worker
+
+
+def test_metrics_add_up_across_both_workers(server: Server) -> None:
+    before = server.metrics()
+    sent = {"allowed": 0, "denied": 0}
+    lock = threading.Lock()
+
+    def send(n: int) -> None:
+        for i in range(n):
+            denied = i % 3 == 0
+            doc = slice_doc([entry("a"), entry("a")] if denied else [entry("a")])
+            response = server.review(review(doc, uid=f"m-{threading.get_ident()}-{i}"))["response"]
+            assert response["allowed"] is not denied
+            with lock:
+                sent["denied" if denied else "allowed"] += 1
+
+    deadline = time.monotonic() + 20
+    while True:  # fresh connections from 8 threads: the kernel spreads them over the workers
+        threads = [threading.Thread(target=send, args=(6,)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        pids = {line["pid"] for line in server.log_lines() if str(line.get("uid", "")).startswith("m-")}
+        if len(pids) >= 2 or time.monotonic() > deadline:
+            break
+    assert len(pids) == 2, "both workers served requests"
+
+    after = server.metrics()
+    def delta(name: str, labels: dict[str, str]) -> float:
+        return metric_value(after, name, labels) - metric_value(before, name, labels)
+
+    for decision, count in sent.items():
+        assert delta("dra_affinity_admission_requests_total", {"decision": decision}) == count, decision
+    assert delta("dra_affinity_admission_rule_requests_total",
+                 {"rule": "SA102", "decision": "denied"}) == sent["denied"]
+    hist = "dra_affinity_admission_duration_seconds_bucket"
+    assert metric_value(after, hist, {"le": "10.0"}) == metric_value(after, hist, {"le": "+Inf"})
+    cache = "dra_affinity_cel_cache_lookups_total"
+    assert metric_value(after, cache, {"cache": "analysis", "result": "hit"}) > 0
+    assert metric_value(after, cache, {"cache": "compile", "result": "miss"}) > 0
+    expiry = metric_value(after, "dra_affinity_tls_certificate_expiry_timestamp_seconds")
+    assert expiry > time.time()

@@ -1,0 +1,130 @@
+"""Pool-aware admission (SP301/SP302 at write time) against a watch of a (fake) API server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from policies.engine import check_pools, check_slice
+from tests.helpers import entry, model, slice_doc
+from tests.webhook.fake_apiserver import FakeApiServer, write_kubeconfig
+from tests.webhook.support import Server, free_port, review, start_server, stop_server
+from webhook.admission import AdmissionRequest, Admitter, parse_review
+from webhook.poolcache import KubernetesSliceApi, PoolIndexChecker, SliceWatch
+from webhook.settings import WebhookSettings
+
+POOL = "node-a"
+
+
+def _meta(name: str, *keys: str, pool: str = POOL, generation: int = 1, count: int = 3) -> dict[str, Any]:
+    return slice_doc([entry(k) for k in keys], name=name, pool=pool, generation=generation, count=count)
+
+
+@pytest.fixture(scope="module")
+def api() -> Iterator[FakeApiServer]:
+    fake = FakeApiServer().start()
+    fake.put(_meta("meta-a", "subnet"))
+    fake.put(slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}],
+                       name="devices", count=3))
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture(scope="module")
+def pool_server(tmp_path_factory: pytest.TempPathFactory, cert_dir: Path,
+                api: FakeApiServer) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("pools")
+    kubeconfig = api.kubeconfig(tmp / "kubeconfig")
+    running = start_server(tmp, cert_dir, "--pool-check", "--kubeconfig", str(kubeconfig), workers=1)
+    try:
+        yield running
+    finally:
+        stop_server(running)
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_duplicate_key_across_metadata_slices_is_denied(pool_server: Server) -> None:
+    doc = _meta("meta-b", "subnet")
+    response = pool_server.review(review(doc))["response"]
+    assert response["allowed"] is False
+    # the same finding `lint` gives for the two slices together
+    expected = [f for f in check_pools([model(_meta("meta-a", "subnet")), model(doc)])
+                if f.rule == "SP301"]
+    assert len(expected) == 1
+    causes = response["status"]["details"]["causes"]
+    assert [c["field"] for c in causes] == ["spec.sharingAffinity[0].name"]
+    assert causes[0]["message"] == expected[0].message
+    assert response["auditAnnotations"]["error-rules"] == "SP301"
+    assert response["auditAnnotations"]["pool-check"] == "ok"
+
+
+def test_distinct_keys_pass_and_other_pools_are_independent(pool_server: Server) -> None:
+    fine = pool_server.review(review(_meta("meta-b", "pkey")))["response"]
+    assert fine["allowed"] is True and fine["auditAnnotations"]["pool-check"] == "ok"
+    other_pool = pool_server.review(review(_meta("meta-x", "subnet", pool="node-b")))["response"]
+    assert other_pool["allowed"] is True
+
+
+def test_updates_replace_the_stored_version_and_unchanged_updates_are_ratcheted(
+        pool_server: Server) -> None:
+    old = _meta("meta-a", "subnet")
+    renamed = _meta("meta-a", "subnet", "vlan")  # meta-a against its own stored self: no collision
+    assert pool_server.review(review(renamed, operation="UPDATE", old=old))["response"]["allowed"] is True
+    unchanged = pool_server.review(review(old, operation="UPDATE", old=old))["response"]
+    assert unchanged["allowed"] is True and "pool-check" in unchanged["auditAnnotations"]
+
+
+def test_watch_events_reach_the_check(pool_server: Server, api: FakeApiServer) -> None:
+    candidate = review(_meta("meta-b", "rdma"))
+    assert pool_server.review(candidate)["response"]["allowed"] is True
+    api.put(_meta("meta-c", "rdma"))
+    _eventually(lambda: pool_server.review(candidate)["response"]["allowed"] is False)
+    api.delete("meta-c")
+    _eventually(lambda: pool_server.review(candidate)["response"]["allowed"] is True)
+    # one list at start; everything after came through the watch, not a list per request
+    assert api.list_requests == 1
+
+
+def test_superseded_generation_is_not_a_collision(pool_server: Server, api: FakeApiServer) -> None:
+    stale = review(_meta("meta-old", "subnet", generation=0))
+    assert pool_server.review(stale)["response"]["allowed"] is True
+
+
+def test_device_slices_are_not_pool_checked(pool_server: Server) -> None:
+    doc = slice_doc(None, devices=[{"name": "eth1"}], name="more-devices", count=3)
+    response = pool_server.review(review(doc))["response"]
+    assert response["allowed"] is True and "pool-check" not in response["auditAnnotations"]
+
+
+def test_unreachable_api_server_skips_the_pool_check_with_a_warning(tmp_path: Path) -> None:
+    path = write_kubeconfig(tmp_path / "kubeconfig", free_port())  # nothing listens there
+    watch = SliceWatch(lambda: KubernetesSliceApi(str(path)))
+    settings = WebhookSettings(pool_check=True)
+    admitter = Admitter(settings, PoolIndexChecker(watch, sync_timeout=0.5))
+    try:
+        request = parse_review(review(_meta("meta-b", "subnet")))
+        assert isinstance(request, AdmissionRequest)
+        response = admitter.admit(request).response()
+        assert response["allowed"] is True
+        assert response["auditAnnotations"]["pool-check"] == "skipped"
+        assert any(w.startswith("pool check skipped (no initial list") for w in response["warnings"])
+        assert all(len(w) <= 120 for w in response["warnings"])
+    finally:
+        watch.stop()
+
+
+def test_fixture_slices_are_clean_on_their_own() -> None:
+    # every denial in this module is the pool rule's alone
+    assert check_slice(model(_meta("m", "a", "b"))) == []

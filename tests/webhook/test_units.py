@@ -1,0 +1,204 @@
+"""In-process checks of the pieces the server tests cannot reach cheaply: certificate reload
+semantics, warning budgets, the 500 path, command-line errors, and `--help` staying light."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import ssl
+import subprocess
+import sys
+from pathlib import Path
+
+from policies.engine import EngineOptions
+from policies.findings import Finding, Location, Severity
+from policies.model import ResourceSlice
+from tests.cli import REPO, run
+from tests.helpers import entry, slice_doc
+from tests.webhook.support import NAMESPACE, SERVICE, free_port, launch, review, stop_server
+from webhook import certs, tls
+from webhook.admission import PoolVerdict
+from webhook.app import create_app
+from webhook.render import MAX_WARNING_CHARS, cause_reason, fit_warnings, warning_text
+from webhook.settings import WebhookSettings
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _write(directory: Path) -> certs.CertSet:
+    made = certs.generate(SERVICE, NAMESPACE)
+    certs.write_dir(made, directory)
+    return made
+
+
+def test_context_is_cached_and_swapped_only_when_files_change(tmp_path: Path) -> None:
+    first = _write(tmp_path)
+    clock = _Clock()
+    holder = tls.ReloadingContext(tls.TlsFiles(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")),
+                                  check_interval=2.0, clock=clock)
+    context = holder.context()
+    assert holder.context() is context  # same object per connection: nothing re-read
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert holder.status().serial == first.serving.certificate.serial_number
+
+    second = certs.rotate(first)
+    certs.write_dir(second, tmp_path)
+    assert holder.context() is context  # not due yet: not even a stat
+    clock.now = 2.5
+    swapped = holder.context()
+    assert swapped is not context
+    assert holder.status().serial == second.serving.certificate.serial_number
+    assert holder.status().reloads == 1
+    clock.now = 5.0
+    assert holder.context() is swapped  # unchanged files: no reload
+
+
+def test_a_torn_write_keeps_the_old_context_until_the_pair_matches(tmp_path: Path) -> None:
+    first = _write(tmp_path)
+    clock = _Clock()
+    holder = tls.ReloadingContext(tls.TlsFiles(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")),
+                                  check_interval=1.0, clock=clock)
+    context = holder.context()
+    second = certs.rotate(first)
+    (tmp_path / "tls.key").write_bytes(second.serving.key_pem())  # key written, cert not yet
+    clock.now = 1.5
+    assert holder.context() is context
+    status = holder.status()
+    assert status.failures == 1 and status.last_error and status.loaded
+    (tmp_path / "tls.crt").write_bytes(second.serving.cert_pem())
+    clock.now = 3.0
+    assert holder.context() is not context
+    assert holder.status().serial == second.serving.certificate.serial_number
+    assert holder.status().last_error is None
+
+
+def test_symlinked_secret_volume_swap_is_seen(tmp_path: Path) -> None:
+    """Kubernetes updates a Secret volume by re-pointing `..data`; the files are symlinks."""
+    first_dir, second_dir = tmp_path / "..2024_1", tmp_path / "..2024_2"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    first = _write(first_dir)
+    certs.write_dir(certs.rotate(first), second_dir)
+    data = tmp_path / "..data"
+    data.symlink_to(first_dir.name)
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).symlink_to(f"..data/{name}")
+    clock = _Clock()
+    holder = tls.ReloadingContext(tls.TlsFiles(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")),
+                                  check_interval=1.0, clock=clock)
+    before = holder.status().serial
+    tmp_link = tmp_path / "..data_tmp"
+    tmp_link.symlink_to(second_dir.name)
+    os.replace(tmp_link, data)
+    clock.now = 2.0
+    holder.context()
+    assert holder.status().serial != before
+
+
+def test_cause_reasons_follow_the_field_error_type() -> None:
+    assert cause_reason('Duplicate value: "a"') == "FieldValueDuplicate"
+    assert cause_reason("Too many: 9: must have at most 8 items") == "FieldValueTooMany"
+    assert cause_reason("Forbidden: too complex") == "FieldValueForbidden"
+    assert cause_reason("Required value") == "FieldValueRequired"
+    assert cause_reason("something else") == "FieldValueInvalid"
+
+
+def test_long_advisories_fall_back_to_the_rule_summary() -> None:
+    path = ("spec", "sharingAffinity", 0, "expression")
+    finding = Finding("SA203", Severity.WARNING,
+                      "spec.sharingAffinity[0].expression: output type is dyn: " + "x" * 300,
+                      (Location(field=path),))
+    text = warning_text(finding)
+    assert len(text) <= MAX_WARNING_CHARS
+    assert text.startswith("SA203 spec.sharingAffinity[0].expression: output type is dyn")
+
+
+def test_warning_budget_cuts_with_a_note() -> None:
+    many = [f"W{i:03d} " + "y" * 110 for i in range(60)]
+    fitted = fit_warnings(many + many[:5])  # duplicates are dropped
+    assert sum(len(w.encode()) for w in fitted) <= 4096
+    assert fitted[:-1] == many[: len(fitted) - 1]
+    assert fitted[-1].startswith(f"{60 - (len(fitted) - 1)} more warning(s) omitted")
+    assert fit_warnings(many[:3]) == many[:3]
+
+
+class _BrokenPools:
+    """A pool checker whose cluster read raises: the 500 path must stay a clean JSON reply."""
+
+    def check(self, new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> PoolVerdict:
+        raise RuntimeError("cluster exploded")
+
+
+def test_internal_errors_are_a_logged_500_with_json(capfd: object) -> None:
+    app = create_app(WebhookSettings(pool_check=True), pools=_BrokenPools())
+    client = app.test_client()
+    reply = client.post("/validate", json=review(slice_doc([entry("a")]), uid="boom"))
+    assert reply.status_code == 500
+    assert reply.json == {"error": "internal error while reviewing the request; see the webhook log",
+                          "uid": "boom", "code": 500}
+    err = capfd.readouterr().err  # type: ignore[attr-defined]
+    logged = [json.loads(line) for line in err.splitlines() if '"uid":"boom"' in line]
+    assert logged and logged[0]["level"] == "error" and "cluster exploded" in logged[0]["err"]
+    # device slices never reach the pool checker, so they are still reviewed
+    devices = review(slice_doc(None, devices=[{"name": "d"}]))
+    assert client.post("/validate", json=devices).status_code == 200
+
+
+def test_over_limit_slices_skip_expression_rules_to_bound_cel_work() -> None:
+    app = create_app(WebhookSettings())
+    expressions = [f"object.?f{i}.orValue('') + 1 +" for i in range(40)]  # 40 broken ones
+    doc = slice_doc([entry(f"k{i}", e) for i, e in enumerate(expressions)])
+    body = app.test_client().post("/validate", json=review(doc)).get_json()
+    assert isinstance(body, dict)
+    response = body["response"]
+    assert response["allowed"] is False
+    assert response["auditAnnotations"]["error-rules"] == "SA101"
+
+
+def test_serve_usage_errors(tmp_path: Path) -> None:
+    missing = run("serve")
+    assert missing.code == 2 and "TLS is required" in missing.err
+    both = run("serve", "--cert-dir", str(tmp_path), "--cert-file", "x")
+    assert both.code == 2 and "not both" in both.err
+    (tmp_path / "tls.crt").write_text("not a certificate")
+    (tmp_path / "tls.key").write_text("not a key")
+    broken = run("serve", "--cert-dir", str(tmp_path))
+    assert broken.code == 2 and "cannot load" in broken.err
+
+
+def test_help_does_not_import_the_webhook_stack() -> None:
+    code = ("import sys\nfrom lint.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('flask', 'gunicorn', 'prometheus_client', 'cryptography', 'webhook')"
+            " if m in sys.modules]\nprint('HEAVY', heavy)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=60)
+    assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+    assert "serve" in proc.stdout and "certs" in proc.stdout
+
+
+def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Path) -> None:
+    """The documented deployment without the CLI: `gunicorn -c webhook/gunicorn_conf.py`."""
+    cert_dir = tmp_path / "certs"
+    _write(cert_dir)
+    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
+    assert gunicorn is not None
+    port = free_port()
+    env = {"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
+           "DRA_AFFINITY_WORKERS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    (tmp_path / "metrics").mkdir()
+    server = launch([gunicorn, "-c", "webhook/gunicorn_conf.py"], port, tmp_path, cert_dir, env=env)
+    try:
+        response = server.review(review(slice_doc([entry("a"), entry("a")])))["response"]
+        assert response["allowed"] is False
+        assert "dra_affinity_admission_requests_total" in server.metrics()
+        assert list((tmp_path / "metrics").glob("*.db"))  # samples went to the multiprocess dir
+    finally:
+        stop_server(server)

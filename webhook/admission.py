@@ -1,0 +1,271 @@
+"""AdmissionReview ⇄ `policies` ⇄ AdmissionReview: the webhook's only decision logic.
+
+`parse_review` checks the envelope (a malformed one is the caller's bug: HTTP 400);
+`Admitter.admit` turns one request into a `Verdict` through exactly the calls the CLI makes —
+`policies.model.parse`, then `policies.engine.check_slice(new, old, options)` — so rule ids and
+messages are the CLI's. Requests the webhook is not meant for (other kinds or versions, DELETE,
+CONNECT, sub-resources, no object) are allowed and say why in the log: a mis-scoped webhook
+configuration must not block the cluster.
+
+dryRun requests take the same path: nothing here has side effects.
+
+CEL work per request is bounded: at most `max_entries` (8) expressions of at most 10 KiB are
+compiled. Beyond 8 entries the slice is denied by SA101 anyway, and the API server's own list
+validation stops there too (`validateSet` returns on "Too many"), so the expression rules are
+skipped for that request rather than compiling whatever a 7 MiB body can hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from policies.catalog import slice_rules
+from policies.engine import EngineOptions, check_slice
+from policies.findings import Finding, Severity
+from policies.model import SLICE_VERSIONS, ResourceSlice, parse
+from webhook.render import (
+    MAX_WARNING_CHARS,
+    SLICE_GROUP,
+    SLICE_KIND,
+    audit_annotations,
+    fit_warnings,
+    invalid_status,
+    warning_text,
+)
+from webhook.settings import WebhookSettings
+
+REVIEW_API_VERSIONS = frozenset({"admission.k8s.io/v1", "admission.k8s.io/v1beta1"})
+CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewError:
+    """The body is not a usable AdmissionReview (HTTP 400)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    api_version: str
+    uid: str
+    group: str
+    version: str
+    kind: str
+    operation: str
+    name: str
+    sub_resource: str
+    dry_run: bool
+    object: Any
+    old_object: Any
+
+
+def _gvk(value: object) -> tuple[str, str, str] | None:
+    if not isinstance(value, Mapping):
+        return None
+    parts = (value.get("group", ""), value.get("version"), value.get("kind"))
+    if not all(isinstance(p, str) for p in parts):
+        return None
+    return (str(parts[0]), str(parts[1]), str(parts[2]))
+
+
+def parse_review(body: object) -> AdmissionRequest | ReviewError:
+    """The request stanza of an AdmissionReview, or why the envelope is unusable."""
+    if not isinstance(body, Mapping):
+        return ReviewError("body must be a JSON object (an AdmissionReview)")
+    api_version = body.get("apiVersion")
+    if body.get("kind") != "AdmissionReview" or api_version not in REVIEW_API_VERSIONS:
+        wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
+        return ReviewError(f"expected kind AdmissionReview with apiVersion {wanted}; "
+                           f"got kind {body.get('kind')!r}, apiVersion {api_version!r}")
+    request = body.get("request")
+    if not isinstance(request, Mapping):
+        return ReviewError("request: Required value: an AdmissionReview must carry a request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        return ReviewError("request.uid: Required value")
+    gvk = _gvk(request.get("kind"))
+    if gvk is None:
+        return ReviewError("request.kind: Required value: {group, version, kind}")
+    operation = request.get("operation")
+    if not isinstance(operation, str) or not operation:
+        return ReviewError("request.operation: Required value")
+    dry_run = request.get("dryRun", False)
+    if dry_run is not None and not isinstance(dry_run, bool):
+        return ReviewError("request.dryRun: Invalid value: must be a boolean")
+    name = request.get("name")
+    sub_resource = request.get("subResource")
+    return AdmissionRequest(
+        api_version=str(api_version),
+        uid=uid,
+        group=gvk[0],
+        version=gvk[1],
+        kind=gvk[2],
+        operation=operation,
+        name=name if isinstance(name, str) else "",
+        sub_resource=sub_resource if isinstance(sub_resource, str) else "",
+        dry_run=bool(dry_run),
+        object=request.get("object"),
+        old_object=request.get("oldObject"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PoolVerdict:
+    """The pool rules' findings for one slice, or why they could not be checked."""
+
+    findings: tuple[Finding, ...] = ()
+    skipped: str | None = None
+
+
+class PoolChecker(Protocol):
+    """Applies the pool rules to a slice being written (see `webhook.poolcache`)."""
+
+    def check(self, new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> PoolVerdict: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    request: AdmissionRequest
+    allowed: bool
+    decision: str
+    """`allowed`, `denied`, or `skipped` (not a request this webhook checks)."""
+    name: str = ""
+    findings: tuple[Finding, ...] = ()
+    skip_reason: str | None = None
+    pool_check: str | None = None
+    """None (not applicable), `ok`, or `skipped`."""
+    extra_warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity is Severity.ERROR)
+
+    @property
+    def rule_ids(self) -> list[str]:
+        return sorted({f.rule for f in self.findings})
+
+    def warnings(self) -> list[str]:
+        advisories = (warning_text(f) for f in self.findings if f.severity is Severity.WARNING)
+        return fit_warnings([*self.extra_warnings, *advisories])
+
+    def response(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uid": self.request.uid, "allowed": self.allowed}
+        if not self.allowed:
+            out["status"] = invalid_status(self.name, self.errors)
+        if self.decision != "skipped":
+            warnings = self.warnings()
+            if warnings:
+                out["warnings"] = warnings
+            out["auditAnnotations"] = audit_annotations(self.decision, self.findings, self.pool_check)
+        return out
+
+    def review(self) -> dict[str, Any]:
+        """The reply: an AdmissionReview in the apiVersion the request used."""
+        return {"apiVersion": self.request.api_version, "kind": "AdmissionReview",
+                "response": self.response()}
+
+    def log_fields(self) -> dict[str, Any]:
+        req = self.request
+        fields: dict[str, Any] = {
+            "uid": req.uid, "kind": f"{req.kind}.{req.group}" if req.group else req.kind,
+            "version": req.version, "name": self.name or req.name, "operation": req.operation,
+            "dry_run": req.dry_run, "decision": self.decision, "allowed": self.allowed,
+            "rules": self.rule_ids,
+        }
+        if not self.allowed:
+            fields["code"] = 422
+        if self.skip_reason:
+            fields["skip_reason"] = self.skip_reason
+        if self.pool_check:
+            fields["pool_check"] = self.pool_check
+        return fields
+
+
+def _object_name(obj: Mapping[str, Any], fallback: str) -> str:
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping):
+        for key in ("name", "generateName"):
+            value = meta.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return fallback
+
+
+def _with_name(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """CREATE with `generateName` may reach us before the name is set; the model needs one."""
+    meta = obj.get("metadata")
+    if isinstance(meta, Mapping) and not meta.get("name") and name:
+        return {**obj, "metadata": {**meta, "name": name}}
+    return obj
+
+
+class Admitter:
+    """Decides one request. Holds only immutable configuration (and the pool checker)."""
+
+    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None) -> None:
+        self.settings = settings
+        self.pools = pools if settings.pool_check else None
+        self.options = EngineOptions(kubernetes_version=settings.kubernetes_version)
+        expression_rules = frozenset(r.id for r in slice_rules() if r.ratchets)
+        self.bounded_options = EngineOptions(
+            kubernetes_version=settings.kubernetes_version,
+            disabled_rules=self.options.disabled_rules | expression_rules,
+        )
+
+    def _skip(self, request: AdmissionRequest, reason: str) -> Verdict:
+        return Verdict(request, allowed=True, decision="skipped", name=request.name, skip_reason=reason)
+
+    def admit(self, request: AdmissionRequest) -> Verdict:
+        if request.group != SLICE_GROUP or request.kind != SLICE_KIND:
+            return self._skip(request, f"kind {request.kind}.{request.group or 'core'} is not checked")
+        if request.version not in SLICE_VERSIONS:
+            return self._skip(request, f"{SLICE_GROUP}/{request.version} is not a checked version")
+        if request.operation not in CHECKED_OPERATIONS:
+            return self._skip(request, f"operation {request.operation} is not checked")
+        if request.sub_resource:
+            return self._skip(request, f"subresource {request.sub_resource} is not checked")
+        if not isinstance(request.object, Mapping):
+            return self._skip(request, "request carries no object")
+        name = _object_name(request.object, request.name)
+        parsed = parse(_with_name(request.object, name))
+        if not isinstance(parsed.obj, ResourceSlice):
+            if parsed.findings:  # a ResourceSlice that fails the structural check: SA000
+                return Verdict(request, allowed=False, decision="denied", name=name,
+                               findings=parsed.findings)
+            return self._skip(request, "object is not a ResourceSlice")
+        old = None
+        if request.operation == "UPDATE" and isinstance(request.old_object, Mapping):
+            old_parsed = parse(request.old_object)
+            old = old_parsed.obj if isinstance(old_parsed.obj, ResourceSlice) else None
+        new = parsed.obj
+        over_limit = len(new.sharing_affinity) > self.options.limits.max_entries
+        options = self.bounded_options if over_limit else self.options
+        findings: list[Finding] = check_slice(new, old, options)
+        # Over the entry limit the pool check is skipped too: its cost sum would compile every
+        # entry, and SA101 denies the slice anyway.
+        pool_check, extra = (PoolVerdict(), ()) if over_limit else self._pool(new, old, options)
+        findings.extend(pool_check.findings)
+        allowed = not any(f.severity is Severity.ERROR for f in findings)
+        return Verdict(
+            request,
+            allowed=allowed,
+            decision="allowed" if allowed else "denied",
+            name=name,
+            findings=tuple(findings),
+            pool_check=None if self.pools is None or not new.is_metadata_slice or over_limit
+            else ("skipped" if pool_check.skipped else "ok"),
+            extra_warnings=extra,
+        )
+
+    def _pool(self, new: ResourceSlice, old: ResourceSlice | None,
+              options: EngineOptions) -> tuple[PoolVerdict, tuple[str, ...]]:
+        if self.pools is None or not new.is_metadata_slice:
+            return PoolVerdict(), ()
+        verdict = self.pools.check(new, old, options)
+        if verdict.skipped:
+            note = f"pool check skipped ({verdict.skipped}); SP301/SP302 not verified"
+            return verdict, (note[:117] + "..." if len(note) > MAX_WARNING_CHARS else note,)
+        return verdict, ()

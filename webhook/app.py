@@ -1,0 +1,181 @@
+"""The Flask application: `/validate`, `/healthz`, `/readyz`, `/metrics`.
+
+`create_app()` is what gunicorn loads in each worker (`webhook.app:create_app()`). Everything
+that can be done once per process is done here — settings, the CEL environment, the rule
+catalog, metrics — so a request only parses, looks up compiled expressions and renders.
+
+HTTP contract (what the API server and operators can rely on):
+
+* `POST /validate` — 200 with an AdmissionReview for every well-formed AdmissionReview, whatever
+  the verdict; 415 unless `Content-Type: application/json`; 413 above 7 MiB; 400 with
+  `{"error": ...}` for a body that is not an AdmissionReview; 500 with `{"error": ...}` for a bug
+  (logged with its traceback; the API server then applies the configuration's failurePolicy).
+* `GET /healthz` — 200 while the process serves; `GET /readyz` — 200 once the CEL environment
+  is built and the serving certificate is loaded and unexpired, else 503 with the reason.
+* `GET /metrics` — Prometheus text, merged across workers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from webhook import logs, tls
+from webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
+from webhook.metrics import CACHE_SOURCES, Metrics
+from webhook.settings import SettingsProblem, WebhookSettings, from_env
+
+JSON = "application/json"
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> Response:
+    return Response(json.dumps(payload, separators=(",", ":")), status=status, mimetype=JSON)
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """What `/readyz` reports beyond the TLS state (which is read live)."""
+
+    cel_ready: bool
+    cel_error: str | None = None
+
+
+def warm_up(settings: WebhookSettings) -> Readiness:
+    """Build the CEL environment and load every rule now, not on the first request."""
+    try:
+        from policies.catalog import catalog
+        from policies.cel.env import EnvKey, EnvMode, get_env
+
+        catalog()
+        get_env(EnvKey(settings.kubernetes_version, EnvMode.NEW_EXPRESSIONS))
+    except Exception as exc:  # a broken install must show in /readyz, not crash the worker
+        return Readiness(cel_ready=False, cel_error=f"{type(exc).__name__}: {exc}")
+    return Readiness(cel_ready=True)
+
+
+class Webhook:
+    """The request handlers, with the per-process state they share (all read-only but metrics)."""
+
+    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None) -> None:
+        self.settings = settings
+        self.log = logs.configure(settings.log_level)
+        self.metrics = Metrics()
+        self.admitter = Admitter(settings, pools)
+        self.readiness = warm_up(settings)
+
+    def validate(self) -> Response:
+        started = time.perf_counter()
+        mimetype = request.mimetype
+        if mimetype != JSON:
+            return self._reject(415, f"Content-Type must be {JSON}, got {mimetype or 'none'!r}", started)
+        try:
+            body = json.loads(request.get_data(cache=False))
+        except (ValueError, RecursionError) as exc:
+            return self._reject(400, f"body is not JSON: {exc}", started)
+        parsed = parse_review(body)
+        if isinstance(parsed, ReviewError):
+            return self._reject(400, parsed.message, started)
+        try:
+            verdict = self.admitter.admit(parsed)
+            payload = verdict.review()
+        except Exception as exc:
+            return self._internal_error(parsed.uid, started, exc)
+        self._record(verdict, started)
+        return _json(payload)
+
+    def _record(self, verdict: Verdict, started: float) -> None:
+        seconds = time.perf_counter() - started
+        self.metrics.observe_request(verdict.decision, verdict.request.operation, verdict.request.dry_run,
+                                     seconds, verdict.findings, verdict.pool_check)
+        self._sync_process_metrics()
+        fields = verdict.log_fields()
+        fields["duration_s"] = round(seconds, 6)
+        self.log.info("admission review", extra={"fields": fields})
+
+    def _sync_process_metrics(self) -> None:
+        for name, source in CACHE_SOURCES:
+            self.metrics.sync_cache(name, source())
+        for status in tls.REGISTRY.statuses():
+            self.metrics.sync_tls(status.not_after, status.reloads, status.failures)
+
+    def _reject(self, code: int, message: str, started: float) -> Response:
+        seconds = time.perf_counter() - started
+        self.metrics.observe_request("rejected", "", False, seconds)
+        self.log.warning("request rejected", extra={"fields": {
+            "code": code, "error": message, "path": request.path, "duration_s": round(seconds, 6)}})
+        return _json({"error": message, "code": code}, code)
+
+    def _internal_error(self, uid: str | None, started: float, exc: BaseException) -> Response:
+        seconds = time.perf_counter() - started
+        self.metrics.observe_request("error", "", False, seconds)
+        self.log.error("internal error", exc_info=exc, extra={"fields": {
+            "uid": uid, "code": 500, "duration_s": round(seconds, 6)}})
+        return _json({"error": "internal error while reviewing the request; see the webhook log",
+                      "uid": uid, "code": 500}, 500)
+
+    def readyz(self) -> Response:
+        problems: list[str] = []
+        if not self.readiness.cel_ready:
+            problems.append(f"CEL environment not built: {self.readiness.cel_error}")
+        statuses = tls.REGISTRY.statuses()
+        now = time.time()
+        for status in statuses:
+            if not status.loaded:
+                problems.append("serving certificate not loaded")
+            elif status.not_after is not None and status.not_after <= now:
+                problems.append("serving certificate expired")
+        body: dict[str, Any] = {"ready": not problems, "cel": self.readiness.cel_ready,
+                                "tls": [{"loaded": s.loaded, "not_after": s.not_after, "reloads": s.reloads,
+                                         "last_error": s.last_error} for s in statuses]}
+        if problems:
+            body["problems"] = problems
+        return _json(body, 200 if not problems else 503)
+
+    def metrics_endpoint(self) -> Response:
+        self._sync_process_metrics()
+        data, content_type = self.metrics.exposition()
+        return Response(data, status=200, content_type=content_type)
+
+    def http_error(self, error: HTTPException) -> Response:
+        code = error.code or 500
+        if request.path == "/validate" and code == 413:
+            limit = self.settings.max_body_bytes
+            return self._reject(413, f"body larger than {limit} bytes", time.perf_counter())
+        return _json({"error": error.description or error.name, "code": code}, code)
+
+    def unexpected(self, error: Exception) -> Response:
+        return self._internal_error(None, time.perf_counter(), error)
+
+
+def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | None = None) -> Flask:
+    """The WSGI application. Without arguments, settings come from `DRA_AFFINITY_*` and the
+    pool checker (when enabled) from the cluster the process runs in."""
+    if settings is None:
+        loaded = from_env()
+        if isinstance(loaded, SettingsProblem):
+            raise SystemExit(f"dra-affinity webhook: {loaded.message}")
+        settings = loaded
+    if pools is None and settings.pool_check:
+        from webhook.poolcache import cluster_pool_checker
+
+        checker = cluster_pool_checker(settings)
+        checker.watch.start()  # list now, in this worker, not on the first request
+        pools = checker
+    webhook = Webhook(settings, pools)
+    app = Flask("dra_affinity_webhook")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.extensions["dra_affinity"] = webhook
+    app.add_url_rule("/validate", "validate", webhook.validate, methods=["POST"])
+    app.add_url_rule("/healthz", "healthz", lambda: _json({"ok": True}), methods=["GET"])
+    app.add_url_rule("/readyz", "readyz", webhook.readyz, methods=["GET"])
+    app.add_url_rule("/metrics", "metrics", webhook.metrics_endpoint, methods=["GET"])
+    app.register_error_handler(HTTPException, webhook.http_error)
+    app.register_error_handler(Exception, webhook.unexpected)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    return app

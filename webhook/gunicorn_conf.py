@@ -1,0 +1,64 @@
+"""gunicorn configuration for the webhook (also what `dra-affinity serve` starts from).
+
+Plain gunicorn, e.g. in a container whose Secret is mounted at /certs:
+
+    DRA_AFFINITY_CERT_DIR=/certs gunicorn -c python:webhook.gunicorn_conf
+
+or with gunicorn's own flags (they override this file):
+
+    gunicorn -c webhook/gunicorn_conf.py --bind 0.0.0.0:8443 \\
+        --certfile /certs/tls.crt --keyfile /certs/tls.key [--ca-certs /etc/apiserver-ca.crt]
+
+Why these choices:
+
+* `gthread` workers: they keep connections alive between requests (the API server reuses its
+  connections; sync workers close each one) and a slow request occupies one thread, not the
+  worker. Several processes because CEL compilation holds the GIL.
+* `ssl_context` hook → `webhook.tls`: one SSLContext per worker, swapped when the certificate
+  files change, instead of gunicorn's default of re-reading the files on every connection.
+* `on_starting` prepares the prometheus multiprocess directory *before* any worker imports
+  prometheus_client; `child_exit` retires a dead worker's samples.
+* `timeout`: a worker whose main loop stops heart-beating this long is killed and replaced, so
+  no worker stays hung; per-request CEL work is bounded anyway (see `webhook.admission`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from webhook import logs, multiproc, tls
+
+_env = os.environ.get
+_cert_dir = _env("DRA_AFFINITY_CERT_DIR")
+
+wsgi_app = "webhook.app:create_app()"
+bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443")]
+worker_class = "gthread"
+workers = int(_env("DRA_AFFINITY_WORKERS", "2"))
+threads = int(_env("DRA_AFFINITY_THREADS", "4"))
+keepalive = int(_env("DRA_AFFINITY_KEEPALIVE", "30"))
+timeout = int(_env("DRA_AFFINITY_WORKER_TIMEOUT", "30"))
+graceful_timeout = 20
+certfile = _env("DRA_AFFINITY_CERT_FILE") or (os.path.join(_cert_dir, "tls.crt") if _cert_dir else None)
+keyfile = _env("DRA_AFFINITY_KEY_FILE") or (os.path.join(_cert_dir, "tls.key") if _cert_dir else None)
+ca_certs = _env("DRA_AFFINITY_CLIENT_CA_FILE") or None
+accesslog = None
+control_socket_disable = True  # gunicorn ≥ 25.1: no control socket in $HOME, one per pod would collide
+ssl_context = tls.gunicorn_ssl_context
+
+
+def on_starting(server: Any) -> None:
+    logs.use_json_for_gunicorn(server.log)
+    path, created = multiproc.prepare()
+    server.dra_affinity_metrics_dir = path if created else None
+
+
+def on_exit(server: Any) -> None:
+    created = getattr(server, "dra_affinity_metrics_dir", None)
+    if created:
+        multiproc.cleanup(created)
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    multiproc.mark_worker_dead(worker.pid)

@@ -1,0 +1,139 @@
+"""Prometheus metrics that add up across gunicorn workers.
+
+gunicorn runs several worker processes; each would otherwise expose only its own counts.
+prometheus_client's multiprocess mode (a directory named by `PROMETHEUS_MULTIPROC_DIR`, set by
+`gunicorn_conf.on_starting` before any worker imports prometheus_client) has every process write
+its samples to files there, and `/metrics` merges them. Its limits shape this module: no custom
+collectors, so the compile cache's and the TLS context's own counters are copied in as *deltas*
+into real Counters after each request; gauges declare how they merge (`livemin` for the
+certificate expiry: the soonest-expiring certificate any live worker serves; labelled, so a
+worker that has not served TLS yet contributes nothing rather than a 0).
+
+Names follow the Prometheus conventions (one prefix, base units, `_total` counters); labels are
+bounded (decision, operation, rule id — never a uid or object name). Latency buckets reach 10 s
+(the API server's default webhook timeout), finer at the low end where a healthy webhook lives.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from policies.findings import Finding
+from webhook.multiproc import multiprocess_dir
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheCounts:
+    hits: int
+    misses: int
+
+
+class _Deltas:
+    """Turns monotonically growing per-process totals into Counter increments."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def advance(self, key: tuple[str, ...], total: int) -> int:
+        with self._lock:
+            previous = self._last.get(key, 0)
+            self._last[key] = total
+        return total - previous if total >= previous else total  # a reset starts over
+
+
+class Metrics:
+    """The webhook's metrics, registered in a registry of their own (not the global one), so
+    creating a second app in one process (tests) does not collide."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.requests = Counter(
+            "dra_affinity_admission_requests", "AdmissionReview requests by outcome.",
+            ["decision", "operation", "dry_run"], registry=reg)
+        self.rule_requests = Counter(
+            "dra_affinity_admission_rule_requests",
+            "Admission requests in which a rule reported a finding, by rule and the request's decision.",
+            ["rule", "severity", "decision"], registry=reg)
+        self.duration = Histogram(
+            "dra_affinity_admission_duration_seconds",
+            "Time from receiving an AdmissionReview to having its reply, in seconds.",
+            ["decision"], buckets=LATENCY_BUCKETS, registry=reg)
+        self.cel_cache = Counter(
+            "dra_affinity_cel_cache_lookups", "CEL cache lookups by cache and result (hit/miss).",
+            ["cache", "result"], registry=reg)
+        self.tls_expiry = Gauge(
+            "dra_affinity_tls_certificate_expiry_timestamp_seconds",
+            "NotAfter of the serving certificate in use (earliest across live workers).",
+            ["certificate"], registry=reg, multiprocess_mode="livemin")
+        self.tls_reloads = Counter(
+            "dra_affinity_tls_certificate_reloads", "Serving-certificate reloads by result.",
+            ["result"], registry=reg)
+        self.pool_checks = Counter(
+            "dra_affinity_pool_checks", "Pool-aware checks of metadata slices by result (ok/skipped).",
+            ["result"], registry=reg)
+        self._deltas = _Deltas()
+
+    def observe_request(self, decision: str, operation: str, dry_run: bool, seconds: float,
+                        findings: Iterable[Finding] = (), pool_check: str | None = None) -> None:
+        self.requests.labels(decision, operation or "unknown", "true" if dry_run else "false").inc()
+        self.duration.labels(decision).observe(seconds)
+        for rule, severity in sorted({(f.rule, f.severity.label) for f in findings}):
+            self.rule_requests.labels(rule, severity, decision).inc()
+        if pool_check is not None:
+            self.pool_checks.labels(pool_check).inc()
+
+    def sync_cache(self, cache: str, counts: CacheCounts) -> None:
+        """Copy a process-local cache's hit/miss totals in (as increments since last time)."""
+        for result, total in (("hit", counts.hits), ("miss", counts.misses)):
+            delta = self._deltas.advance((cache, result), total)
+            if delta:
+                self.cel_cache.labels(cache, result).inc(delta)
+
+    def sync_tls(self, not_after: float | None, reloads: int, failures: int) -> None:
+        if not_after is not None:
+            self.tls_expiry.labels("serving").set(not_after)
+        for result, total in (("success", reloads), ("failure", failures)):
+            delta = self._deltas.advance(("tls", result), total)
+            if delta:
+                self.tls_reloads.labels(result).inc(delta)
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The text exposition: merged across workers in multiprocess mode."""
+        directory = multiprocess_dir()
+        if directory is None:
+            return generate_latest(self.registry), CONTENT_TYPE_LATEST
+        from prometheus_client import multiprocess
+
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=directory)
+        return generate_latest(merged), CONTENT_TYPE_LATEST
+
+
+def compile_cache_counts() -> CacheCounts:
+    from policies.cel.compile import cache_info
+
+    info = cache_info()
+    return CacheCounts(info.hits, info.misses)
+
+
+def analysis_cache_counts() -> CacheCounts:
+    """The per-expression analysis cache that sits in front of the compile cache."""
+    from policies.expression import analyse
+
+    info = analyse.cache_info()
+    return CacheCounts(info.hits, info.misses)
+
+
+CACHE_SOURCES: tuple[tuple[str, Callable[[], CacheCounts]], ...] = (
+    ("compile", compile_cache_counts),
+    ("analysis", analysis_cache_counts),
+)
