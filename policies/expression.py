@@ -8,8 +8,15 @@ cached by (expression, target version) on top of the compile cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
+from policies.cel.advice import (
+    UnguardedSelect,
+    can_decline,
+    depends_on_object,
+    has_schema_guard,
+    unguarded_selects,
+)
 from policies.cel.compile import CompileResult, compile_expression
 from policies.cel.cost import CostReport, estimate_cost
 from policies.cel.env import EnvKey, EnvMode
@@ -34,6 +41,29 @@ class ExpressionAnalysis:
     @property
     def ok(self) -> bool:
         return self.compiled.ok
+
+    # The advisories' questions, answered once per expression: the webhook sees the same
+    # expressions on every write of a slice, and these walks cost as much as a compile.
+
+    @cached_property
+    def unguarded_reads(self) -> tuple[UnguardedSelect, ...]:
+        ast = self.compiled.checked
+        return tuple(unguarded_selects(ast)) if ast is not None else ()
+
+    @cached_property
+    def depends_on_object(self) -> bool:
+        ast = self.compiled.checked
+        return ast is not None and depends_on_object(ast)
+
+    @cached_property
+    def has_schema_guard(self) -> bool:
+        ast = self.compiled.checked
+        return ast is not None and has_schema_guard(ast)
+
+    @cached_property
+    def can_decline(self) -> bool:
+        ast = self.compiled.checked
+        return ast is not None and can_decline(ast)
 
 
 @lru_cache(maxsize=ANALYSIS_CACHE_SIZE)

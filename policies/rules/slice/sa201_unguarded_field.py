@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.cel.advice import unguarded_selects
 from policies.context import SliceContext
 from policies.findings import Finding, Severity
 from policies.rules.base import Rule, Scope
@@ -16,8 +15,7 @@ def _optional_form(path: tuple[str, ...]) -> str:
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        assert result.compiled.checked is not None
-        for read in unguarded_selects(result.compiled.checked):
+        for read in result.unguarded_reads:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.cel.advice import depends_on_object, has_schema_guard
 from policies.context import SliceContext
 from policies.findings import Finding, Severity
 from policies.rules.base import Rule, Scope
@@ -12,9 +11,7 @@ from policies.rules.base import Rule, Scope
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        ast = result.compiled.checked
-        assert ast is not None
-        if depends_on_object(ast) and not has_schema_guard(ast):
+        if result.depends_on_object and not result.has_schema_guard:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),

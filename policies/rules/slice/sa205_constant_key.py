@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.cel.advice import depends_on_object
 from policies.context import SliceContext
 from policies.findings import Finding, Severity
 from policies.rules.base import Rule, Scope
@@ -12,8 +11,7 @@ from policies.rules.base import Rule, Scope
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        assert result.compiled.checked is not None
-        if not depends_on_object(result.compiled.checked):
+        if not result.depends_on_object:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),

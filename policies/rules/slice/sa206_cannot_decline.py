@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.cel.advice import can_decline, depends_on_object
 from policies.context import SliceContext
 from policies.findings import Finding, Severity
 from policies.rules.base import Rule, Scope
@@ -12,9 +11,7 @@ from policies.rules.base import Rule, Scope
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        ast = result.compiled.checked
-        assert ast is not None
-        if depends_on_object(ast) and not can_decline(ast):
+        if result.depends_on_object and not result.can_decline:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),
