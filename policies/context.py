@@ -46,17 +46,23 @@ class SliceContext:
 
         return analyse(expression, self.limits.kubernetes_version)
 
-    def checked_extractors(self) -> Iterator[tuple[Extractor, ExpressionAnalysis]]:
-        """Extractors subject to expression rules: analysable and not ratcheted."""
+    @cached_property
+    def _checked(self) -> tuple[tuple[Extractor, ExpressionAnalysis], ...]:
+        pairs = []
         for extractor in self.slice.sharing_affinity:
             if self.ratcheted(extractor):
                 continue
             result = self.analysis(extractor)
             if result is not None:
-                yield extractor, result
+                pairs.append((extractor, result))
+        return tuple(pairs)
+
+    def checked_extractors(self) -> tuple[tuple[Extractor, ExpressionAnalysis], ...]:
+        """Extractors subject to expression rules: analysable and not ratcheted (computed once)."""
+        return self._checked
 
     def compiled_extractors(self) -> Iterator[tuple[Extractor, ExpressionAnalysis]]:
         """`checked_extractors` that compiled (the advisories' input)."""
-        for extractor, result in self.checked_extractors():
+        for extractor, result in self._checked:
             if result.ok and result.compiled.checked is not None:
                 yield extractor, result
