@@ -771,25 +771,29 @@ class _Coster:
 
     def unbounded_causes(self) -> tuple[UnboundedCause, ...]:
         """Deepest causes first-seen order; a cause whose operand contains another's is dropped."""
-        ops = {c.operation for c in self.causes}
+        under = self._operations_under()
         seen: set[tuple[int, int]] = set()
         out: list[UnboundedCause] = []
         for c in self.causes:
             if (c.operation, c.operand) in seen:
                 continue
             seen.add((c.operation, c.operand))
-            if any(op != c.operation and self._within(op, c.operand) for op in ops):
+            if any(op != c.operation for op in under.get(c.operand, ())):
                 continue
             out.append(self._describe(c))
         return tuple(out)
 
-    def _within(self, node_id: int, ancestor_id: int) -> bool:
-        cur = self.ast.node(node_id) if self.ast.has_node(node_id) else None
-        while cur is not None:
-            if cur.id == ancestor_id:
-                return True
-            cur = self.ast.parent(cur.id)
-        return False
+    def _operations_under(self) -> dict[int, set[int]]:
+        """node id → the cause operations in its subtree (itself included), one walk per op."""
+        under: dict[int, set[int]] = {}
+        for op in {c.operation for c in self.causes}:
+            if not self.ast.has_node(op):
+                continue
+            cur: Node | None = self.ast.node(op)
+            while cur is not None:
+                under.setdefault(cur.id, set()).add(op)
+                cur = self.ast.parent(cur.id)
+        return under
 
     def _describe(self, c: _Cause) -> UnboundedCause:
         operand = self.ast.node(c.operand)
