@@ -8,7 +8,7 @@ do (`policies.pools.build_pools`), picks candidate pools per request and runs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policies.claims import claim_problems
@@ -19,12 +19,12 @@ from policies.extraction import (
     extract,
     request_names,
 )
-from policies.findings import Finding, PoolRef
+from policies.findings import Finding, Location, PoolRef, Severity
 from policies.limits import KubernetesVersion, limits_for
 from policies.model import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
 from policies.pools import Pool, build_pools
 
-CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
+SELECTOR_ERROR = "SA003"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +83,16 @@ def dry_run(
     *,
     kubernetes_version: KubernetesVersion | None = None,
     filters: Filters | None = None,
-    candidate: CandidateFilter | None = None,
 ) -> DryRunReport:
     """Extract for every claim request against every candidate pool.
 
-    `candidate(request, classes, pool)` decides whether a pool can serve a request;
-    without it (or without any DeviceClass), every pool is a candidate (SPEC §5).
+    With DeviceClasses, a pool is a candidate for a request when one of its devices
+    satisfies the class's and the request's selectors (`policies.candidates`); without
+    any, every pool is a candidate (SPEC §5). A selector the allocator cannot evaluate
+    aborts the pod: it becomes an SA003 finding and that request gets no results.
     """
+    from policies.candidates import match_pool
+
     filters = filters or Filters()
     limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
     pools = build_pools(slices, limits)
@@ -105,13 +108,30 @@ def dry_run(
         for name in request_names(claim):
             if not filters.request_ok(name):
                 continue
+            request = requests.get(name)
             for ref, pool in pools.items():
                 if not filters.pool_ok(ref):
                     continue
-                request = requests.get(name)
-                if candidate and by_class and request and not candidate(request, by_class, pool):
-                    continue
+                if by_class and request is not None:
+                    match = match_pool(request, by_class, pool,
+                                       kubernetes_version=limits.kubernetes_version)
+                    if match.failure is not None:
+                        findings.append(_selector_finding(claim, match.failure.message(
+                            claim.qualified_name), by_class.get(request.device_class_name)))
+                        break  # the allocator aborts the pod: no further pool is tried
+                    if not match.candidate:
+                        continue
                 results.append(
                     extract(claim, name, summaries[ref], kubernetes_version=limits.kubernetes_version)
                 )
     return DryRunReport(tuple(results), tuple(findings), pools)
+
+
+def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceClass | None) -> Finding:
+    """Point at the class when its selector failed, else at the claim."""
+    if device_class is not None and message.startswith("class "):
+        location = Location.at(device_class.source, ("spec", "selectors"), device_class.ref)
+    else:
+        location = Location.at(claim.source, (*claim.spec_path, "devices", "requests"), claim.ref)
+    return Finding(rule=SELECTOR_ERROR, severity=Severity.ERROR, message=message,
+                   locations=(location,))

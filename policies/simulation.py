@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from policies import locks
+from policies.candidates import SelectorError, pool_is_candidate
 from policies.capacity import CapacityProblem, amount, demand, render
 from policies.claims import claim_problems
 from policies.diagnostics import Diagnostic
@@ -272,7 +273,7 @@ class _Run:
         for ref, pool in self.pools.items():
             if not self.pool_ok(ref):
                 continue
-            if self.candidate and self.classes and not self.candidate(request, self.classes, pool):
+            if self.classes and not (self.candidate or pool_is_candidate)(request, self.classes, pool):
                 continue
             out.append(pool)
         return out
@@ -314,7 +315,11 @@ class _Run:
                       working: dict[DeviceRef, DeviceState]
                       ) -> tuple[list[Placement], list[Evaluated], Rejection | None]:
         """Filter, choose and reserve the devices of one (sub-)request against `working`."""
-        pools = self.candidate_pools(request)
+        try:
+            pools = self.candidate_pools(request)
+        except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
+            return [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
+                                     exc.failure.message(claim.qualified_name))
         verdicts = {pool.ref: self.verdict(claim, request.name, pool) for pool in pools}
         for pool in pools:
             verdict = verdicts[pool.ref]

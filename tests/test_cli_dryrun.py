@@ -115,3 +115,25 @@ def test_bad_claims_are_located_and_others_still_evaluated(tmp_path: Path) -> No
     assert all(f["file"].endswith("bad.yaml") and f["line"] for f in doc["findings"])
     assert {r["claim"] for r in doc["results"]} >= {"ml/training-pod-a", "ns/bad"}
     assert out.code == 1
+
+
+def test_device_classes_restrict_candidate_pools() -> None:
+    found = results(*NETWORK, "examples/fpga-bitstream.yaml", "examples/device-classes.yaml",
+                    "--claim", "ml/training-pod-a")
+    assert {r["pool"]["driver"] for r in found} == {"networking.example.com"}
+
+
+def test_failing_selector_is_a_located_finding_not_a_traceback(tmp_path: Path) -> None:
+    broken = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+              "metadata": {"name": "nic.networking.example.com"},
+              "spec": {"selectors": [{"cel": {"expression":
+                       'device.attributes["networking.example.com"].model == "x"'}}]}}
+    path = tmp_path / "class.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    out = run("dry-run", "--format", "json", *NETWORK, str(path), "--claim", "ml/training-pod-a")
+    assert out.code == 1
+    doc = out.json()
+    [finding] = [f for f in doc["findings"] if f["rule"] == "SA003"]
+    assert finding["message"].startswith("class nic.networking.example.com: selector #0: CEL runtime error:")
+    assert finding["file"].endswith("class.yaml")
+    assert doc["results"] == []

@@ -138,8 +138,7 @@ def dry_run(paths: tuple[str, ...], fmt: str, claim: str | None, pool: str | Non
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     filters = Filters(claim=explain_claim or claim, pool=pool, request=request_name)
     report = run(inputs.slices, inputs.claims, inputs.classes,
-                 kubernetes_version=kubernetes_version, filters=filters,
-                 candidate=_candidate_filter())
+                 kubernetes_version=kubernetes_version, filters=filters)
     findings = [*inputs.findings, *report.findings]
     for finding in findings:
         loc = finding.primary
@@ -160,12 +159,3 @@ def dry_run(paths: tuple[str, ...], fmt: str, claim: str | None, pool: str | Non
     failed = any(r.outcome in FAILING for r in results) or any(
         f.severity is Severity.ERROR for f in findings)
     sys.exit(1 if failed else 0)
-
-
-def _candidate_filter():  # type: ignore[no-untyped-def]
-    """Device-selector matching, when the DRA device environment is available."""
-    try:
-        from policies.candidates import pool_is_candidate
-    except ImportError:
-        return None
-    return pool_is_candidate

@@ -183,7 +183,6 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     input is invalid (so a CI job fails when a workload no longer fits); 2 on usage
     errors. Use `dra-affinity test` when a pending claim is the expected outcome.
     """
-    from lint.commands.dryrun_cmd import _candidate_filter
     from lint.inputs import load_objects
     from policies.findings import Severity
     from policies.simulation import parse_order
@@ -196,8 +195,7 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
         sys.exit(2)
     steps = parse_order(order) if order is not None else None
     result = run(inputs.slices, inputs.claims, steps, mode=Mode(mode), feature_gate=gate == "on",
-                 kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes,
-                 candidate=_candidate_filter())
+                 kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes)
     if isinstance(result, list):
         for problem in result:
             click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)

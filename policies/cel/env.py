@@ -59,10 +59,12 @@ from policies.cel.validators import RegexCheck
 __all__ = [
     "BASE_OPTIONS",
     "DEFAULT_VERSION",
+    "DRA_DEVICE_DECLARATIONS",
     "ENV_KINDS",
     "MAX_VERSION",
     "MIN_VERSION",
     "CelEnvironment",
+    "DeviceDeclaration",
     "EnvKey",
     "EnvKind",
     "EnvMode",
@@ -72,6 +74,7 @@ __all__ = [
     "build_environment",
     "clear_env_cache",
     "compatibility_version",
+    "dra_device_declaration",
     "env_cache_info",
     "format_version",
     "get_env",
@@ -194,15 +197,93 @@ BASE_OPTIONS: tuple[VersionedOption, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class EnvKind:
-    """What an expression kind adds to the base environment: its options and variables."""
+    """What an expression kind adds to the base environment: its options and variables.
+
+    `variables` are the kind's declarations when they do not depend on the version;
+    `versioned_variables`, when set, replaces them with a per-(target, mode) choice (DRA's
+    `device` changed shape across releases).
+    """
 
     name: str
     options: tuple[VersionedOption, ...]
     variables: Callable[[], Mapping[str, cel.Type]]
+    versioned_variables: Callable[[Version, EnvMode], Mapping[str, cel.Type]] | None = None
+
+    def variables_for(self, target: Version, mode: EnvMode) -> Mapping[str, cel.Type]:
+        """The variables declared for Kubernetes `target` in `mode`."""
+        if self.versioned_variables is not None:
+            return self.versioned_variables(target, mode)
+        return self.variables()
 
 
 _BINDINGS = VersionedOption("ext.Bindings(BindingsVersion(0))", (1, 31),
                             extension=("bindings", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceDeclaration:
+    """One upstream declaration of DRA's `device` variable (object type `kubernetes.DRADevice`).
+
+    Why a table: DRA's compiler (`dynamic-resource-allocation/cel/compile.go`, reference §3.1)
+    declares `device` four times, each behind a feature-gate combination, oldest first, because
+    the type provider keeps the *last* declaration of a type name. Which one an environment sees
+    decides whether `device.allowMultipleAllocations` compiles (ConsumableCapacity) and whether
+    attribute values are the unknown type `google.protobuf.Any` or `dyn` (ListTypeAttributes,
+    which makes them iterable).
+
+    cel-expr-python cannot declare an object type without the protobuf runtime, so the checker
+    sees `device` as `map(string, dyn)`; `policies.cel.device` restores the upstream field
+    types, `undefined field` errors and the output-type rule from this declaration.
+    """
+
+    name: str
+    introduced: Version
+    allow_multiple_allocations: bool
+    """The field `allowMultipleAllocations` (bool) exists (ConsumableCapacity)."""
+    list_type_attributes: bool
+    """Attribute values are `dyn` (ListTypeAttributes); else `google.protobuf.Any`."""
+
+
+DRA_DEVICE_DECLARATIONS: tuple[DeviceDeclaration, ...] = (
+    DeviceDeclaration("1.31", (1, 31), allow_multiple_allocations=False,
+                      list_type_attributes=False),
+    DeviceDeclaration("1.34 ConsumableCapacity", (1, 34), allow_multiple_allocations=True,
+                      list_type_attributes=False),
+    DeviceDeclaration("1.36 ListTypeAttributes", (1, 36), allow_multiple_allocations=False,
+                      list_type_attributes=True),
+    DeviceDeclaration("1.36 ConsumableCapacity+ListTypeAttributes", (1, 36),
+                      allow_multiple_allocations=True, list_type_attributes=True),
+)
+"""Upstream's `device` declarations, oldest to newest (reference §3.1)."""
+
+
+def dra_device_declaration(target: Version, mode: EnvMode) -> DeviceDeclaration | None:
+    """The `device` declaration Kubernetes `target` uses in `mode`, None before DRA's 1.31.
+
+    StoredExpressions ignores feature gates and keeps the last declaration the release has.
+    NewExpressions picks the declaration whose gate combination is on, whatever its version
+    (a gate outranks the version); we model a release with *every DRA gate it knows enabled*
+    (sharing affinity builds on ConsumableCapacity), which selects that same last declaration.
+    A cluster with ListTypeAttributes off would type attribute values `google.protobuf.Any`.
+    The one exception is DRA's first release, 1.31, whose ungated declaration new expressions
+    only see from compatibility version 1.31 on.
+    """
+    found: DeviceDeclaration | None = None
+    for declaration in DRA_DEVICE_DECLARATIONS:
+        if declaration.introduced <= target:
+            found = declaration
+    first = DRA_DEVICE_DECLARATIONS[0].introduced
+    if mode is EnvMode.NEW_EXPRESSIONS and compatibility_version(target) < first:
+        return None
+    return found
+
+
+def _dra_device_variables(target: Version, mode: EnvMode) -> Mapping[str, cel.Type]:
+    """`device: map(string, dyn)` when the release declares it (see `DeviceDeclaration`)."""
+    if dra_device_declaration(target, mode) is None:
+        return {}
+    return {"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)}
+
 
 ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
     "sharing-affinity": EnvKind(
@@ -210,8 +291,14 @@ ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
         options=(_BINDINGS,),
         variables=lambda: {"object": cel.Type.DYN},
     ),
+    "dra-device": EnvKind(
+        name="dra-device",
+        options=(_BINDINGS,),
+        variables=lambda: {"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+        versioned_variables=_dra_device_variables,
+    ),
 })
-"""Expression kinds. The DRA `device` environment (reference §3) will be added here."""
+"""Expression kinds: sharing-affinity extractors (`object`), DRA device selectors (`device`)."""
 
 
 @dataclass(frozen=True)
@@ -400,7 +487,8 @@ ENV_CACHE_SIZE = 64
 @lru_cache(maxsize=ENV_CACHE_SIZE)
 def _cached_environment(key: EnvKey) -> CelEnvironment:
     kind = ENV_KINDS[key.kind]
-    return build_environment(key.kubernetes_version, key.mode, kind.variables(), kind.options,
+    return build_environment(key.kubernetes_version, key.mode,
+                             kind.variables_for(key.kubernetes_version, key.mode), kind.options,
                              key=key)
 
 
