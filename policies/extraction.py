@@ -26,7 +26,7 @@ KIND_MISSING_FIELD = "missing field"
 KIND_COLLISION = "slice key collision"
 KIND_CLAIM = "claim self-inconsistent"
 
-_LIBRARY_STRING_TYPES = frozenset(
+LIBRARY_STRING_TYPES = frozenset(
     {"net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.URL", "kubernetes.Semver"}
 )
 """Results upstream's ConvertToNative(string) accepts besides `string`."""
@@ -263,7 +263,7 @@ def _classify(result: Any) -> tuple[str | None, str | None, object]:
         return result.error.kind, result.error.message, None
     if result.cel_type == "string":
         return None, None, result.value
-    if result.cel_type in _LIBRARY_STRING_TYPES:
+    if result.cel_type in LIBRARY_STRING_TYPES:
         text = native_string(result.value)
         if text is not None:
             return None, None, text

@@ -62,8 +62,10 @@ def test_sa107_non_string_output(expr: str, type_name: str) -> None:
     assert finding.message.endswith(f"must evaluate to string, not {type_name}")
 
 
-def test_sa107_accepts_string_and_dyn() -> None:
+def test_sa107_accepts_string_dyn_and_string_convertible_library_types() -> None:
     assert "SA107" not in rules('"%s".format([object.x])', "object.x")
+    assert "SA107" not in rules('ip(object.?ip.orValue("10.0.0.1"))')
+    assert "SA107" not in rules('cidr("10.0.0.0/8")')
 
 
 @pytest.mark.parametrize(

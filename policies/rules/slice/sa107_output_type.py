@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from policies.context import SliceContext
+from policies.extraction import LIBRARY_STRING_TYPES
 from policies.findings import Finding, Severity
 from policies.k8s_names import go_quote
 from policies.rules.base import Rule, Scope
 
-ACCEPTED = frozenset({"string", "dyn"})
+ACCEPTED = frozenset({"string", "dyn"}) | LIBRARY_STRING_TYPES
+"""`dyn` may be a string; the Kubernetes library types convert to one as upstream converts results."""
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -35,7 +37,9 @@ RULE = Rule(
         "`string`). When the type checker proves the result is something else (`int`, `bool`, "
         "`optional_type(dyn)` from an unfinished `object.?x`, …), every evaluation fails with "
         "`cel expression returned non-string` and the scheduler aborts every pod that reaches "
-        "the pool. Upstream only finds this at run time; we find it at write time."
+        "the pool. Upstream only finds this at run time; we find it at write time. The "
+        "Kubernetes library types that upstream converts to a string (`net.IP`, `net.CIDR`, "
+        "`kubernetes.Quantity`, `kubernetes.URL`, `kubernetes.Semver`) are accepted."
     ),
     bad_example="expression: 'object.?subnetID'",
     good_example="expression: 'object.?subnetID.orValue(\"\")'",
