@@ -19,6 +19,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                 "Run the extractors against sample claims, as the scheduler would."),
     "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlices (slice and pool rules)."),
     "pools": ("lint.commands.pools_cmd", "pools", "Report each pool: slices, keys, cost, devices."),
+    "policy": ("lint.commands.policy_cmd", "policy", "Export the native ValidatingAdmissionPolicy fallback."),
     "test": ("lint.commands.test_cmd", "test",
              "Run test suites: expected extraction outcomes per claim, request and pool."),
     "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),

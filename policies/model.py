@@ -15,6 +15,7 @@ from typing import Any
 
 from policies import schema
 from policies.findings import Finding, Location, ObjectRef, PoolRef, Severity
+from policies.k8s_names import go_string
 from policies.source import Source
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -266,7 +267,8 @@ def _slice(doc: Mapping[str, Any], source: Source) -> ResourceSlice:
         resource_slice_count=pool["resourceSliceCount"],
         devices=tuple(_device(i, d) for i, d in enumerate(raw_devices or ())),
         sharing_affinity=tuple(
-            Extractor(i, e.get("name"), e.get("expression")) for i, e in enumerate(raw_affinity or ())
+            Extractor(i, _text(e.get("name")), _text(e.get("expression")))
+            for i, e in enumerate(raw_affinity or ())
         ),
         devices_set=raw_devices is not None,
         sharing_affinity_set=raw_affinity is not None,
@@ -285,6 +287,10 @@ def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
 
 def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
     return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
+
+
+def _text(value: str | None) -> str | None:
+    return go_string(value) if value is not None else None
 
 
 def _device(index: int, raw: Mapping[str, Any]) -> Device:

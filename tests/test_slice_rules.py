@@ -128,3 +128,13 @@ def test_update_ratchets_unchanged_expressions_only() -> None:
 def test_ratcheting_does_not_cover_structural_rules() -> None:
     nine = [entry(f"k{i}") for i in range(9)]
     assert [r for r, _ in rules_of(slice_doc(nine), slice_doc(nine))] == ["SA101"]
+
+
+def test_trailing_newline_is_not_a_qualified_name() -> None:
+    assert [r for r, _ in rules_of(slice_doc([entry("subnet\n")]))] == ["SA103"]
+
+
+def test_lone_surrogates_are_measured_as_go_decodes_them() -> None:
+    # Python's json keeps "\ud800"; Go's decoder makes it U+FFFD (3 bytes). No traceback.
+    text = '"' + "\ud800" * 3413 + '"'  # 3413 * 3 + 2 = 10241 bytes once replaced
+    assert [r for r, _ in rules_of(slice_doc([entry("k", text)])) if r == "SA105"] == ["SA105"]
