@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
+from lint.config import Config, OutputSpec
 from policies.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
@@ -16,6 +19,7 @@ from policies.limits import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class KubernetesVersionType(click.ParamType):
@@ -38,3 +42,186 @@ def kubernetes_version_option(func: F) -> F:
         show_default=True,
         help="Target Kubernetes release: selects limits and the CEL environment.",
     )(func)
+
+
+# -- report formats, config and CI options (lint, dry-run, test) ---------------------------
+
+ORDER_KEY = "dra_affinity.option_order"
+"""`ctx.meta` key: parameter names in command-line order, one per occurrence."""
+GITHUB_ENV = "GITHUB_ACTIONS"
+
+
+class ConfigUsageError(click.ClickException):
+    """A settings file that cannot be used, or a contradictory format/output pairing: exit 2."""
+
+    exit_code = 2
+
+
+class FormatCommand(click.Command):
+    """A command that remembers the order of its options on the command line.
+
+    click hands each multiple option its values as one list, which loses how the
+    `--format` and `--output` occurrences interleave; pairing each `--output` with the
+    `--format` just before it needs that order, so the arguments are tokenised once
+    more (no callbacks run) to record it.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            _, _, order = self.make_parser(ctx).parse_args(args=list(args))
+            ctx.meta[ORDER_KEY] = [param.name for param in order]
+        except click.UsageError:
+            ctx.meta[ORDER_KEY] = []  # the real parse below reports it
+        return super().parse_args(ctx, args)
+
+
+def report_options(choices: Sequence[str], default: str) -> Callable[[F], F]:
+    """`--format` (repeatable), `--output` (after the `--format` it writes) and `--config`."""
+    names = ", ".join(choices)
+
+    def decorate(func: F) -> F:
+        decorators = (
+            click.option("--format", "fmt", type=click.Choice(list(choices)), multiple=True,
+                         help=f"Report format: {names} (default {default}; github when "
+                              "GITHUB_ACTIONS=true). Repeat for several reports in one run."),
+            click.option("--output", "output", multiple=True, metavar="FILE",
+                         help="Write the report of the --format just before it to FILE "
+                              "(default: standard output, for at most one format)."),
+            click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                         metavar="FILE",
+                         help="Settings file (default: .dra-affinity.yaml or [tool.dra-affinity] in "
+                              "pyproject.toml, found upward from the working directory)."),
+        )
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return decorate
+
+
+def ci_options(func: F) -> F:
+    """`--strict` and `--fail-if-no-resources` (lint, dry-run)."""
+    decorators = (
+        click.option("--strict/--no-strict", default=False,
+                     help="Warnings fail the run too (the same as --fail-on warning, or lower)."),
+        click.option("--fail-if-no-resources/--allow-no-resources", default=False,
+                     help="Exit 2 when the input holds nothing to check (a wrong path in CI)."),
+    )
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def suppression_options(func: F) -> F:
+    """`--show-suppressed` (lint, dry-run)."""
+    return click.option(
+        "--show-suppressed/--hide-suppressed", default=False,
+        help="Also report suppressed findings, each with its suppression and reason.",
+    )(func)
+
+
+def rule_selection_options(func: F) -> F:
+    """`--enable` / `--disable` rule ids or prefixes (lint)."""
+    decorators = (
+        click.option("--enable", multiple=True, metavar="RULE",
+                     help="Run only these rules (ids or prefixes such as SA2; repeatable). With "
+                          "--disable, replaces the config's rule selection."),
+        click.option("--disable", multiple=True, metavar="RULE",
+                     help="Do not run these rules (ids or prefixes; repeatable). With --enable, "
+                          "replaces the config's rule selection."),
+    )
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def load_settings(config_path: str | None) -> Config:
+    """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
+    from lint.config import ConfigError, load_config
+
+    loaded = load_config(config_path)
+    if isinstance(loaded, ConfigError):
+        raise ConfigUsageError(f"config: {loaded.message}")
+    return loaded
+
+
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether option `name` came from the command line (flags beat the config file)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source is not ParameterSource.DEFAULT
+
+
+def pick(ctx: click.Context, name: str, value: T, configured: T | None) -> T:
+    """The flag's value if given, else the config's if set, else the flag's default."""
+    if given(ctx, name) or configured is None:
+        return value
+    return configured
+
+
+def output_specs(
+    ctx: click.Context,
+    formats: Sequence[str],
+    outputs: Sequence[str],
+    configured: Sequence[OutputSpec] | None,
+    config: Config,
+    *,
+    choices: Sequence[str],
+    default: str,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[OutputSpec, ...]:
+    """The reports to write, from `--format`/`--output`, else the config, else the default.
+
+    Pairing rule: each `--output FILE` writes the report of the `--format` just before
+    it; a `--format` with no `--output` goes to standard output, which at most one
+    format may do. With no `--format` at all, the config's `format` list applies, else
+    `github` under GitHub Actions (`GITHUB_ACTIONS=true`), else `default`.
+    """
+    env = os.environ if environ is None else environ
+    if formats or outputs:
+        specs = _pair(ctx.meta.get(ORDER_KEY) or [], formats, outputs)
+    elif configured:
+        specs = []
+        for spec in configured:
+            if spec.format not in choices:
+                raise ConfigUsageError(
+                    f"config: {config.path}: format {spec.format!r} is not one of {', '.join(choices)} "
+                    f"for `{ctx.command.name}`")
+            specs.append(OutputSpec(spec.format, config.resolve(spec.output) if spec.output else None))
+    elif env.get(GITHUB_ENV) == "true" and "github" in choices:
+        specs = [OutputSpec("github")]
+    else:
+        specs = [OutputSpec(default)]
+    stdout = [s.format for s in specs if s.output is None or s.output == "-"]
+    if len(stdout) > 1:
+        raise click.UsageError(
+            f"only one report can go to standard output, not {len(stdout)} ({', '.join(stdout)}): "
+            "give the others an --output FILE right after their --format")
+    files = [s.output for s in specs if s.output not in (None, "-")]
+    duplicates = sorted({f for f in files if files.count(f) > 1 and f is not None})
+    if duplicates:
+        raise click.UsageError(f"two reports would be written to {duplicates[0]}")
+    return tuple(specs)
+
+
+def _pair(order: Sequence[str], formats: Sequence[str], outputs: Sequence[str]) -> list[OutputSpec]:
+    if not formats:
+        raise click.UsageError("--output FILE must follow the --format it writes, e.g. "
+                               "--format sarif --output report.sarif")
+    sequence = [name for name in order if name in ("fmt", "output")]
+    if sequence.count("fmt") != len(formats) or sequence.count("output") != len(outputs):
+        # no order recorded (a programmatic call): pair the n-th --output with the n-th --format
+        sequence = [x for i in range(len(formats))
+                    for x in (["fmt", "output"] if i < len(outputs) else ["fmt"])]
+        sequence += ["output"] * (len(outputs) - len(formats))
+    pending: list[list[str | None]] = []
+    next_format = iter(formats)
+    next_output = iter(outputs)
+    for name in sequence:
+        if name == "fmt":
+            pending.append([next(next_format), None])
+        elif not pending or pending[-1][1] is not None:
+            raise click.UsageError("--output FILE must follow the --format it writes (one --output per "
+                                   "--format), e.g. --format sarif --output report.sarif --format text")
+        else:
+            pending[-1][1] = next(next_output)
+    return [OutputSpec(str(fmt), out) for fmt, out in pending]

@@ -18,6 +18,9 @@ DEFAULT_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
 OLDEST_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
 """`sharingAffinity` does not exist before its alpha release."""
 
+NEWEST_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
+"""The newest release whose CEL environment and limits this version of the tool knows."""
+
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?$")
 
 
@@ -35,6 +38,12 @@ def parse_kubernetes_version(text: str) -> KubernetesVersion:
         raise VersionError(
             f"Kubernetes {version[0]}.{version[1]} has no ResourceSlice.spec.sharingAffinity "
             f"(introduced as alpha in {OLDEST_KUBERNETES_VERSION[0]}.{OLDEST_KUBERNETES_VERSION[1]})"
+        )
+    if version > NEWEST_KUBERNETES_VERSION:
+        newest = format_kubernetes_version(NEWEST_KUBERNETES_VERSION)
+        raise VersionError(
+            f"Kubernetes {version[0]}.{version[1]} is newer than this release of dra-affinity "
+            f"knows (newest: {newest}); upgrade dra-affinity or pass --kubernetes-version {newest}"
         )
     return version
 

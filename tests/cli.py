@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ class Run:
 def run(*args: str, stdin: str | bytes | None = None, cwd: Path | None = None) -> Run:
     assert SCRIPT.exists(), f"console script not installed at {SCRIPT}"
     data = stdin.encode() if isinstance(stdin, str) else stdin
+    # CI variables change defaults (GITHUB_ACTIONS picks the github format): tests state theirs.
+    env = {k: v for k, v in os.environ.items() if k not in {"GITHUB_ACTIONS", "GITHUB_WORKSPACE"}}
     proc = subprocess.run(
-        [str(SCRIPT), *args], input=data, capture_output=True, cwd=cwd or REPO, timeout=120
+        [str(SCRIPT), *args], input=data, capture_output=True, cwd=cwd or REPO, timeout=120, env=env
     )
     result = Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
     assert "Traceback" not in result.err, result.err

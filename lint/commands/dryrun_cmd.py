@@ -4,13 +4,32 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from lint.options import kubernetes_version_option
+from lint.options import (
+    FormatCommand,
+    ci_options,
+    given,
+    kubernetes_version_option,
+    load_settings,
+    output_specs,
+    pick,
+    report_options,
+    suppression_options,
+)
+from lint.reporters.run import ExtraRule
 from policies.extraction import ExtractionResult, Outcome
+from policies.findings import Finding, PoolRef, Severity
 from policies.limits import KubernetesVersion
+
+if TYPE_CHECKING:
+    from lint.reporters.run import RunResult
+    from lint.suppressions import Suppressed
+    from policies.model import ResourceClaim
+    from policies.pools import Pool
 
 FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT})
 """Authoring errors: a slice or a claim must change. `not-satisfied` is a normal outcome."""
@@ -107,17 +126,25 @@ def explain(results: list[ExtractionResult]) -> str:
     return "\n".join(lines) if lines else "no results for that claim"
 
 
-@click.command("dry-run")
+DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
+"""`text` is the table, so one config `format:` list serves lint, dry-run and test."""
+
+
+@click.command("dry-run", cls=FormatCommand)
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@report_options(DRY_RUN_FORMATS, "table")
+@ci_options
+@suppression_options
 @click.option("--claim", help="Only this claim (namespace/name; a bare name means namespace default).")
 @click.option("--pool", help="Only this pool (driver/name, or name).")
 @click.option("--request", "request_name", help="Only this request (or sub-request parent/sub).")
 @click.option("--explain", "explain_claim", metavar="CLAIM",
               help="Print every step for one claim (namespace/name) in words.")
 @kubernetes_version_option
-def dry_run(paths: tuple[str, ...], fmt: str, claim: str | None, pool: str | None,
-            request_name: str | None, explain_claim: str | None,
+@click.pass_context
+def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], output: tuple[str, ...],
+            config_path: str | None, strict: bool, fail_if_no_resources: bool, show_suppressed: bool,
+            claim: str | None, pool: str | None, request_name: str | None, explain_claim: str | None,
             kubernetes_version: KubernetesVersion) -> None:
     """Run the pools' extractors against the claims' opaque configs, as the scheduler would.
 
@@ -126,36 +153,178 @@ def dry_run(paths: tuple[str, ...], fmt: str, claim: str | None, pool: str | Non
     request × candidate pool, prints the outcome (ok, not-satisfied, claim-inconsistent,
     slice-error, not-applicable, pool-incomplete), the affinity map or the error.
     Exit code 1 when a slice or claim authoring error (slice-error, claim-inconsistent)
-    or an input error is found.
+    or an input error is found (with --strict, an input warning too).
     """
-    from lint.inputs import load_objects
+    from lint.inputs import model_objects
+    from lint.suppressions import audit, load_keeping_stdin
     from policies.dryrun import Filters
     from policies.dryrun import dry_run as run
     from policies.findings import Severity
 
-    inputs = load_objects(paths)
+    config = load_settings(config_path)
+    settings = config.for_command("dry-run")
+    specs = output_specs(ctx, fmt, output, settings.formats, config, choices=DRY_RUN_FORMATS,
+                         default="table")
+    threshold = Severity.WARNING if pick(ctx, "strict", strict, settings.strict) else Severity.ERROR
+    if not given(ctx, "kubernetes_version") and config.kubernetes_version is not None:
+        from policies.limits import parse_kubernetes_version
+
+        kubernetes_version = parse_kubernetes_version(config.kubernetes_version)
+    loaded, texts = load_keeping_stdin(paths)
+    inputs = model_objects(loaded)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     filters = Filters(claim=explain_claim or claim, pool=pool, request=request_name)
     report = run(inputs.slices, inputs.claims, inputs.classes,
                  kubernetes_version=kubernetes_version, filters=filters)
-    findings = [*inputs.findings, *report.findings]
+    disabled = config.disabled_rules(_rule_ids())
+    checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=texts,
+                    disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
+    findings = list(checked.findings)
     for finding in findings:
         loc = finding.primary
         where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
         click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
     results = list(report.results)
+    show = pick(ctx, "show_suppressed", show_suppressed, settings.show_suppressed)
     if explain_claim:
         click.echo(explain(results))
-    elif fmt == "json":
-        from lint.reporters.json_reporter import finding_to_json
-
-        click.echo(json.dumps({"results": [result_to_json(r) for r in results],
-                               "findings": [finding_to_json(f) for f in findings]}, indent=2))
+        failures: list[str] = []
     else:
-        click.echo(render_table(results) if results else "no claim requests matched any pool")
-    if inputs.usage_errors:
+        from lint.reporters.output import write_reports
+
+        def render(name: str) -> str:
+            if name == "json":
+                from lint.reporters.json_reporter import finding_to_json, suppressed_to_json
+
+                data: dict[str, Any] = {"results": [result_to_json(r) for r in results],
+                                        "findings": [finding_to_json(f) for f in findings]}
+                if show:
+                    data["suppressed"] = [suppressed_to_json(s) for s in checked.suppressed]
+                return json.dumps(data, indent=2)
+            if name in ("table", "text"):
+                return render_table(results) if results else "no claim requests matched any pool"
+            from lint.reporters import render_ci
+
+            return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
+                                                  inputs.claims, threshold=threshold, show_suppressed=show,
+                                                  usage_errors=inputs.usage_errors))
+
+        failures = write_reports(specs, render)
+    for message in failures:
+        click.echo(f"dra-affinity dry-run: {message}", err=True)
+    if inputs.usage_errors or failures:
         sys.exit(2)
-    failed = any(r.outcome in FAILING for r in results) or any(
-        f.severity is Severity.ERROR for f in findings)
+    if pick(ctx, "fail_if_no_resources", fail_if_no_resources, settings.fail_if_no_resources) and not results:
+        click.echo("dra-affinity dry-run: no claim request met a pool (--fail-if-no-resources)", err=True)
+        sys.exit(2)
+    failed = any(r.outcome in FAILING for r in results) or any(f.severity >= threshold for f in findings)
     sys.exit(1 if failed else 0)
+
+
+def _rule_ids() -> list[str]:
+    from policies.catalog import catalog
+
+    return list(catalog())
+
+
+def _input_rule(rule_id: str) -> bool:
+    """dry-run checks input only (SA0xx); a slice-rule suppression is `lint`'s business."""
+    from policies.catalog import catalog
+    from policies.rules.base import Scope
+
+    rule = catalog().get(rule_id)
+    return rule is not None and rule.scope is Scope.INPUT
+
+
+OUTCOME_RULES = {
+    Outcome.SLICE_ERROR: ExtraRule(
+        id="dry-run/slice-error", slug="slice-error", severity=Severity.ERROR,
+        summary="an extractor fails on a claim's config: the scheduler aborts scheduling of the pod",
+        description="The CEL evaluation failed (missing field, non-string result, cost exceeded) or the "
+                    "pool is invalid; every pod whose claim reaches this pool is blocked. Fix the "
+                    "extractor (guard the field) or the config."),
+    Outcome.CLAIM_INCONSISTENT: ExtraRule(
+        id="dry-run/claim-inconsistent", slug="claim-inconsistent", severity=Severity.ERROR,
+        summary="the claim's configs give one key two different values for a request",
+        description="Two opaque configs in scope for the request extract different values for the same "
+                    "key; the scheduler cannot pick one, so the claim cannot be allocated."),
+}
+
+
+def dry_run_result(
+    results: Sequence[ExtractionResult],
+    findings: Sequence[Finding],
+    suppressed: Sequence[Suppressed],
+    pools: Mapping[PoolRef, Pool],
+    claims: Sequence[ResourceClaim],
+    *,
+    threshold: Severity,
+    show_suppressed: bool,
+    usage_errors: Sequence[str] = (),
+) -> RunResult:
+    """The dry-run as the CI formats see it: failing outcomes as located results, a case per result."""
+    from lint.reporters.junit_reporter import object_cases
+    from lint.reporters.run import Notification, RunResult, TestCase
+
+    by_name = {c.qualified_name: c for c in claims}
+    outcome_findings = [_outcome_finding(r, by_name.get(r.claim), pools.get(r.pool))
+                        for r in results if r.outcome in FAILING]
+    cases = [
+        TestCase(
+            suite="dry-run", classname=r.claim, name=f"request {r.request} on {r.pool.driver}/{r.pool.name}",
+            file=(by_name[r.claim].source.file if r.claim in by_name else None),
+            failures=((f"{r.outcome.value}: {_detail(r)}",) if r.outcome in FAILING else ()),
+            output=((f"{r.outcome.value}: {_detail(r)}",) if r.outcome not in FAILING else ()),
+        )
+        for r in results
+    ]
+    cases += object_cases("dry-run input", (), findings, suppressed, threshold)
+    everything = sorted([*findings, *outcome_findings], key=_order)
+    return RunResult(
+        command="dry-run",
+        findings=tuple(everything),
+        cases=tuple(cases),
+        suppressed=tuple(suppressed),
+        show_suppressed=show_suppressed,
+        extra_rules=tuple(OUTCOME_RULES.values()),
+        notifications=tuple(Notification("error", m) for m in usage_errors),
+        summary=f"{len(results)} results, {len(outcome_findings)} failing "
+                f"(slice-error, claim-inconsistent), {len(findings)} input findings",
+        threshold=threshold,
+    )
+
+
+def _order(finding: Finding) -> tuple[str, int, int, str]:
+    loc = finding.primary
+    pos = loc.position
+    return (loc.file or "", pos.line if pos else 0, pos.column if pos else 0, finding.rule)
+
+
+def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool: Pool | None) -> Finding:
+    """A failing outcome, located at the extractor (slice error) or the claim's config, with the other."""
+    from policies.findings import Location
+
+    error = result.error
+    claim_loc: Location | None = None
+    if claim is not None:
+        path: tuple[str | int, ...] = (*claim.spec_path, "devices", "config")
+        if error is not None and error.config is not None:
+            path = (*path, error.config)
+        claim_loc = Location.at(claim.source, path, claim.ref)
+    slice_loc: Location | None = None
+    name = error.extractor if error is not None else None
+    if pool is not None and name is not None and name in pool.extractors:
+        extractor, owner = pool.extractors[name]
+        slice_loc = Location.at(owner.source, ("spec", "sharingAffinity", extractor.index, "expression"),
+                                owner.ref)
+    ordered = (slice_loc, claim_loc) if result.outcome is Outcome.SLICE_ERROR else (claim_loc, slice_loc)
+    locations = tuple(loc for loc in ordered if loc is not None)
+    return Finding(
+        rule=OUTCOME_RULES[result.outcome].id,
+        severity=Severity.ERROR,
+        message=f"claim {result.claim} request {result.request!r} on pool {result.pool.driver}/"
+                f"{result.pool.name}: {result.outcome.value}: {_detail(result)}",
+        locations=locations,
+        pool=result.pool,
+    )

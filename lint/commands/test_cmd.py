@@ -7,15 +7,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from xml.etree import ElementTree as ET
 
 import click
 
+from lint.options import FormatCommand, load_settings, output_specs, report_options
+from lint.reporters.run import ExtraRule
 from lint.suite import Case, SimulationCase, SimulationStep, Suite, SuiteError, load_suite
 from policies.extraction import ExtractionResult
+from policies.findings import Severity
 from policies.model import DeviceClass, ResourceClaim, ResourceSlice
 
 if TYPE_CHECKING:
+    from lint.reporters.run import RunResult
     from policies.simulation import SimulationReport, StepResult
 
 
@@ -188,36 +191,75 @@ def run_suite(suite: Suite) -> list[CaseResult]:
     return out
 
 
-def _junit(results: list[CaseResult]) -> str:
-    root = ET.Element("testsuites", tests=str(len(results)),
-                      failures=str(sum(not r.passed for r in results)))
-    by_suite: dict[str, list[CaseResult]] = {}
+TEST_FORMATS = ("text", "json", "junit", "sarif", "github")
+CASE_RULE = ExtraRule(
+    id="test/case-failed", slug="case-failed", severity=Severity.ERROR,
+    summary="a test suite case did not get its expected outcome",
+    description="The suite states what the scheduler's extraction (or a lock simulation) must do for "
+                "a claim; the current slices and claims do something else. Either the change broke "
+                "the driver's contract or the expectation needs updating.",
+)
+
+
+def test_run(results: list[CaseResult]) -> RunResult:
+    """The suites as the CI formats see them: a JUnit case per suite case, a result per failure."""
+    from lint.reporters.run import RunResult, TestCase
+    from policies.findings import Finding, Location
+    from policies.source import Position
+
+    cases = tuple(
+        TestCase(suite=r.suite, name=r.case.name, classname=r.suite, file=r.file, line=r.case.line,
+                 failures=r.failures)
+        for r in results
+    )
+    findings = tuple(
+        Finding(rule=CASE_RULE.id, severity=Severity.ERROR,
+                message=f"{r.suite}: {r.case.name}: " + "; ".join(r.failures),
+                locations=(Location(file=r.file,
+                                    position=Position(r.case.line, 1) if r.case.line else None),))
+        for r in results if not r.passed
+    )
+    passed = sum(r.passed for r in results)
+    return RunResult(command="test", findings=findings, cases=cases, extra_rules=(CASE_RULE,),
+                     summary=f"{passed} passed, {len(results) - passed} failed")
+
+
+def _text(results: list[CaseResult]) -> str:
+    lines = []
     for r in results:
-        by_suite.setdefault(r.suite, []).append(r)
-    for name, cases in by_suite.items():
-        node = ET.SubElement(root, "testsuite", name=name, tests=str(len(cases)),
-                             failures=str(sum(not c.passed for c in cases)), file=cases[0].file)
-        for c in cases:
-            tc = ET.SubElement(node, "testcase", classname=name, name=c.case.name, file=c.file)
-            if c.case.line:
-                tc.set("line", str(c.case.line))
-            if not c.passed:
-                failure = ET.SubElement(tc, "failure", message=c.failures[0])
-                failure.text = "\n".join(c.failures)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True)
+        status = click.style("PASS", fg="green") if r.passed else click.style("FAIL", fg="red")
+        lines.append(f"{status} {r.suite}: {r.case.name}")
+        lines += [f"     {failure}" for failure in r.failures]
+    passed = sum(r.passed for r in results)
+    lines.append(f"{passed} passed, {len(results) - passed} failed")
+    return "\n".join(lines)
 
 
-@click.command("test")
+def _json(results: list[CaseResult]) -> str:
+    return json.dumps({
+        "cases": [{"suite": r.suite, "file": r.file, "name": r.case.name, "line": r.case.line,
+                   "passed": r.passed, "failures": list(r.failures)} for r in results],
+        "summary": {"passed": sum(r.passed for r in results),
+                    "failed": sum(not r.passed for r in results)},
+    }, indent=2)
+
+
+@click.command("test", cls=FormatCommand)
 @click.argument("suites", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text",
-              show_default=True)
-def test(suites: tuple[Path, ...], fmt: str) -> None:
+@report_options(TEST_FORMATS, "text")
+@click.pass_context
+def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], output: tuple[str, ...],
+         config_path: str | None) -> None:
     """Run test SUITES: each names slices, claims and the expected outcome per claim/request/pool,
     or (`allocate:` cases) the device each claim of a lock simulation must get.
 
     Exit code 1 when a case fails, 2 when a suite file is unusable.
     """
+    from lint.reporters.output import write_reports
+
+    config = load_settings(config_path)
+    specs = output_specs(ctx, fmt, output, config.for_command("test").formats, config,
+                         choices=TEST_FORMATS, default="text")
     results: list[CaseResult] = []
     for path in suites:
         try:
@@ -225,21 +267,19 @@ def test(suites: tuple[Path, ...], fmt: str) -> None:
         except SuiteError as exc:
             click.echo(f"dra-affinity test: {exc}", err=True)
             sys.exit(2)
-    if fmt == "json":
-        click.echo(json.dumps({
-            "cases": [{"suite": r.suite, "file": r.file, "name": r.case.name, "line": r.case.line,
-                       "passed": r.passed, "failures": list(r.failures)} for r in results],
-            "summary": {"passed": sum(r.passed for r in results),
-                        "failed": sum(not r.passed for r in results)},
-        }, indent=2))
-    elif fmt == "junit":
-        click.echo(_junit(results))
-    else:
-        for r in results:
-            status = click.style("PASS", fg="green") if r.passed else click.style("FAIL", fg="red")
-            click.echo(f"{status} {r.suite}: {r.case.name}")
-            for failure in r.failures:
-                click.echo(f"     {failure}")
-        passed = sum(r.passed for r in results)
-        click.echo(f"{passed} passed, {len(results) - passed} failed")
+
+    def render(name: str) -> str:
+        if name == "json":
+            return _json(results)
+        if name == "text":
+            return _text(results)
+        from lint.reporters import render_ci
+
+        return render_ci(name, test_run(results))
+
+    failures = write_reports(specs, render)
+    for message in failures:
+        click.echo(f"dra-affinity test: {message}", err=True)
+    if failures:
+        sys.exit(2)
     sys.exit(0 if all(r.passed for r in results) else 1)

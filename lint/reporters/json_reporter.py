@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from lint.report import Report
+from lint.suppressions import Suppressed
 from policies.findings import Finding, Location
 
 
@@ -42,12 +44,34 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
     return out
 
 
-def render(report: Report) -> str:
+def suppressed_to_json(item: Suppressed) -> dict[str, Any]:
+    """A suppressed finding, with the suppression that silenced it and its reason."""
+    by = item.by
+    return {
+        **finding_to_json(item.finding),
+        "suppression": {
+            "kind": by.kind.value,
+            "reason": by.reason or None,
+            "file": by.file,
+            "line": by.position.line if by.position else None,
+            "column": by.position.column if by.position else None,
+        },
+    }
+
+
+def render(
+    report: Report, suppressed: Sequence[Suppressed] = (), show_suppressed: bool = False
+) -> str:
+    """SPEC §7; `summary.suppressed` counts suppressed findings, `suppressed[]` lists them on request."""
     findings = report.sorted()
     summary = {
         "files": report.summary.files,
         "objects": report.summary.objects,
         **report.summary.counts(findings),
         "skipped": report.summary.skipped,
+        "suppressed": len(suppressed),
     }
-    return json.dumps({"findings": [finding_to_json(f) for f in findings], "summary": summary}, indent=2)
+    out: dict[str, Any] = {"findings": [finding_to_json(f) for f in findings], "summary": summary}
+    if show_suppressed:
+        out["suppressed"] = [suppressed_to_json(item) for item in suppressed]
+    return json.dumps(out, indent=2)

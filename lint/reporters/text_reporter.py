@@ -6,9 +6,12 @@ only when writing to a terminal (click strips it otherwise).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import click
 
 from lint.report import Report
+from lint.suppressions import Suppressed
 from policies.findings import Finding, Location, Severity
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
@@ -52,13 +55,33 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def render(report: Report) -> str:
-    findings = report.sorted()
-    counts = report.summary.counts(findings)
+def summary_line(report: Report, suppressed: Sequence[Suppressed] = ()) -> str:
+    """`N errors, N warnings, N infos in N objects (N files, N other objects skipped)[, N suppressed]`."""
+    counts = report.summary.counts(report.findings)
     s = report.summary
     tail = (
         f"{_plural(counts['errors'], 'error')}, {_plural(counts['warnings'], 'warning')}, "
         f"{_plural(counts['infos'], 'info')} in {_plural(s.objects, 'object')} "
         f"({_plural(s.files, 'file')}, {s.skipped} other objects skipped)"
     )
-    return "\n".join([*(_line(f) for f in findings), tail])
+    if suppressed:
+        tail += f", {len(suppressed)} suppressed"
+    return tail
+
+
+def _suppressed_line(item: Suppressed) -> str:
+    finding = item.finding
+    label = click.style("suppressed", fg="cyan", bold=True)
+    reason = item.by.reason or "no reason given"
+    return (f"{_where(finding)}: {label} {finding.rule}{_object(finding)} {finding.message}"
+            f"\n    by {item.by.kind.value} at {item.by.where()}: {reason}")
+
+
+def render(
+    report: Report, suppressed: Sequence[Suppressed] = (), show_suppressed: bool = False
+) -> str:
+    """Findings, then (with `show_suppressed`) suppressed findings, then the summary line."""
+    findings = report.sorted()
+    tail = summary_line(report, suppressed)
+    hidden = [_suppressed_line(item) for item in suppressed] if show_suppressed else []
+    return "\n".join([*(_line(f) for f in findings), *hidden, tail])

@@ -1,0 +1,25 @@
+"""SA001: a suppression that does not say why (reported by the CLI's suppression audit)."""
+
+from policies.findings import Severity
+from policies.rules.base import Rule, Scope
+
+RULE = Rule(
+    id="SA001",
+    slug="suppression-without-reason",
+    severity=Severity.WARNING,
+    scope=Scope.INPUT,
+    summary="a suppression (inline comment, `dra-affinity.io/ignore` annotation or config ignore) "
+    "gives no reason",
+    description=(
+        "A suppression silences a rule for one line, one object or a set of files. Without a "
+        "reason, the next reader cannot tell a deliberate exception from a finding someone "
+        "wanted to go away, and cannot tell when it may be removed. The suppression still "
+        "applies; this finding asks for the reason. Inline comments take it after `--`, "
+        "annotations after `:`, config ignores in `reason:`."
+    ),
+    bad_example="expression: 'object.subnet'  # dra-affinity: ignore SA201",
+    good_example=(
+        "expression: 'object.subnet'  # dra-affinity: ignore SA201 -- every config of this "
+        "driver carries subnet (admission-enforced)"
+    ),
+)
