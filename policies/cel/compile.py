@@ -12,7 +12,9 @@ Steps, mirroring cel-go's `env.Compile` then `env.Program`:
    accepts that Kubernetes' parser does not (backtick-escaped identifiers);
 2. parse + type-check with cel-cpp in the environment's checker;
 3. if that passed, the Kubernetes AST validators (`policies.cel.validators`);
-4. if those passed, the program-time checks (regex constants) and the program itself.
+4. if those passed, the program-time checks (regex constants; type conversions of constants,
+   which cel-go's `OptOptimize` folds while planning, so `int("x")` fails `env.Program()`
+   even in a branch that never runs) and the program itself.
 
 Engine limits: cel-cpp's parser refuses nesting deeper than 32 (not configurable through
 cel-expr-python); cel-go allows 250. When cel-cpp fails for that reason we estimate the
@@ -29,10 +31,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import yaml
 from cel_expr_python import cel
 
-from policies.cel.ast import CheckedAst, Node, decode_checked_expr
-from policies.cel.env import CelEnvironment, EnvKey, Feature, get_env
+from policies.cel import k8s_library
+from policies.cel.ast import CheckedAst, Node, NodeKind, decode_checked_expr
+from policies.cel.env import (
+    BASE_OPTIONS,
+    CelEnvironment,
+    EnvKey,
+    EnvMode,
+    Feature,
+    _cross_numeric_extension,
+    get_env,
+)
 from policies.cel.errors import (
     CompileError,
     ErrorStage,
@@ -40,10 +52,13 @@ from policies.cel.errors import (
     render_errors,
     split_status,
 )
+from policies.cel.runtime import bridge_for
+from policies.cel.runtime_cost import plan_error
 from policies.cel.validators import (
     format_go_type,
     program_regex_errors,
     validate_duration_literals,
+    validate_format_calls,
     validate_homogeneous_literals,
     validate_regex_literals,
     validate_timestamp_literals,
@@ -58,6 +73,7 @@ __all__ = [
     "CompileCache",
     "CompileResult",
     "DepthEstimate",
+    "alias_two_variable_exists_one",
     "cache_info",
     "clear_cache",
     "compile_expression",
@@ -202,6 +218,8 @@ def escaped_identifiers(text: str) -> list[tuple[int, int]]:
     cel-cpp parses them; the cel-go parser Kubernetes uses only does with
     `EnableIdentifierEscapeSyntax`, which the Kubernetes environment never sets.
     """
+    if "`" not in text:
+        return []  # the common case: skip the character walk
     found: list[tuple[int, int]] = []
     i, n = 0, len(text)
     line, line_start = 1, 0
@@ -227,6 +245,101 @@ def escaped_identifiers(text: str) -> list[tuple[int, int]]:
         else:
             i += 1
     return found
+
+
+_EXISTS_ONE = "exists_one"
+_EXISTS_ONE_ALIAS = " existsOne"
+assert len(_EXISTS_ONE) == len(_EXISTS_ONE_ALIAS)
+
+
+def _skip_blank(text: str, i: int) -> int:
+    """Index of the next token at or after `i`: whitespace and `//` comments skipped."""
+    n = len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end == -1 else end + 1
+        else:
+            break
+    return i
+
+
+def _call_arity(text: str, open_paren: int) -> int:
+    """Number of top-level arguments of the call whose `(` is at `open_paren` (-1: unclosed)."""
+    depth = 0
+    commas = 0
+    seen = False
+    i, n = open_paren + 1, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i = _skip_string(text, i)
+            seen = True
+            continue
+        if text.startswith("//", i):
+            i = _skip_blank(text, i)
+            continue
+        if ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            if depth == 0:
+                return commas + 1 if seen else 0
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+        if not ch.isspace():
+            seen = True
+        i += 1
+    return -1
+
+
+def alias_two_variable_exists_one(text: str) -> str:
+    """`x.exists_one(k, v, p)` spelled `x. existsOne(k, v, p)` (same length, same positions).
+
+    cel-go registers the two-variable `exists_one` as an alias of `existsOne`; cel-cpp has
+    only `existsOne` (the one-variable `exists_one(x, p)` is a standard macro in both). The
+    respelling keeps every offset: the inserted blank is legal between `.` and a name, and
+    calls are located at their `(`, which does not move.
+    """
+    if _EXISTS_ONE not in text:
+        return text
+    out = list(text)
+    changed = False
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in "\"'":
+            i = _skip_string(text, i)
+            continue
+        if text.startswith("//", i):
+            i = _skip_blank(text, i)
+            continue
+        if ch.isalpha() or ch == "_":
+            j = i + 1
+            while j < n and (text[j].isalnum() or text[j] == "_"):
+                j += 1
+            if j < n and text[j] in "\"'" and text[i:j].lower() in ("r", "b", "rb", "br"):
+                i = _skip_string(text, j)
+                continue
+            if text[i:j] == _EXISTS_ONE and _after_dot(text, i):
+                paren = _skip_blank(text, j)
+                if paren < n and text[paren] == "(" and _call_arity(text, paren) == 3:
+                    out[i:j] = _EXISTS_ONE_ALIAS
+                    changed = True
+            i = j
+            continue
+        i += 1
+    return "".join(out) if changed else text
+
+
+def _after_dot(text: str, i: int) -> bool:
+    """Whether the name starting at `i` follows a `.` (a receiver call or a selection)."""
+    k = i - 1
+    while k >= 0 and text[k].isspace():
+        k -= 1
+    return k >= 0 and text[k] == "."
 
 
 def estimate_depth(text: str) -> DepthEstimate:
@@ -391,7 +504,127 @@ def _validate(env: CelEnvironment, checked: CheckedAst,
         errors += validate_duration_literals(checked, nodes)
         errors += validate_timestamp_literals(checked, nodes)
         errors += validate_regex_literals(checked, env.regex_error, nodes)
+    if not _FORMAT_OPTIONS.isdisjoint(env.options):
+        errors += validate_format_calls(checked, nodes)
     return errors
+
+
+_UNDECLARED_FUNCTION = re.compile(
+    r"^undeclared reference to '([A-Za-z_][A-Za-z0-9_]*)' \(in container '[^']*'\)$")
+_PROBE_OVERLOAD = "dra_affinity_arity_probe"
+_PROBE_MAX_ARITY = 8
+
+
+def _arity_errors(env: CelEnvironment, source: str,
+                  errors: Sequence[CompileError]) -> list[CompileError]:
+    """cel-go's `found no matching overload` for calls of a declared function with an arity
+    it has no overload for, which cel-cpp reports as `undeclared reference to 'f'`."""
+    out: list[CompileError] = []
+    for error in errors:
+        m = _UNDECLARED_FUNCTION.match(error.message)
+        call = _call_at(source, error.line, error.column, m.group(1)) if m else None
+        replaced = None
+        if m is not None and call is not None:
+            member, arity = call
+            if _declared(env, m.group(1)):
+                replaced = _no_matching_overload(env, source, m.group(1), member, arity,
+                                                 error)
+        out.append(replaced or error)
+    return out
+
+
+def _call_at(source: str, line: int, column: int, name: str) -> tuple[bool, int] | None:
+    """(receiver call?, argument count) when `name(` is written with its `(` at (line, column)."""
+    lines = source.split("\n")
+    if not 1 <= line <= len(lines) or column < 1:
+        return None
+    offset = sum(len(text) + 1 for text in lines[:line - 1]) + column - 1
+    if offset >= len(source) or source[offset] != "(":
+        return None
+    end = offset
+    while end > 0 and source[end - 1].isspace():
+        end -= 1
+    start = end - len(name)
+    if start < 0 or source[start:end] != name or \
+            (start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_")):
+        return None
+    arity = _call_arity(source, offset)
+    if arity < 0:
+        return None
+    member = _after_dot(source, start)
+    return member, arity + (1 if member else 0)
+
+
+def _declared(env: CelEnvironment, name: str) -> bool:
+    """Whether the environment declares a function `name` (cel-go looks functions up by name,
+    then matches overloads, receiver style or not): some call of it with `dyn` arguments
+    type-checks."""
+    for arity in range(_PROBE_MAX_ARITY + 1):
+        args = ", ".join(["dyn(0)"] * arity)
+        for text in (f"{name}({args})", f"dyn(0).{name}({args})"):
+            try:
+                env.checker.compile(text)
+            except RuntimeError as exc:
+                if f"found no matching overload for '{name}'" in str(exc):
+                    return True
+                continue
+            return True
+    return False
+
+
+def _no_matching_overload(env: CelEnvironment, source: str, name: str, member: bool,
+                          arity: int, error: CompileError) -> CompileError | None:
+    """The error cel-go reports, with the argument types found by checking `source` in a
+    twin environment where `name` has a `dyn` overload of the call's arity; None if that
+    does not work out (the engine's error is kept)."""
+    try:
+        twin = _probe_environment(env, name, member, arity)
+        checked = decode_checked_expr(twin.compile(source).serialize(), source)
+    except RuntimeError:
+        return None
+    for node in checked.walk():
+        if node.kind is NodeKind.CALL and node.function == name \
+                and _PROBE_OVERLOAD in checked.overload_ids(node.id) \
+                and checked.location(node.id) == (error.line, error.column):
+            types = [format_go_type(checked.type_of(a.id)) for a in node.args]
+            applied = f"({', '.join(types)})"
+            if node.target is not None:
+                applied = format_go_type(checked.type_of(node.target.id)) + "." + applied
+            return CompileError(error.line, error.column,
+                                f"found no matching overload for '{name}' applied to '{applied}'",
+                                error.stage)
+    return None
+
+
+def _probe_environment(env: CelEnvironment, name: str, member: bool, arity: int) -> cel.Env:
+    """The checking environment again (from its config), plus an overload `name(dyn, ...)`
+    of `arity` parameters (receiver included), receiver style when `member`."""
+    key = env.key
+    version = key.compatibility_version if key.mode is EnvMode.NEW_EXPRESSIONS \
+        else key.kubernetes_version
+    extensions: list[cel.CelExtensionBase] = list(
+        k8s_library.checker_config_for(version).extensions)
+    if env.has(Feature.CROSS_TYPE_NUMERIC_COMPARISONS):
+        extensions.append(_cross_numeric_extension())
+    config = yaml.safe_load(env.checker.config().to_yaml())
+    custom = {"kubernetes.lists.merged", "cel.lib.std.cross_type_numeric_comparisons"}
+    config["extensions"] = [e for e in config.get("extensions", []) if e["name"] not in custom]
+    dyn = {"type_name": "dyn"}
+    overload: dict[str, object] = {"id": _PROBE_OVERLOAD, "return": dyn}
+    if member:
+        overload["target"] = dyn
+    if arity - member:
+        overload["args"] = [dyn] * (arity - member)
+    functions = config.setdefault("functions", [])
+    declared = [f for f in functions if f.get("name") == name]
+    if declared:
+        declared[0].setdefault("overloads", []).append(overload)
+    else:
+        params = [cel.Type.DYN] * arity
+        extensions.append(cel.CelExtension("dra_affinity.arity_probe", [cel.FunctionDecl(
+            name, [cel.Overload(_PROBE_OVERLOAD, cel.Type.DYN, params, is_member=member)])]))
+    return cel.NewEnv(config=cel.NewEnvConfigFromYaml(yaml.safe_dump(config)),
+                      extensions=extensions)
 
 
 def _parse_stage(env: CelEnvironment, expression: str) -> ErrorStage:
@@ -400,6 +633,21 @@ def _parse_stage(env: CelEnvironment, expression: str) -> ErrorStage:
     except RuntimeError:
         return ErrorStage.PARSE
     return ErrorStage.CHECK
+
+
+_FORMAT_OPTIONS = frozenset(
+    o.name for o in BASE_OPTIONS
+    if o.extension is not None and o.extension[0] == "strings" and (o.extension[1] or 0) >= 1)
+"""ext.Strings at version 1 or more: `format` and its validator (`StringsValidateFormatCalls`)."""
+
+_TWO_VARIABLE_OPTIONS = frozenset(
+    o.name for o in BASE_OPTIONS
+    if o.extension is not None and o.extension[0] == "cel.lib.ext.comprev2")
+
+
+def _has_two_variable_macros(env: CelEnvironment) -> bool:
+    """Whether the environment has cel-go's `ext.TwoVarComprehensions` (from 1.32)."""
+    return not _TWO_VARIABLE_OPTIONS.isdisjoint(env.options)
 
 
 def compile_uncached(expression: str, key: EnvKey) -> CompileResult:
@@ -423,8 +671,10 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
         except RuntimeError as exc:
             escapes += parse_engine_errors(str(exc), expression, ErrorStage.PARSE)
         return _failure(expression, key, escapes)
+    source = alias_two_variable_exists_one(expression) if _has_two_variable_macros(env) \
+        else expression
     try:
-        compiled = env.checker.compile(expression)
+        compiled = env.checker.compile(source)
     except RuntimeError as exc:
         text = str(exc)
         if _ENGINE_DEPTH_ERROR.search(text):
@@ -438,8 +688,11 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
                       f"{CEL_GO_MAX_RECURSION_DEPTH}): {detail.strip()}")
             return CompileResult(expression, key, False, (), None, None, None,
                                  engine_limited=True, engine_limit_reason=reason)
-        stage = _parse_stage(env, expression)
-        return _failure(expression, key, parse_engine_errors(text, expression, stage))
+        stage = _parse_stage(env, source)
+        engine_errors = parse_engine_errors(text, expression, stage)
+        if stage is ErrorStage.CHECK:
+            engine_errors = tuple(_arity_errors(env, source, engine_errors))
+        return _failure(expression, key, engine_errors)
 
     serialized = compiled.serialize()
     checked = decode_checked_expr(serialized, expression)
@@ -451,6 +704,13 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     errors = program_regex_errors(checked, env.regex_error, nodes)
     if errors:
         return _failure(expression, key, errors[:1], output_type, checked)
+    folded = plan_error(checked, bridge_for(env.runtime), nodes=nodes)
+    if folded is not None:
+        message, node_id = folded
+        line, column = checked.location(node_id) if node_id else (-1, 0)
+        where = (line, column) if line >= 1 else (-1, 0)
+        return _failure(expression, key, [CompileError(*where, message, ErrorStage.PROGRAM)],
+                        output_type, checked)
     program: cel.Expression = compiled
     if env.separate_runtime:
         try:

@@ -238,9 +238,24 @@ KNOWN_WORDING_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
         "rewritten",
     ),
     (
-        "all() variable name cannot be __result__ (at the macro)",
+        "all() variable name cannot be __result__ (at the predicate)",
         "iteration variable overwrites accumulator variable (at the variable)",
-        "kept",
+        "rewritten and moved to the variable when it is written just before the predicate",
+    ),
+    (
+        "all() first / second variable name must be a simple identifier (two variables)",
+        "argument must be a simple name",
+        "rewritten",
+    ),
+    (
+        "all() first / second variable name cannot be __result__ (two variables)",
+        "iteration variable overwrites accumulator variable",
+        "rewritten",
+    ),
+    (
+        "all() second variable must be different from the first variable (at the first)",
+        "duplicate variable name: i (at the second)",
+        "rewritten and moved when the two names are written as `i, i`",
     ),
     (
         "Syntax error: no viable alternative at input '.true'",
@@ -276,8 +291,21 @@ _IDENT_CHARS = re.compile(r"[A-Za-z0-9_.]")
 _UNDECLARED = re.compile(r"^undeclared reference to '([^']+)' \(in container '([^']*)'\)$")
 
 
+_TWO_VAR_NOT_SIMPLE = re.compile(
+    r"^\w+\(\) (?:first|second) variable name must be a simple identifier$")
+_TWO_VAR_ACCUMULATOR = re.compile(r"^\w+\(\) (?:first|second) variable name cannot be __result__$")
+_TWO_VAR_DUPLICATE = re.compile(r"^\w+\(\) second variable must be different from the first "
+                                r"variable$")
+_ONE_VAR_ACCUMULATOR = re.compile(r"^\w+\(\) variable name cannot be __result__$")
+_ACCUMULATOR = "__result__"
+_OVERWRITES_ACCUMULATOR = "iteration variable overwrites accumulator variable"
+
+
 def normalize_error(error: CompileError, source: str) -> CompileError:
     """An engine error with cel-go's wording and, where cel-go points elsewhere, location."""
+    macro = _macro_variable_error(error, source)
+    if macro is not None:
+        return macro
     m = _UNDECLARED.match(error.message)
     if m and "." in m.group(1).lstrip("."):
         moved = _undeclared_qualified_name(source, m.group(1), error.line, error.column)
@@ -288,6 +316,111 @@ def normalize_error(error: CompileError, source: str) -> CompileError:
                 error.stage)
     message = normalize_message(error.message, source, error.line, error.column)
     return CompileError(error.line, error.column, message, error.stage)
+
+
+def _macro_variable_error(error: CompileError, source: str) -> CompileError | None:
+    """cel-go's text and place for cel-cpp's comprehension-variable errors, else None.
+
+    cel-go's macros report a duplicate second variable at the second variable and a variable
+    named after the accumulator at that variable; cel-cpp reports the former at the first
+    variable and the one-variable form of the latter at the predicate.
+    """
+    message = error.message
+    if _TWO_VAR_NOT_SIMPLE.match(message):
+        return CompileError(error.line, error.column, "argument must be a simple name",
+                            error.stage)
+    if _TWO_VAR_ACCUMULATOR.match(message):
+        return CompileError(error.line, error.column, _OVERWRITES_ACCUMULATOR, error.stage)
+    if _TWO_VAR_DUPLICATE.match(message):
+        found = _next_variable(source, error.line, error.column)
+        if found is None:
+            return None
+        name, line, column = found
+        return CompileError(line, column, f"duplicate variable name: {name}", error.stage)
+    if _ONE_VAR_ACCUMULATOR.match(message):
+        place = _previous_variable(source, error.line, error.column, _ACCUMULATOR)
+        line, column = place if place is not None else (error.line, error.column)
+        return CompileError(line, column, _OVERWRITES_ACCUMULATOR, error.stage)
+    return None
+
+
+def _offset_of(source: str, line: int, column: int) -> int | None:
+    """Offset in `source` of the 1-based (line, code-point column), if it exists."""
+    if line < 1 or column < 1:
+        return None
+    start = 0
+    for _ in range(line - 1):
+        start = source.find("\n", start) + 1
+        if start == 0:
+            return None
+    end = source.find("\n", start)
+    end = len(source) if end == -1 else end
+    offset = start + column - 1
+    return offset if offset < end else None
+
+
+def _position_of(source: str, offset: int) -> tuple[int, int]:
+    line_start = source.rfind("\n", 0, offset) + 1
+    return source.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _identifier_at(source: str, offset: int) -> str:
+    end = offset
+    while end < len(source) and (source[end].isalnum() or source[end] == "_"):
+        end += 1
+    return source[offset:end]
+
+
+def _skip_blank(source: str, i: int) -> int:
+    while i < len(source):
+        if source[i].isspace():
+            i += 1
+        elif source.startswith("//", i):
+            end = source.find("\n", i)
+            i = len(source) if end == -1 else end + 1
+        else:
+            break
+    return i
+
+
+def _next_variable(source: str, line: int, column: int) -> tuple[str, int, int] | None:
+    """The name at (line, column) and where the identifier after its `,` starts, if the
+    source there reads `name, name`."""
+    at = _offset_of(source, line, column)
+    if at is None:
+        return None
+    first = _identifier_at(source, at)
+    if not first:
+        return None
+    comma = _skip_blank(source, at + len(first))
+    if comma >= len(source) or source[comma] != ",":
+        return None
+    second = _skip_blank(source, comma + 1)
+    if _identifier_at(source, second) != first:
+        return None
+    return (first, *_position_of(source, second))
+
+
+def _previous_variable(source: str, line: int, column: int, name: str
+                       ) -> tuple[int, int] | None:
+    """Where `name` starts when the source before (line, column) reads `name, `."""
+    at = _offset_of(source, line, column)
+    if at is None:
+        return None
+    i = at - 1
+    while i >= 0 and source[i].isspace():
+        i -= 1
+    if i < 0 or source[i] != ",":
+        return None
+    i -= 1
+    while i >= 0 and source[i].isspace():
+        i -= 1
+    start = i - len(name) + 1
+    if start < 0 or source[start:i + 1] != name:
+        return None
+    if start > 0 and (source[start - 1].isalnum() or source[start - 1] == "_"):
+        return None
+    return _position_of(source, start)
 
 
 def _undeclared_qualified_name(

@@ -12,6 +12,10 @@ and argument shape it deserializes a tiny checked expression (the function appli
 values and decodes the result. Deserializing a checked AST (rather than compiling text) reaches
 internal functions such as `@sortByAssociatedKeys` and keeps the checker's overload choice.
 
+When the walk reports `program_unsafe` (it computed a call cel-expr-python would get wrong, or
+could not survive: an optional handed to Python code crashes the interpreter), the program is
+not run and the walk's value is the result.
+
 Errors are reported in upstream wording: a missing key reads
 `no such key: <k>. Consider using CEL optional chaining (?), has() macro, or orValue() for optional
 fields` (kind `missing field`, reference §3.6/§6.2), a cost overrun reads `operation cancelled:
@@ -44,6 +48,7 @@ from policies.cel.jsonvalue import (
     TypeValue,
     UInt,
 )
+from policies.cel.k8s_library import python_parameter_kinds, type_values
 from policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
 from policies.cel.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
 
@@ -52,6 +57,7 @@ __all__ = [
     "KIND_FAILED",
     "KIND_MISSING_FIELD",
     "MISSING_FIELD_HINT",
+    "NO_SUCH_OVERLOAD",
     "CelBridge",
     "EvalError",
     "EvalResult",
@@ -59,6 +65,7 @@ __all__ = [
     "cel_type_name",
     "evaluate",
     "interp_type_name",
+    "strings_error",
     "to_plain",
     "translate_error",
 ]
@@ -139,8 +146,17 @@ def evaluate(compiled: CompiledLike, variables: Mapping[str, object], *,
     if outcome.status == "work_exceeded":
         return EvalResult(None, "", outcome.cost, EvalError(
             KIND_FAILED, f"the dry run could not finish tracking the cost: {outcome.message}"))
+    if outcome.program_unsafe:
+        return _walk_result(outcome.value, outcome.cost)
     value, type_name, error = _run_program(program, variables, outcome.value)
     return EvalResult(value, type_name, outcome.cost, error)
+
+
+def _walk_result(value: object, cost: int) -> EvalResult:
+    """The cost walk's own value, when the program must not run (see `CostOutcome`)."""
+    if isinstance(value, CelError):
+        return EvalResult(None, "", cost, translate_error(value.message, value))
+    return EvalResult(to_plain(value), interp_type_name(value), cost, None)
 
 
 def _environment_of(compiled: CompiledLike, env: Any) -> Any:
@@ -165,7 +181,7 @@ _ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
 def _run_program(program: Any, variables: Mapping[str, object], interp_value: object
                  ) -> tuple[object, str, EvalError | None]:
     try:
-        result = program.eval(data=dict(variables))
+        result = program.eval(data={**type_values.activation(), **variables})
     except RuntimeError as exc:
         if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, CelError):
             return to_plain(interp_value), interp_type_name(interp_value), None
@@ -185,6 +201,9 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         plain = bytes(plain)
     if name == "TYPE":
         plain = cel_type_name(result.value().name())
+    library_type = type_values.type_name_of(plain)
+    if library_type is not None:
+        return library_type, "type", None
     # Kubernetes library values travel as carriers (strings, tagged lists): name their type.
     carrier = interp_value if isinstance(interp_value, Opaque) else _tagged_carrier(plain)
     if carrier is not None and carrier.type_name != "unknown":
@@ -195,6 +214,10 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
 _STATUS_PREFIX = re.compile(r"^[A-Z][A-Z_]+: ")
 _STATUS_SUFFIX = re.compile(r" \[[A-Z][A-Z_]+\]$")
 _CPP_MISSING_KEY = re.compile(r"^Key not found in map\s*:\s*(.*)$", re.DOTALL)
+_CPP_NO_OVERLOAD = re.compile(r"^No matching overloads found\b")
+#: cel-go's text when no overload accepts the argument values at run time (`MaybeNoSuchOverload`;
+#: a few dispatch paths append `: <function>`).
+NO_SUCH_OVERLOAD = "no such overload"
 
 
 def translate_error(message: str, interp_value: object = None) -> EvalError:
@@ -221,6 +244,8 @@ def _clean(message: str) -> str:
     missing = _CPP_MISSING_KEY.match(text)
     if missing:
         return f"no such key: {_unquote(missing.group(1).strip())}"
+    if _CPP_NO_OVERLOAD.match(text):
+        return NO_SUCH_OVERLOAD
     return text
 
 
@@ -331,6 +356,12 @@ class CelBridge:
         """A runner for `site` (see `runtime_cost.CallBridge`)."""
         return _PreparedCall(self, site)
 
+    @staticmethod
+    def python_parameter_kinds(function: str) -> tuple[tuple[str, ...], ...]:
+        """Parameter kinds of the Python overloads behind `function` (the walk keeps optional
+        values away from them: cel-expr-python crashes converting one)."""
+        return python_parameter_kinds(function)
+
     def call(self, site: CallSite, args: Sequence[object]) -> object:
         """Run one call with interpreter values; a `CelError` value on failure."""
         return self.prepare(site).call(args)
@@ -388,6 +419,14 @@ class _PreparedCall:
         self._fast: Any = None
 
     def call(self, args: Sequence[object]) -> object:
+        result = self._call(args)
+        if type(result) is CelError and self._site.function in _STRINGS_INDEXED:
+            restated = strings_error(self._site.function, args)
+            if restated is not None:
+                return CelError(restated)
+        return result
+
+    def _call(self, args: Sequence[object]) -> object:
         site = self._site
         plain = True
         for a in args:
@@ -421,6 +460,44 @@ class _PreparedCall:
             # inside CEL with `hasValue()` / `value()`.
             result = self._bridge.run(site, shapes, bindings, True)
         return Opaque("unknown") if result is _OPAQUE else result
+
+
+_STRINGS_INDEXED = frozenset({"charAt", "substring", "indexOf", "lastIndexOf"})
+
+
+def strings_error(function: str, args: Sequence[object]) -> str | None:
+    """cel-go's error for a strings-extension call with an index out of range, else None.
+
+    cel-cpp words these errors differently and without the index (`<string>.charAt(<pos>):
+    <pos> is greater than <string>.size()`); cel-go (ext/strings.go, indices in code points)
+    says `index out of range: N` or `invalid substring range. start: S, end: E`. Called only
+    for calls cel-cpp failed, with the call's arguments (receiver first).
+    """
+    if not args or type(args[0]) is not str or not all(type(a) in (str, int) for a in args):
+        return None
+    size = len(args[0])
+    rest = args[1:]
+    if function == "charAt" and len(rest) == 1 and type(rest[0]) is int:
+        return _out_of_range(rest[0], size)
+    if function == "substring" and len(rest) == 1 and type(rest[0]) is int:
+        return _out_of_range(rest[0], size)
+    if function == "substring" and len(rest) == 2 and type(rest[0]) is type(rest[1]) is int:
+        start, end = rest
+        if isinstance(start, int) and isinstance(end, int) and start > end:
+            return f"invalid substring range. start: {start}, end: {end}"
+        return _out_of_range(start, size) or _out_of_range(end, size)
+    if function in ("indexOf", "lastIndexOf") and len(rest) == 2 and type(rest[1]) is int \
+            and rest[0] != "":
+        offset = rest[1]
+        return f"index out of range: {offset}" if isinstance(offset, int) and offset < 0 \
+            else None
+    return None
+
+
+def _out_of_range(index: object, size: int) -> str | None:
+    if isinstance(index, int) and (index < 0 or index > size):
+        return f"index out of range: {index}"
+    return None
 
 
 def _finish(site: CallSite, result: object) -> object:

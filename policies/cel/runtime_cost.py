@@ -26,11 +26,17 @@ exactly what cel-go's `CostObserver` charges (reference §5.4, read against cel-
   [constants]` becomes a set lookup that costs nothing beyond `x`.
 
 Every function's *semantics* are delegated through a `CallBridge` (cel-expr-python in production,
-see `runtime.py`), so no CEL function is re-implemented here. Only control flow, attribute
-resolution (map and list access), literal construction, list concatenation for comprehension
-accumulators (to keep `map`/`filter` linear) and the macro helper `@not_strictly_false` are native.
-Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the value the interpreter
-computes agrees with the one cel-expr-python computes for the whole expression.
+see `runtime.py`), so no CEL function is re-implemented here, with these exceptions: control
+flow, attribute resolution (map and list access), literal construction, list concatenation for
+comprehension accumulators (to keep `map`/`filter` linear), the macro helper
+`@not_strictly_false`, and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert`
+(`transformMap`), `string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity
+and Semver values (by value, as the program after `k8s_library.equality`'s rewrite) and `type()`
+of library values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
+value the interpreter computes agrees with the one cel-expr-python computes for the whole
+expression, except where the walk computes a call the program cannot compute faithfully (a
+`format` rendering, a `cel.@mapInsert` of values Python cannot carry, an optional that must not
+reach Python code): `CostOutcome.program_unsafe` then tells the caller to use the walk's value.
 
 Evaluation stops as soon as the running cost exceeds the limit (cel-go raises `operation
 cancelled: actual cost limit exceeded` at that point), and a separate step budget bounds the work
@@ -40,6 +46,8 @@ of loops cel-go prices at zero per iteration.
 from __future__ import annotations
 
 import datetime
+import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -60,7 +68,13 @@ from policies.cel.jsonvalue import (
     TypeValue,
     UInt,
 )
+from policies.cel.k8s_library.comprehensions import MAP_INSERT, duplicate_key_message
+from policies.cel.k8s_library.equality import equal_by_type
+from policies.cel.k8s_library.strings_format import FormatFailure
+from policies.cel.k8s_library.strings_format import render as render_format
+from policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from policies.cel.types import CelType, Primitive, TypeKind
+from policies.cel.validators import parse_go_duration, parse_go_rfc3339
 
 __all__ = [
     "COST_LIMIT_EXCEEDED",
@@ -69,6 +83,8 @@ __all__ = [
     "CostOutcome",
     "PreparedCall",
     "ResultKind",
+    "conversion_verdict",
+    "plan_error",
     "track_cost",
 ]
 
@@ -125,12 +141,17 @@ class CostOutcome:
     first running total above it, as cel-go reports), `work_exceeded` (the step budget ran out in
     loops cel-go prices at zero), `plan_error` (cel-go could not even build the program, e.g. a
     constant conversion that fails at plan time).
+
+    `program_unsafe`: a call handed (or would have handed) Python code a value cel-expr-python
+    cannot carry there faithfully, or at all (it crashes on optionals); the program must not
+    run, and `value` is the evaluation's value.
     """
 
     status: Literal["ok", "cost_exceeded", "work_exceeded", "plan_error"]
     cost: int
     value: object = None
     message: str = ""
+    program_unsafe: bool = False
 
 
 def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: CallBridge, *,
@@ -157,7 +178,143 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
     except RecursionError:
         # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
         return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
-    return CostOutcome("ok", run.cost, value)
+    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe)
+
+
+def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = True,
+               nodes: Sequence[Node] | None = None) -> tuple[str, int] | None:
+    """Why cel-go could not build the program of `checked` with `OptOptimize` (message and the
+    id of the node that failed, 0 if unknown), or None.
+
+    cel-go folds type conversions of constants while planning (`int("x")`, `uint(-1)`, also in
+    a branch that never runs), and a failing one makes `env.Program()` fail. The plan is
+    cached, so a later `track_cost` of the same AST reuses it. Without a conversion of a
+    constant among `nodes` (the AST's nodes, when the caller has them) nothing can fail.
+    """
+    if nodes is not None and not any(_folds_conversion(n) for n in nodes):
+        return None
+    try:
+        _plan_for(checked, bridge, True, kubernetes)
+    except _PlanError as exc:
+        return str(exc), exc.node_id
+    return None
+
+
+def _folds_conversion(node: Node) -> bool:
+    return (node.kind is NodeKind.CALL and node.function in _CONVERSIONS
+            and node.target is None and len(node.args) == 1 and _constant(node.args[0]))
+
+
+def _constant(node: Node) -> bool:
+    """Whether the planner can fold `node` to a constant (literals, literal lists and maps,
+    conversions of those)."""
+    kind = node.kind
+    if kind is NodeKind.CONST:
+        return True
+    if kind is NodeKind.LIST:
+        return all(_constant(e) for e in node.elements)
+    if kind is NodeKind.STRUCT:
+        return not node.message_name and all(
+            e.key is not None and _constant(e.key) and _constant(e.value) for e in node.entries)
+    return kind is NodeKind.CALL and node.target is None and node.function in _CONVERSIONS \
+        and len(node.args) == 1 and _constant(node.args[0])
+
+
+_CONVERSION_TARGETS = {
+    "int": "int", "uint": "uint", "double": "double", "bool": "bool",
+    "duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp",
+}
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_GO_UINT = re.compile(r"[0-9]+")
+_GO_BOOLS = frozenset({"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false",
+                       "False"})
+_GO_DECIMAL_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_GO_HEX_FLOAT = re.compile(
+    r"([+-]?)0[xX]((?:_?[0-9a-fA-F])+\.?(?:[0-9a-fA-F](?:_?[0-9a-fA-F])*)?|"
+    r"\.[0-9a-fA-F](?:_?[0-9a-fA-F])*)[pP]([+-]?[0-9]+)")
+_GO_SPECIAL_FLOAT = re.compile(r"[+-]?(?:inf|infinity|nan)", re.IGNORECASE)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_UINT64_MAX = (1 << 64) - 1
+_TIME_MIN, _TIME_MAX = -62135596800, 253402300799
+_OVERFLOW = {"int": "integer overflow", "uint": "unsigned integer overflow"}
+
+
+def _go_parse_float_ok(text: str) -> bool:
+    """Go `strconv.ParseFloat(text, 64)` succeeds (well formed and in range)."""
+    if _GO_SPECIAL_FLOAT.fullmatch(text):
+        return True
+    if _GO_DECIMAL_FLOAT.fullmatch(text):
+        return math.isfinite(float(text))
+    m = _GO_HEX_FLOAT.fullmatch(text)
+    if m is None:
+        return False
+    mantissa = m.group(2).replace("_", "")
+    try:
+        return math.isfinite(float.fromhex(f"{m.group(1)}0x{mantissa}p{m.group(3)}"))
+    except OverflowError:
+        return False
+
+
+def _string_converts(function: str, text: str) -> bool:
+    if function == "int":
+        return bool(_GO_INT.fullmatch(text)) and _INT64_MIN <= int(text) <= _INT64_MAX
+    if function == "uint":
+        return bool(_GO_UINT.fullmatch(text)) and int(text) <= _UINT64_MAX
+    if function == "double":
+        return _go_parse_float_ok(text)
+    if function == "bool":
+        return text in _GO_BOOLS
+    if function == "duration":
+        return not isinstance(parse_go_duration(text), str)
+    return parse_go_rfc3339(text) is not None  # timestamp, with cel-go's year range
+
+
+def _double_converts(function: str, value: float) -> bool:
+    """cel-go `doubleToInt64Checked` / `doubleToUint64Checked` (bounds as Go compares them)."""
+    if not math.isfinite(value):
+        return False
+    if function == "int":
+        return float(_INT64_MIN) < value < float(_INT64_MAX)
+    return 0.0 <= value < float(1 << 64)
+
+
+def conversion_verdict(function: str, value: object) -> str | bool | None:
+    """cel-go's verdict on the type conversion `function(value)` of a constant.
+
+    The error message cel-go gives (`common/types`: a string that does not parse, `type
+    conversion error from 'string' to 'int'`; a number out of the target's range, `integer
+    overflow` / `unsigned integer overflow` / `timestamp overflow`; bytes that are not UTF-8,
+    `invalid UTF-8 in bytes, cannot convert to string`), None when the conversion succeeds in
+    cel-go, or False when this function does not know (then cel-cpp's verdict stands). Strings
+    parse with Go's rules (`strconv`, `time.ParseDuration`, RFC 3339), not cel-cpp's.
+    """
+    if isinstance(value, str):
+        if function not in _CONVERSION_TARGETS:
+            return False
+        if _string_converts(function, value):
+            return None
+        return f"type conversion error from 'string' to '{_CONVERSION_TARGETS[function]}'"
+    if isinstance(value, float):
+        if function not in _OVERFLOW:
+            return False
+        return None if _double_converts(function, value) else _OVERFLOW[function]
+    if isinstance(value, UInt):
+        if function != "int":
+            return False
+        return None if value <= _INT64_MAX else _OVERFLOW["int"]
+    if isinstance(value, int) and not isinstance(value, bool):
+        if function == "uint":
+            return None if value >= 0 else _OVERFLOW["uint"]
+        if function == "timestamp":
+            return None if _TIME_MIN <= value <= _TIME_MAX else "timestamp overflow"
+        return False
+    if isinstance(value, bytes) and function == "string":
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return "invalid UTF-8 in bytes, cannot convert to string"
+        return None
+    return False
 
 
 # ------------------------------------------------------------------------------------------------
@@ -174,14 +331,18 @@ class _WorkExceeded(Exception):
 
 
 class _PlanError(Exception):
-    """Internal: cel-go would fail to build the program."""
+    """Internal: cel-go would fail to build the program (at node `node_id`, 0 if unknown)."""
+
+    def __init__(self, message: str, node_id: int = 0) -> None:
+        super().__init__(message)
+        self.node_id = node_id
 
 
 _MISSING = object()
 
 
 class _Run:
-    __slots__ = ("cost", "limit", "max_steps", "steps", "vars")
+    __slots__ = ("cost", "limit", "max_steps", "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -189,6 +350,7 @@ class _Run:
         self.max_steps = max_steps
         self.cost = 0
         self.steps = 0
+        self.unsafe = False
 
     def charge(self, amount: int) -> None:
         self.cost += amount
@@ -587,17 +749,27 @@ class _OptionalOr(_Step):
 # --- calls ---------------------------------------------------------------------------------------
 
 
+Native = Callable[[list[object]], object | None]
+Guard = Callable[[list[object]], bool]
+
+
 class _Call(_Step):
-    __slots__ = ("args", "native", "precheck", "prepared", "price", "varargs")
+    """A function call; `native` computes it here (None: ask the bridge), and `guard` says
+    when its arguments must not reach the bridge's (and the program's) Python code."""
+
+    __slots__ = ("args", "guard", "native", "overrides", "precheck", "prepared", "price",
+                 "varargs")
 
     def __init__(self, site: CallSite, args: tuple[_Step, ...], prepared: PreparedCall,
-                 native: Callable[[list[object]], object | None] | None,
-                 kubernetes: bool) -> None:
+                 native: Native | None, kubernetes: bool, guard: Guard | None = None,
+                 overrides: bool = False) -> None:
         overload = go_overload_id(site.function, site.overload_ids)
         self.args = args
         self.prepared = prepared
         self.price = pricer_for(site.function, overload, kubernetes=kubernetes)
         self.native = native
+        self.guard = guard
+        self.overrides = overrides  # a native result differs from the program's: use ours
         self.varargs = len(args) >= 3
         self.precheck = overload == "lists_range"
 
@@ -628,8 +800,18 @@ class _Call(_Step):
         else:
             if self.precheck:
                 _precheck_range(rt, values)
+            guarded = self.guard is not None and self.guard(values)
+            if guarded:
+                rt.unsafe = True
             native = self.native(values) if self.native is not None else None
-            result = native if native is not None else self.prepared.call(values)
+            if native is not None:
+                result = native
+                if self.overrides:
+                    rt.unsafe = True
+            elif guarded:
+                result = CelError("no such overload")
+            else:
+                result = self.prepared.call(values)
         rt.charge(self.price(values, result))
         return result
 
@@ -653,6 +835,164 @@ def _native_add_list(values: list[object]) -> object | None:
 
 class _Accumulator(list[object]):
     """The list a comprehension builds; cel-go appends to it in place (a mutable list)."""
+
+
+class _MapAccumulator(dict[object, object]):
+    """The map `transformMap`/`transformMapEntry` build; cel-go inserts into it in place."""
+
+
+def _native_map_insert(values: list[object]) -> object | None:
+    """cel-go `cel.@mapInsert` (`types.InsertMapKeyValue`): (map, key, value) or (map, map)."""
+    target = values[0]
+    if not isinstance(target, dict):
+        return None
+    if len(values) == 3:
+        pairs: list[tuple[object, object]] = [(values[1], values[2])]
+    elif len(values) == 2 and isinstance(values[1], dict):
+        pairs = list(values[1].items())
+    else:
+        return None
+    out: dict[object, object]
+    if type(target) is _MapAccumulator:
+        # In place, as cel-go's mutable map, unless the map is also among the new values.
+        out = target if all(v is not target for _, v in pairs) else _MapAccumulator(target)
+    else:
+        out = dict(target)
+    for key, value in pairs:
+        mkey = key if isinstance(key, BoolKey) else _literal_key(key)
+        if isinstance(mkey, CelError):
+            return mkey
+        if mkey in out:
+            return CelError(duplicate_key_message(_key_text(mkey)))
+        out[mkey] = value
+    return out
+
+
+def _native_format(values: list[object]) -> object | None:
+    """cel-go's `string.format` (`k8s_library.strings_format`), which renders doubles and the
+    `%f`/`%e` clauses unlike cel-cpp; None (cel-cpp renders) where it cannot be faithful."""
+    text, args = values
+    if not isinstance(text, str) or not isinstance(args, list):
+        return None
+    rendered = render_format(text, args)
+    if isinstance(rendered, FormatFailure):
+        return CelError(rendered.message)
+    return rendered
+
+
+def _python_faithful(value: object) -> bool:
+    """Whether cel-expr-python carries `value` into Python and back unchanged: null, bool,
+    int, double, string, bytes, and lists and maps of them (string or int keys)."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return True
+    if isinstance(value, list):
+        return all(_python_faithful(v) for v in value)
+    if isinstance(value, dict):
+        return all(type(k) in (str, int) and _python_faithful(v) for k, v in value.items())
+    return False
+
+
+def _map_insert_unfaithful(values: list[object]) -> bool:
+    """Whether the program's `cel.@mapInsert` would see a value it cannot carry faithfully.
+
+    Only the new entries are looked at: the map itself holds entries inserted (and looked at)
+    before. Bool keys count as unfaithful, since Python merges `true` with `1`.
+    """
+    if len(values) == 3:
+        return type(values[1]) not in (str, int) or not _python_faithful(values[2])
+    return len(values) != 2 or not _python_faithful(values[1])
+
+
+def _holds_optional(value: object) -> bool:
+    if isinstance(value, OptionalValue):
+        return True
+    if isinstance(value, list):
+        return any(_holds_optional(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_optional(v) for v in value.values())
+    return False
+
+
+def _optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
+    """A guard tripping when an optional could reach one of the Python overloads `signatures`
+    (cel-expr-python crashes converting it): itself as a `dyn` argument, or inside a list or
+    map argument of a `dyn`, list or map parameter."""
+    kinds: dict[int, set[str]] = {}
+    for sig in signatures:
+        for i, kind in enumerate(sig):
+            if kind != "other":
+                kinds.setdefault(i, set()).add(kind)
+    if not kinds:
+        return None
+
+    def reaches(value: object, accepted: set[str]) -> bool:
+        if isinstance(value, OptionalValue):
+            return "dyn" in accepted
+        if isinstance(value, list):
+            return bool(accepted & {"dyn", "list"}) and _holds_optional(value)
+        if isinstance(value, dict):
+            return bool(accepted & {"dyn", "map"}) and _holds_optional(value)
+        return False
+
+    def guard(values: list[object]) -> bool:
+        return any(i in kinds and reaches(v, kinds[i]) for i, v in enumerate(values))
+    return guard
+
+
+def _carrier(value: object) -> object:
+    """The library carrier inside walk values (what the program's values are)."""
+    if isinstance(value, Opaque):
+        return value.token
+    if isinstance(value, list):
+        return [_carrier(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _carrier(v) for k, v in value.items()}
+    return value
+
+
+def _value_equality(function: str, type_name: str) -> Native:
+    """Upstream `==`/`!=`/`in` for Quantity and Semver operands (by value, not by carrier), as
+    `k8s_library.equality` makes the program compare them."""
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = _carrier(values[0]), _carrier(values[1])
+        if function == "@in":
+            if not isinstance(rhs, list):
+                return None
+            found = [equal_by_type(type_name, lhs, item) for item in rhs]
+            return None if None in found else any(found)
+        equal = equal_by_type(type_name, lhs, rhs)
+        if equal is None:
+            return None
+        return equal if function == "_==_" else not equal
+    return native
+
+
+def _library_type_equality(equal: bool) -> Native:
+    """`==`/`!=` when an operand is the type value of a library type (which the bridge cannot
+    encode): equal exactly to the same type value."""
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = values
+        if not ((isinstance(lhs, TypeValue) and lhs.name in LIBRARY_TYPES)
+                or (isinstance(rhs, TypeValue) and rhs.name in LIBRARY_TYPES)):
+            return None
+        same = isinstance(lhs, TypeValue) and isinstance(rhs, TypeValue) and lhs.name == rhs.name
+        return same if equal else not same
+    return native
+
+
+_VALUE_EQUALITY_TYPES = frozenset({"kubernetes.Quantity", "kubernetes.Semver"})
+
+
+def _library_kind(t: CelType) -> str | None:
+    """The Quantity/Semver type `t` is, or holds in lists and map values (as the program's
+    equality rewrite reads it)."""
+    if t.kind is TypeKind.ABSTRACT and t.name in _VALUE_EQUALITY_TYPES and not t.params:
+        return t.name
+    if t.kind is TypeKind.LIST and t.params:
+        return _library_kind(t.elem)
+    if t.kind is TypeKind.MAP and len(t.params) == 2:
+        return _library_kind(t.value)
+    return None
 
 
 class _ConstSetMembership(_Step):
@@ -795,9 +1135,9 @@ class _Fold(_Step):
                 return rng
             return CelError("No matching overloads found : <iter_range>")
         accu = self.accu_init.eval(rt)
-        if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list) and not accu:
+        if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list | dict) and not accu:
             # Only macro accumulators (which user text cannot name) may grow in place.
-            accu = _Accumulator()
+            accu = _Accumulator() if isinstance(accu, list) else _MapAccumulator()
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]
         scope = rt.vars
@@ -817,6 +1157,8 @@ class _Fold(_Step):
             _restore(scope, names, saved)
         if type(result) is _Accumulator:
             result = list(result)
+        elif type(result) is _MapAccumulator:
+            result = dict(result)
         return result
 
 
@@ -967,17 +1309,57 @@ class _Planner:
                 "", "optional_or_optional", "optional_orValue_value"):
             return _OptionalOr(args[0], args[1], fn == "orValue", self.bridge.prepare(site))
         if self.optimize:
-            folded = self._fold_call(site, overload, args)
+            folded = self._fold_call(n.id, site, overload, args)
             if folded is not None:
                 return folded
-        native = _native_add_list if overload == "add_list" else None
-        return _Call(site, args, self.bridge.prepare(site), native, self.kubernetes)
+        if fn == "format" and n.target is not None and len(n.args) == 1:
+            return _Call(site, args, self.bridge.prepare(site), _native_format, self.kubernetes,
+                         overrides=True)
+        native, guard = self._native(n, fn, overload)
+        return _Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
 
-    def _fold_call(self, site: CallSite, overload: str, args: tuple[_Step, ...]) -> _Step | None:
+    def _native(self, n: Node, fn: str, overload: str) -> tuple[Native | None, Guard | None]:
+        """What the walk computes itself for this call, and when the program must not run."""
+        if overload == "add_list":
+            return _native_add_list, None
+        if fn == MAP_INSERT:
+            return _native_map_insert, _map_insert_unfaithful
+        if fn == "type" and n.target is None and len(n.args) == 1:
+            arg_type = self.ast.type_of(n.args[0].id)
+            if arg_type.kind is TypeKind.ABSTRACT and arg_type.name in LIBRARY_TYPES:
+                # As the program's renamed `type()`: the static library type, by name.
+                value = TypeValue(arg_type.name)
+                return (lambda _values: value), None
+        if fn in ("_==_", "_!=_", "@in") and n.target is None and len(n.args) == 2:
+            left = _library_kind(self.ast.type_of(n.args[0].id))
+            right_type = self.ast.type_of(n.args[1].id)
+            if fn == "@in":
+                right = _library_kind(right_type.elem) if right_type.kind is TypeKind.LIST \
+                    and right_type.params else None
+            else:
+                right = _library_kind(right_type)
+            if left is not None and left == right:
+                return _value_equality(fn, left), None
+            if fn != "@in" and any(self.ast.type_of(a.id).kind in (TypeKind.TYPE, TypeKind.DYN)
+                                   for a in n.args):
+                return _library_type_equality(fn == "_==_"), None
+        kinds = getattr(self.bridge, "python_parameter_kinds", None)
+        signatures = kinds(fn) if callable(kinds) else ()
+        return None, _optional_guard(signatures) if signatures else None
+
+    def _fold_call(self, node_id: int, site: CallSite, overload: str, args: tuple[_Step, ...]
+                   ) -> _Step | None:
         if site.function in _CONVERSIONS and len(args) == 1 and isinstance(args[0], _Const):
+            verdict = conversion_verdict(site.function, args[0].value)
+            if isinstance(verdict, str):
+                raise _PlanError(verdict, node_id)
             value = self.bridge.prepare(site).call([args[0].value])
             if isinstance(value, CelError):
-                raise _PlanError(value.message)
+                if verdict is False:
+                    raise _PlanError(value.message, node_id)
+                # cel-go converts it, cel-cpp cannot (`duration("1µs")`): not folded, so the
+                # program fails only if it gets there.
+                return None
             return _Const(value)
         if overload == "in_list" and len(args) == 2 and isinstance(args[1], _Const):
             items = args[1].value
@@ -995,8 +1377,8 @@ class _Planner:
         optional = frozenset(n.optional_indices)
         if self.optimize and all(isinstance(e, _Const) for e in elements):
             value = _build_list([e.value for e in elements if isinstance(e, _Const)], optional)
-            if isinstance(value, CelError):
-                raise _PlanError(value.message)
+            # cel-go folds the literal into a constant even when building it fails (the error
+            # is then the constant's value), unlike a failing conversion.
             return _Const(value)
         return _List(elements, optional)
 
@@ -1012,9 +1394,7 @@ class _Planner:
                                  for k, v, _ in entries):
             value = _build_map([(k.value, v.value, o) for k, v, o in entries
                                 if isinstance(k, _Const) and isinstance(v, _Const)])
-            if isinstance(value, CelError):
-                raise _PlanError(value.message)
-            return _Const(value)
+            return _Const(value)  # an error value too, as for lists
         return _Map(tuple(entries))
 
     def _comprehension(self, n: Node, scope: frozenset[str]) -> _Step:

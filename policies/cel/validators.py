@@ -24,8 +24,12 @@ Literal checks follow the Go semantics cel-go inherits (`time.ParseDuration`,
 cel-cpp's absl parsers, which accept other spellings (a lower-case `t`/`z` in timestamps) and
 reject some Go accepts (`1µs`).
 
-Not emulated: ext.Strings' compile-time check of literal `format` strings against their
-argument types (`stringFormatValidator`); such errors surface at evaluation instead.
+* constant `format` calls (ext.Strings' `stringFormatValidator`, `StringsValidateFormatCalls`,
+  on by default): `"<literal>".format([<list literal>])` must parse as a format string, name
+  no more clauses than arguments and no fewer (`too many arguments supplied to string.format
+  (expected 2, got 3)`), and give each clause an argument of a kind it formats (`error during
+  formatting: decimal clause can only be used on integers, was given double`); the parser is
+  `k8s_library.strings_format`'s, shared with evaluation.
 """
 
 from __future__ import annotations
@@ -37,6 +41,13 @@ from dataclasses import dataclass
 
 from policies.cel.ast import CheckedAst, ConstKind, Node, NodeKind
 from policies.cel.errors import CompileError, ErrorStage
+from policies.cel.k8s_library.strings_format import (
+    CLAUSE_KINDS,
+    STRING_CLAUSE_KINDS,
+    FormatFailure,
+    clause_error,
+    parse_format,
+)
 from policies.cel.types import CelType, Primitive, TypeKind, WellKnown
 
 __all__ = [
@@ -50,6 +61,7 @@ __all__ = [
     "parse_go_rfc3339",
     "program_regex_errors",
     "validate_duration_literals",
+    "validate_format_calls",
     "validate_homogeneous_literals",
     "validate_regex_literals",
     "validate_timestamp_literals",
@@ -328,6 +340,97 @@ def program_regex_errors(
         problem = check(pattern)
         if problem is not None:
             errors.append(_error_at(ast, args[1].id, problem, ErrorStage.PROGRAM))
+    return errors
+
+
+# ------------------------------------------------------------------------------------------------
+# Constant string.format() calls
+# ------------------------------------------------------------------------------------------------
+
+def _go_kind(t: CelType) -> str:
+    """cel-go's `Type.Kind()` of a checked type, as a name (`dyn`, `int`, `list`, `opaque`...)."""
+    k = t.kind
+    if k is TypeKind.DYN:
+        return "dyn"
+    if k is TypeKind.PRIMITIVE:
+        return _GO_PRIMITIVE[t.primitive or Primitive.UNSPECIFIED]
+    if k is TypeKind.WELL_KNOWN:
+        return {WellKnown.TIMESTAMP: "timestamp", WellKnown.DURATION: "duration"}.get(
+            t.well_known or WellKnown.UNSPECIFIED, "any")
+    return {TypeKind.LIST: "list", TypeKind.MAP: "map", TypeKind.TYPE: "type",
+            TypeKind.NULL: "null"}.get(k, "opaque")
+
+
+def _go_type_name(t: CelType) -> str:
+    """cel-go's `Type.TypeName()`: the type without its parameters (`list`, `optional_type`)."""
+    if t.kind is TypeKind.LIST:
+        return "list"
+    if t.kind is TypeKind.MAP:
+        return "map"
+    if t.kind is TypeKind.TYPE:
+        return "type"
+    if t.is_optional:
+        return "optional_type"
+    return format_go_type(t) if not t.params else t.name
+
+
+def _string_clause_problem(ast: CheckedAst, node: Node) -> Node | None:
+    """cel-go `verifyString`: the first node (the argument or, inside list and map literals, a
+    member) whose type `%s` cannot format."""
+    kind = _go_kind(ast.type_of(node.id))
+    if kind != "dyn" and kind not in STRING_CLAUSE_KINDS:
+        return node
+    members: tuple[Node, ...] = ()
+    if node.kind is NodeKind.LIST:
+        members = node.elements
+    elif node.kind is NodeKind.STRUCT and not node.message_name:
+        members = tuple(part for e in node.entries
+                        for part in ((e.key, e.value) if e.key is not None else (e.value,)))
+    for member in members:
+        bad = _string_clause_problem(ast, member)
+        if bad is not None:
+            return bad
+    return None
+
+
+def validate_format_calls(
+    ast: CheckedAst, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """ext.Strings' `stringFormatValidator`: `"<literal>".format([<list literal>])` calls.
+
+    Calls whose format string is not a literal, or whose arguments are not a list literal,
+    are left to evaluation, as upstream does.
+    """
+    errors: list[CompileError] = []
+    for call in _calls(ast, ("format",), nodes):
+        if call.target is None or len(call.args) != 1 or call.args[0].kind is not NodeKind.LIST:
+            continue
+        text = _string_literal(call.target)
+        if text is None:
+            continue
+        args = call.args[0].elements
+
+        def check(index: int, clause: str, _precision: int | None,
+                  args: tuple[Node, ...] = args) -> str | FormatFailure:
+            arg = args[index]
+            if clause == "s":
+                bad = _string_clause_problem(ast, arg)
+                return "" if bad is None else clause_error(
+                    clause, _go_type_name(ast.type_of(bad.id)), bad.id)
+            kind = _go_kind(ast.type_of(arg.id))
+            if kind == "dyn" or kind in CLAUSE_KINDS[clause]:
+                return ""
+            return clause_error(clause, _go_type_name(ast.type_of(arg.id)), arg.id)
+
+        outcome = parse_format(text, len(args), check, runtime=False)
+        if isinstance(outcome, FormatFailure):
+            where = outcome.where if isinstance(outcome.where, int) else call.id
+            errors.append(_error_at(ast, where, outcome.message, ErrorStage.VALIDATE))
+        elif len(args) > outcome[1]:
+            errors.append(_error_at(
+                ast, call.id,
+                f"too many arguments supplied to string.format (expected {outcome[1]}, got "
+                f"{len(args)})", ErrorStage.VALIDATE))
     return errors
 
 

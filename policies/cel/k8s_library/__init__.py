@@ -15,6 +15,15 @@ Two ways in, because cel-expr-python cannot carry values of opaque types:
 
 `native_string(value)` turns an evaluation result into what upstream's
 conversion of that result to a string would give (carriers back to text).
+
+`libraries_for` also carries the run-time half of cel-go's two-variable
+comprehensions (`comprehensions`: `cel.@mapInsert`, which cel-expr-python
+declares but does not implement) and the type values of library types
+(`type_values`); `RuntimeEnv` renames their calls.
+`python_parameter_kinds(function)` tells a caller which checked function
+names run Python code on which kinds of arguments: cel-expr-python crashes
+when it hands an optional value to Python, so the cost walk must never let
+an optional reach one of those parameters.
 """
 
 from __future__ import annotations
@@ -25,7 +34,17 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from policies.cel.k8s_library import cidr, ip, lists, quantity, regex, semver, urls
+from policies.cel.k8s_library import (
+    cidr,
+    comprehensions,
+    ip,
+    lists,
+    quantity,
+    regex,
+    semver,
+    type_values,
+    urls,
+)
 from policies.cel.k8s_library import format as format_lib
 from policies.cel.k8s_library._types import (
     BOOL,
@@ -62,6 +81,7 @@ __all__ = [
     "equal_by_type",
     "libraries_for",
     "native_string",
+    "python_parameter_kinds",
     "rewrite_equality",
 ]
 
@@ -101,8 +121,47 @@ def _selected(version: Version) -> list[Library]:
 
 
 def libraries_for(version: Version) -> list[cel.CelExtensionBase]:
-    """Fresh runtime extensions of every library in the base env at `version`."""
-    return [lib.build() for lib in _selected(version)]
+    """Fresh runtime extensions of every library in the base env at `version`, then the
+    implementation of `cel.@mapInsert` and the `type()` of library values (under their
+    runtime names, harmless where unused)."""
+    return [*(lib.build() for lib in _selected(version)), comprehensions.SPEC.build(),
+            type_values.SPEC.build()]
+
+
+ParameterKinds = tuple[str, ...]
+
+
+def _parameter_kind(param: cel.Type) -> str:
+    name = param.name()
+    if name == "DYN":
+        return "dyn"
+    if name.startswith("LIST"):
+        return "list"
+    if name.startswith("MAP"):
+        return "map"
+    return "other"
+
+
+def _python_parameters() -> dict[str, tuple[ParameterKinds, ...]]:
+    specs = (urls.SPEC, regex.SPEC, lists.SPEC, quantity.SPEC, ip.SPEC, cidr.SPEC,
+             format_lib.SPEC, semver.SPEC)
+    out: dict[str, list[ParameterKinds]] = {}
+    for spec in specs:
+        for r in spec.runtimes:
+            out.setdefault(r.function, []).append(tuple(_parameter_kind(p) for p in r.params))
+    # Checked ASTs name the comprehension helper by its upstream name.
+    out[comprehensions.MAP_INSERT] = [tuple(_parameter_kind(p) for p in r.params)
+                                      for r in comprehensions.SPEC.runtimes]
+    return {name: tuple(kinds) for name, kinds in out.items()}
+
+
+_PYTHON_PARAMETERS = _python_parameters()
+
+
+def python_parameter_kinds(function: str) -> tuple[ParameterKinds, ...]:
+    """Parameter kinds (`dyn`, `list`, `map`, `other`; receiver first) of each Python overload
+    of the checked function `function`; empty when no Python code serves that name."""
+    return _PYTHON_PARAMETERS.get(function, ())
 
 
 # --------------------------------------------------------------------------

@@ -41,6 +41,7 @@ NO_SUCH_OVERLOAD = "no such overload"
 TAG_SEMVER = "\ue000kubernetes.Semver"
 TAG_FORMAT = "\ue000kubernetes.NamedFormat"
 TAG_OPTIONAL = "\ue000optional"
+TAG_TYPE = "\ue000type"  # `[TAG_TYPE, "net.IP"]`: the type value of a library type
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1

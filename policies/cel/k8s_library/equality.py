@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from cel_expr_python import cel
 
-from policies.cel.k8s_library import quantity, semver
+from policies.cel.k8s_library import comprehensions, quantity, semver, type_values
 from policies.cel.k8s_library._types import TAG_SEMVER, CelError, Runtime, no_such_overload
 
 __all__ = [
@@ -40,7 +40,9 @@ __all__ = [
     "SEMVER_RUNTIMES",
     "RuntimeEnv",
     "equal_by_type",
+    "rename_calls",
     "rewrite_equality",
+    "rewrite_type_calls",
 ]
 
 _QUANTITY = "q"
@@ -180,6 +182,68 @@ def rewrite_equality(serialized: bytes) -> bytes:
         name = RENAMES[left, call.function].encode()
         patched[call.name_offset : call.name_offset + len(name)] = name
     return serialized if patched is None else bytes(patched)
+
+
+def rename_calls(serialized: bytes, renames: dict[str, str]) -> bytes:
+    """`serialized` (an Any holding a CheckedExpr) with every call of a function in `renames`
+    renamed, whatever its operand types (each new name as long as the old one)."""
+    if not any(old.encode() in serialized for old in renames):
+        return serialized
+    checked = _checked_expr_span(serialized)
+    if checked is None:
+        return serialized
+    root = _first(serialized, *checked, 4)
+    if root is None:
+        return serialized
+    patched = bytearray(serialized)
+    for call in _calls(serialized, *root):
+        new = renames.get(call.function)
+        if new is not None and len(new) == len(call.function):
+            name = new.encode()
+            patched[call.name_offset : call.name_offset + len(name)] = name
+    return bytes(patched)
+
+
+def rewrite_type_calls(serialized: bytes) -> bytes:
+    """`serialized` with each `type(x)`, `x` typed as a library type, renamed to that type's
+    function (`type_values`)."""
+    if b"type" not in serialized:
+        return serialized
+    checked = _checked_expr_span(serialized)
+    if checked is None:
+        return serialized
+    abstract: dict[int, str] = {}
+    calls: list[_Call] = []
+    for number, start, end, _ in _fields(serialized, *checked):
+        if number == 3:  # type_map entry
+            expr_id, name = _abstract_entry(serialized, start, end)
+            if name in type_values.RENAMES:
+                abstract[expr_id] = name
+        elif number == 4:
+            calls = _calls(serialized, start, end)
+    if not abstract:
+        return serialized
+    patched = bytearray(serialized)
+    for call in calls:
+        if call.function == "type" and len(call.args) == 1 and call.args[0] in abstract:
+            renamed = type_values.RENAMES[abstract[call.args[0]]].encode()
+            patched[call.name_offset : call.name_offset + len(renamed)] = renamed
+    return bytes(patched)
+
+
+def _abstract_entry(buf: bytes, start: int, end: int) -> tuple[int, str]:
+    """(expression id, abstract type name or "") of one type_map entry."""
+    expr_id, name = 0, ""
+    for number, s, e, value in _fields(buf, start, end):
+        if number == 1:
+            expr_id = value
+        elif number == 2:
+            abstract = _first(buf, s, e, 14)
+            if abstract is not None:
+                found = _first(buf, *abstract, 1)
+                if found is not None:
+                    name = bytes(buf[found[0] : found[1]]).decode("utf-8", "replace")
+    return expr_id, name
 
 
 @dataclass(frozen=True)
@@ -340,7 +404,9 @@ class RuntimeEnv:
     """The runtime `cel.Env` of the libraries, planning checked ASTs with upstream equality.
 
     `deserialize` rewrites the checked AST (see the module docstring) before cel-cpp plans
-    it; `compile` is the plain environment's (text compiled here is checked loosely, on
+    it, points `cel.@mapInsert` calls at their implementation (`comprehensions`) and
+    `type()` of library values at their type values (`type_values`);
+    `compile` is the plain environment's (text compiled here is checked loosely, on
     carriers, and is not rewritten).
     """
 
@@ -351,7 +417,8 @@ class RuntimeEnv:
 
     def deserialize(self, serialized: bytes) -> cel.Expression:
         """Plan a serialized checked AST (`Expression.serialize()` of the checking env)."""
-        return self.env.deserialize(rewrite_equality(bytes(serialized)))
+        rewritten = rename_calls(rewrite_equality(bytes(serialized)), comprehensions.RENAMES)
+        return self.env.deserialize(rewrite_type_calls(rewritten))
 
     def compile(self, expression: str, disable_check: bool = False) -> cel.Expression:
         """Compile text in the runtime environment itself."""
