@@ -17,6 +17,8 @@ skipped for that request rather than compiling whatever a 7 MiB body can hold.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -202,12 +204,57 @@ def _with_name(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return obj
 
 
+SliceKey = tuple[object, ...]
+
+
+class FindingsCache:
+    """A bounded LRU of slice-rule findings keyed by everything they depend on.
+
+    Drivers republish the same metadata slices over and over (every reconcile bumps the
+    generation, not the extractors), so the verdict for identical content is computed
+    once per process. The key holds what slice rules read — identity fields, presence of
+    `devices` and `sharingAffinity`, every (name, expression), the old object's
+    expressions (ratcheting) and the engine options — and never device contents, which
+    no slice rule reads beyond their presence.
+    """
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        self._data: OrderedDict[SliceKey, tuple[Finding, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+
+    @staticmethod
+    def key(new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> SliceKey:
+        old_expressions = (
+            frozenset(e.expression for e in old.sharing_affinity) if old is not None else None
+        )
+        entries = tuple((e.name, e.expression) for e in new.sharing_affinity)
+        return (new.name, new.driver, new.pool_name, new.devices_set, new.sharing_affinity_set,
+                entries, old_expressions, options)
+
+    def findings(self, new: ResourceSlice, old: ResourceSlice | None,
+                 options: EngineOptions) -> tuple[Finding, ...]:
+        key = self.key(new, old, options)
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is not None:
+                self._data.move_to_end(key)
+                return hit
+        computed = tuple(check_slice(new, old, options))
+        with self._lock:
+            self._data[key] = computed
+            if len(self._data) > self._maxsize:
+                self._data.popitem(last=False)
+        return computed
+
+
 class Admitter:
     """Decides one request. Holds only immutable configuration (and the pool checker)."""
 
     def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None) -> None:
         self.settings = settings
         self.pools = pools if settings.pool_check else None
+        self.cache = FindingsCache()
         self.options = EngineOptions(kubernetes_version=settings.kubernetes_version)
         expression_rules = frozenset(r.id for r in slice_rules() if r.ratchets)
         self.bounded_options = EngineOptions(
@@ -243,7 +290,7 @@ class Admitter:
         new = parsed.obj
         over_limit = len(new.sharing_affinity) > self.options.limits.max_entries
         options = self.bounded_options if over_limit else self.options
-        findings: list[Finding] = check_slice(new, old, options)
+        findings: list[Finding] = list(self.cache.findings(new, old, options))
         # Over the entry limit the pool check is skipped too: its cost sum would compile every
         # entry, and SA101 denies the slice anyway.
         pool_check, extra = (PoolVerdict(), ()) if over_limit else self._pool(new, old, options)

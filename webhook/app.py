@@ -59,6 +59,11 @@ def warm_up(settings: WebhookSettings) -> Readiness:
     return Readiness(cel_ready=True)
 
 
+PROCESS_METRICS_INTERVAL = 1.0
+"""Seconds between copies of the compile-cache and TLS counters into the metrics: per-worker
+gauges that need not be exact per request, and cost a lock round per cache to read."""
+
+
 class Webhook:
     """The request handlers, with the per-process state they share (all read-only but metrics)."""
 
@@ -66,6 +71,7 @@ class Webhook:
         self.settings = settings
         self.log = logs.configure(settings.log_level)
         self.metrics = Metrics()
+        self._last_sync = float("-inf")
         self.admitter = Admitter(settings, pools)
         self.readiness = warm_up(settings)
 
@@ -93,7 +99,9 @@ class Webhook:
         seconds = time.perf_counter() - started
         self.metrics.observe_request(verdict.decision, verdict.request.operation, verdict.request.dry_run,
                                      seconds, verdict.findings, verdict.pool_check)
-        self._sync_process_metrics()
+        if started - self._last_sync >= PROCESS_METRICS_INTERVAL:
+            self._last_sync = started
+            self._sync_process_metrics()
         fields = verdict.log_fields()
         fields["duration_s"] = round(seconds, 6)
         self.log.info("admission review", extra={"fields": fields})

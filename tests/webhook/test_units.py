@@ -202,3 +202,23 @@ def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Pat
         assert list((tmp_path / "metrics").glob("*.db"))  # samples went to the multiprocess dir
     finally:
         stop_server(server)
+
+
+def test_findings_cache_keys_on_what_slice_rules_read() -> None:
+    from policies.engine import EngineOptions
+    from tests.helpers import entry, model, slice_doc
+    from webhook.admission import FindingsCache
+
+    cache = FindingsCache(maxsize=2)
+    options = EngineOptions()
+    expensive = '"prefix-" + object.x'
+    new = model(slice_doc([entry("k", expensive)]))
+    first = cache.findings(new, None, options)
+    assert [f.rule for f in first if f.rule == "SA108"] == ["SA108"]
+    assert cache.findings(model(slice_doc([entry("k", expensive)])), None, options) is first
+    # ratcheting: the same slice against an old object that stored the expression
+    ratcheted = cache.findings(new, model(slice_doc([entry("k", expensive)])), options)
+    assert "SA108" not in [f.rule for f in ratcheted]
+    # device contents are not part of the key, their presence is
+    with_devices = model(slice_doc([entry("k", expensive)], devices=[{"name": "d"}]))
+    assert "SA109" in [f.rule for f in cache.findings(with_devices, None, options)]
