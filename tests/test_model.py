@@ -35,3 +35,12 @@ def test_kinds() -> None:
     assert parsed_class.selectors[0].expression == "true"
     other = parse({"apiVersion": "v1", "kind": "ConfigMap"})
     assert other.obj is None and not other.recognised
+
+
+def test_without_devices_keeps_their_presence_only() -> None:
+    doc = slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}])
+    full = parse(doc).obj
+    light = parse(doc, trusted=True, with_devices=False).obj
+    assert isinstance(full, ResourceSlice) and isinstance(light, ResourceSlice)
+    assert len(full.devices) == 1 and light.devices == ()
+    assert light.devices_set and full.devices_set

@@ -277,7 +277,7 @@ class Admitter:
         if not isinstance(request.object, Mapping):
             return self._skip(request, "request carries no object")
         name = _object_name(request.object, request.name)
-        parsed = parse(_with_name(request.object, name), trusted=True)
+        parsed = parse(_with_name(request.object, name), trusted=True, with_devices=False)
         if not isinstance(parsed.obj, ResourceSlice):
             if parsed.findings:  # a ResourceSlice that fails the structural check: SA000
                 return Verdict(request, allowed=False, decision="denied", name=name,
@@ -285,7 +285,7 @@ class Admitter:
             return self._skip(request, "object is not a ResourceSlice")
         old = None
         if request.operation == "UPDATE" and isinstance(request.old_object, Mapping):
-            old_parsed = parse(request.old_object, trusted=True)
+            old_parsed = parse(request.old_object, trusted=True, with_devices=False)
             old = old_parsed.obj if isinstance(old_parsed.obj, ResourceSlice) else None
         new = parsed.obj
         over_limit = len(new.sharing_affinity) > self.options.limits.max_entries
