@@ -1,6 +1,9 @@
 """Kubernetes name validation (apimachinery `IsQualifiedName`, `IsDNS1123Subdomain`).
 
-The messages are upstream's words, so a finding reads like the API server's reply.
+The messages are upstream's words, so a finding reads like the API server's reply. The grammars
+(`*_FMT`, Go regular-expression syntax), their messages and `regex_error` are public: the VAP
+fallback (`policies.vap`) and the CEL `format` library (`k8s_library.format`, which runs them on
+RE2 and counts bytes as its upstream checks do) build on the same definitions.
 """
 
 from __future__ import annotations
@@ -8,24 +11,25 @@ from __future__ import annotations
 import json
 import re
 
-_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE = re.compile(_QNAME_FMT)
-_QNAME_MSG = (
+QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_QNAME_RE = re.compile(QNAME_FMT)
+QNAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"
 )
-_QNAME_MAX = 63
-_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN_FMT = f"{_LABEL_FMT}(\\.{_LABEL_FMT})*"
-_SUBDOMAIN_RE = re.compile(_SUBDOMAIN_FMT)
-_SUBDOMAIN_MAX = 253
-_SUBDOMAIN_MSG = (
+QNAME_MAX = 63
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+SUBDOMAIN_FMT = f"{DNS1123_LABEL_FMT}(\\.{DNS1123_LABEL_FMT})*"
+_SUBDOMAIN_RE = re.compile(SUBDOMAIN_FMT)
+SUBDOMAIN_MAX = 253
+SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
     "'-' or '.', and must start and end with an alphanumeric character"
 )
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
+    """validation.RegexError (its odd double space before "or" included)."""
     text = msg
     if examples:
         text += " (e.g. '" + "',  or '".join(examples) + "', regex used for validation is '" + fmt + "')"
@@ -36,10 +40,10 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
     errs = []
-    if len(value) > _SUBDOMAIN_MAX:
-        errs.append(f"must be no more than {_SUBDOMAIN_MAX} characters")
+    if len(value) > SUBDOMAIN_MAX:
+        errs.append(f"must be no more than {SUBDOMAIN_MAX} characters")
     if not _SUBDOMAIN_RE.fullmatch(value):  # Go's `^…$` has no newline exception
-        errs.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+        errs.append(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
@@ -58,15 +62,15 @@ def qualified_name_errors(value: str) -> list[str]:
     else:
         return [
             "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > _QNAME_MAX:
-        errs.append(f"name part must be no more than {_QNAME_MAX} characters")
+    elif len(name) > QNAME_MAX:
+        errs.append(f"name part must be no more than {QNAME_MAX} characters")
     if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
+        errs.append("name part " + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 

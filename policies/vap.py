@@ -38,10 +38,10 @@ import yaml
 
 from policies.catalog import get_rule
 from policies.k8s_names import (
-    _QNAME_FMT,
-    _QNAME_MAX,
-    _SUBDOMAIN_FMT,
-    _SUBDOMAIN_MAX,
+    QNAME_FMT,
+    QNAME_MAX,
+    SUBDOMAIN_FMT,
+    SUBDOMAIN_MAX,
 )
 from policies.limits import (
     DEFAULT_KUBERNETES_VERSION,
@@ -205,7 +205,7 @@ def whitespace_class() -> str:
 
 def _qualified_name_pattern() -> str:
     """`IsQualifiedName` as one anchored RE2 pattern (the lengths are checked beside it)."""
-    return f"^({_SUBDOMAIN_FMT}/)?{_QNAME_FMT}$"
+    return f"^({SUBDOMAIN_FMT}/)?{QNAME_FMT}$"
 
 
 def _indexed(field: str) -> str:
@@ -269,8 +269,8 @@ def _valid_name(var: str) -> str:
     # prefix and the name part are ASCII once the pattern matched, so code points are bytes.
     return (
         f"{var}.matches({_cel_raw(_qualified_name_pattern())})"
-        f" && {var}.indexOf('/') <= {_SUBDOMAIN_MAX}"
-        f" && size({var}) - {var}.indexOf('/') <= {_QNAME_MAX + 1}"
+        f" && {var}.indexOf('/') <= {SUBDOMAIN_MAX}"
+        f" && size({var}) - {var}.indexOf('/') <= {QNAME_MAX + 1}"
     )
 
 
@@ -504,7 +504,7 @@ class DeclaredBounds:
 
     @classmethod
     def for_limits(cls, limits: Limits) -> DeclaredBounds:
-        return cls(limits.max_entries, _SUBDOMAIN_MAX + 1 + _QNAME_MAX, limits.max_expression_bytes)
+        return cls(limits.max_entries, SUBDOMAIN_MAX + 1 + QNAME_MAX, limits.max_expression_bytes)
 
     def estimate_size(self, path: SizePath) -> SizeEstimate | None:
         from policies.cel.cost import SizeEstimate

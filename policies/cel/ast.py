@@ -5,7 +5,8 @@ sub-expression) needs the *checked* tree: node kinds, per-node types, the candid
 the checker recorded, macro call info and source positions. cel-expr-python only exposes that as
 a serialized `google.protobuf.Any` wrapping `cel.expr.CheckedExpr`. No PyPI package ships those
 message classes and we do not want the `protobuf` runtime, so this module reads the wire format
-directly, using field numbers from cel-spec's `syntax.proto` and `checked.proto`.
+directly (with `policies.cel.wire`), using field numbers from cel-spec's `syntax.proto` and
+`checked.proto`.
 
 Decoding is on the cold-compile path (a 10 KiB expression is ~75 KB of AST, ~1,800 nodes), so
 `_Decoder` is written for speed; see its docstring. The `protobuf` runtime (upb) would not be
@@ -33,6 +34,10 @@ from policies.cel.types import (
     TypeKind,
     WellKnown,
 )
+from policies.cel.wire import FIXED64 as _FIXED64
+from policies.cel.wire import LEN as _LEN
+from policies.cel.wire import VARINT as _VARINT
+from policies.cel.wire import WireError, iter_fields, read_field, read_varint
 
 __all__ = [
     "AstDecodeError",
@@ -53,36 +58,18 @@ __all__ = [
 CHECKED_EXPR_TYPE_URL = "type.googleapis.com/cel.expr.CheckedExpr"
 
 
-class AstDecodeError(ValueError):
+class AstDecodeError(WireError):
     """The serialized AST could not be read. The engine produced it, so this signals a bug."""
 
 
 # ------------------------------------------------------------------------------------------------
-# Protobuf wire format (private). Kept here rather than in a separate module to keep the decoder
-# self-contained; it supports exactly what the CEL messages use.
+# Protobuf wire format: the generic readers are in `policies.cel.wire`; the decoder below reads
+# the tags cel-cpp writes inline and comes to them for anything else (other wire types, unknown
+# fields, over-long tags), so that every input is treated the same way whichever path reads it.
 # ------------------------------------------------------------------------------------------------
 
-_VARINT, _FIXED64, _LEN, _FIXED32 = 0, 1, 2, 5
 _TWO_63 = 1 << 63
 _TWO_64 = 1 << 64
-_MASK_64 = _TWO_64 - 1
-
-
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    """Read the varint at `pos`, which must end before `end`: (value mod 2**64, next pos)."""
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise AstDecodeError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result & _MASK_64, pos
-        shift += 7
-        if shift >= 70:
-            raise AstDecodeError("varint longer than 10 bytes")
 
 
 def _span(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -94,47 +81,11 @@ def _span(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         length = (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
         pos += 2
     else:
-        length, pos = _varint(buf, pos, end)
+        length, pos = read_varint(buf, pos, end)
     stop = pos + length
     if stop > end:
         raise AstDecodeError("truncated length-delimited field")
     return pos, stop
-
-
-def _field(buf: bytes, pos: int, end: int) -> tuple[int, int, int | bytes, int]:
-    """Read any one field at `pos`: (number, wire type, payload, next pos).
-
-    The payload is an int, or a copy of the bytes of a length-delimited field. This is the
-    general path: the decoders below read the tags cel-cpp writes inline and come here for
-    anything else (other wire types, unknown fields, over-long tags), so that every input is
-    treated the same way whichever path reads it.
-    """
-    key, pos = _varint(buf, pos, end)
-    number, wire = key >> 3, key & 7
-    if number == 0:
-        raise AstDecodeError("field number 0")
-    if wire == _VARINT:
-        value, pos = _varint(buf, pos, end)
-        return number, wire, value, pos
-    if wire in (_FIXED64, _FIXED32):
-        width = 8 if wire == _FIXED64 else 4
-        if pos + width > end:
-            raise AstDecodeError("truncated fixed-width field")
-        return number, wire, int.from_bytes(buf[pos:pos + width], "little"), pos + width
-    if wire == _LEN:
-        length, pos = _varint(buf, pos, end)
-        if pos + length > end:
-            raise AstDecodeError("truncated length-delimited field")
-        return number, wire, bytes(buf[pos:pos + length]), pos + length
-    raise AstDecodeError(f"unsupported wire type {wire}")
-
-
-def _fields(buf: bytes) -> Iterator[tuple[int, int, int | bytes]]:
-    """Yield (field number, wire type, payload) for one message; payload is int or bytes."""
-    pos, end = 0, len(buf)
-    while pos < end:
-        number, wire, value, pos = _field(buf, pos, end)
-        yield number, wire, value
 
 
 def _b(v: int | bytes) -> bytes:
@@ -168,7 +119,7 @@ def _packed(wire: int, v: int | bytes) -> list[int]:
     out: list[int] = []
     pos, end = 0, len(buf)
     while pos < end:
-        u, pos = _varint(buf, pos, end)
+        u, pos = read_varint(buf, pos, end)
         out.append(u - _TWO_64 if u >= _TWO_63 else u)
     return out
 
@@ -192,7 +143,7 @@ def _entry(buf: bytes, pos: int, end: int) -> tuple[int | bytes | None, int | by
                 v: int = buf[pos]
                 pos += 1
             else:
-                v, pos = _varint(buf, pos, end)
+                v, pos = read_varint(buf, pos, end)
             if tag == 0x08:
                 key = v
             else:
@@ -201,7 +152,7 @@ def _entry(buf: bytes, pos: int, end: int) -> tuple[int | bytes | None, int | by
             start, pos = _span(buf, pos + 1, end)
             value = buf[start:pos]
         else:
-            num, _, payload, pos = _field(buf, pos, end)
+            num, _, payload, pos = read_field(buf, pos, end)
             if num == 1:
                 key = payload
             elif num == 2:
@@ -467,17 +418,20 @@ def decode_checked_expr(serialized: bytes, expression: str) -> CheckedAst:
     """Decode `Expression.serialize()` output (an Any, or a bare CheckedExpr) for `expression`."""
     if not isinstance(serialized, bytes):
         serialized = bytes(memoryview(serialized))
-    payload = _unwrap_any(serialized)
     try:
-        return _Decoder().checked_expr(payload, expression)
+        return _Decoder().checked_expr(_unwrap_any(serialized), expression)
     except UnicodeDecodeError as exc:
         raise AstDecodeError("invalid UTF-8 in string field") from exc
+    except AstDecodeError:
+        raise
+    except WireError as exc:  # from the generic readers: one error type for callers
+        raise AstDecodeError(*exc.args) from exc
 
 
 def _unwrap_any(serialized: bytes) -> bytes:
     type_url = ""
     value = b""
-    for num, _, v in _fields(serialized):
+    for num, _, v in iter_fields(serialized):
         if num == 1 and isinstance(v, bytes):
             try:
                 type_url = v.decode("utf-8")
@@ -596,7 +550,7 @@ class _Decoder:
                 start, pos = _span(buf, pos + 1, end)
                 version = buf[start:pos].decode("utf-8")
             else:
-                num, _, payload, pos = _field(buf, pos, end)
+                num, _, payload, pos = read_field(buf, pos, end)
                 if num in (2, 3):
                     k, v = _entry(*_whole(_b(payload)))
                     data = _b(v or b"")
@@ -655,14 +609,14 @@ class _Decoder:
                     node_id = (buf[pos] & 0x7F) | (buf[pos + 1] << 7)
                     pos += 2
                 else:
-                    node_id, pos = _varint(buf, pos, end)
+                    node_id, pos = read_varint(buf, pos, end)
                     if node_id >= _TWO_63:
                         node_id -= _TWO_64
                 if b is not None:  # its children were indexed under the previous id
                     self.clean = False
                 continue
             if tag & 7 != _LEN or not 0x1A <= tag <= 0x4A:  # not the expr_kind oneof (3-9)
-                num, _, payload, pos = _field(buf, pos, end)
+                num, _, payload, pos = read_field(buf, pos, end)
                 if 2 <= num <= 9 and b is not None:
                     self.clean = False
                 if num == 2:
@@ -707,7 +661,7 @@ class _Decoder:
 
     def ident_name(self, data: bytes) -> str:
         name = ""
-        for num, _, v in _fields(data):
+        for num, _, v in iter_fields(data):
             if num == 1:
                 name = _s(v)
         self.idents[data] = name
@@ -754,7 +708,7 @@ class _Decoder:
                     self.clean = False
                 b.operand = self.expr(buf, start, pos, node_id)
                 continue
-            num, _, v, pos = _field(buf, pos, end)
+            num, _, v, pos = read_field(buf, pos, end)
             if num == 1:
                 if b.operand is not None:
                     self.clean = False
@@ -787,7 +741,7 @@ class _Decoder:
                         self.clean = False
                     b.target = self.expr(buf, start, pos, node_id)
                 continue
-            num, _, v, pos = _field(buf, pos, end)
+            num, _, v, pos = read_field(buf, pos, end)
             if num == 1:
                 if b.target is not None:
                     self.clean = False
@@ -808,7 +762,7 @@ class _Decoder:
                 start, pos = _span(buf, pos + 1, end)
                 elements.append(self.expr(buf, start, pos, node_id))
                 continue
-            num, wire, v, pos = _field(buf, pos, end)
+            num, wire, v, pos = read_field(buf, pos, end)
             if num == 1:
                 elements.append(self.expr(*_whole(_b(v)), node_id))
             elif num == 2:
@@ -829,7 +783,7 @@ class _Decoder:
                 start, pos = _span(buf, pos + 1, end)
                 b.message_name = buf[start:pos].decode("utf-8")
             else:
-                num, _, v, pos = _field(buf, pos, end)
+                num, _, v, pos = read_field(buf, pos, end)
                 if num == 1:
                     b.message_name = _s(v)
                 elif num == 2:
@@ -850,7 +804,7 @@ class _Decoder:
                 part = self.expr(buf, start, pos, node_id)
                 num = tag >> 3
             else:
-                num, _, v, pos = _field(buf, pos, end)
+                num, _, v, pos = read_field(buf, pos, end)
                 if num == 1:
                     entry_id = _i64(v)
                 elif num == 2:
@@ -885,7 +839,7 @@ class _Decoder:
                 else:
                     self.comprehension_part(b, num, self.expr(buf, start, pos, node_id))
                 continue
-            num, _, v, pos = _field(buf, pos, end)
+            num, _, v, pos = read_field(buf, pos, end)
             if num == 1 or num == 3 or num == 8:
                 _set_comprehension_name(b, num, _s(v))
             elif 2 <= num <= 7:
@@ -920,7 +874,7 @@ class _Decoder:
                         positions.update(_decode_positions(buf[pos:run.end()]))
                     pos = run.end()
                     continue
-            num, wire, payload, pos = _field(buf, pos, end)
+            num, wire, payload, pos = read_field(buf, pos, end)
             if num == 2:
                 location = _s(payload)
             elif num == 3:
@@ -1068,7 +1022,7 @@ class _LazyPositions(Mapping[int, int]):
 
 
 def _decode_constant(buf: bytes) -> Constant:
-    for num, wire, v in _fields(buf):
+    for num, wire, v in iter_fields(buf):
         if num == 1:
             return Constant(ConstKind.NULL, None)
         if num == 2:
@@ -1087,7 +1041,7 @@ def _decode_constant(buf: bytes) -> Constant:
             return Constant(ConstKind.BYTES, _b(v))
         if num in (8, 9):
             seconds = nanos = 0
-            for n2, _, v2 in _fields(_b(v)):
+            for n2, _, v2 in iter_fields(_b(v)):
                 if n2 == 1:
                     seconds = _i64(v2)
                 elif n2 == 2:
@@ -1101,7 +1055,7 @@ def _decode_reference(buf: bytes) -> Reference:
     name = ""
     overloads: list[str] = []
     value: Constant | None = None
-    for num, _, v in _fields(buf):
+    for num, _, v in iter_fields(buf):
         if num == 1:
             name = _s(v)
         elif num == 3:
@@ -1113,7 +1067,7 @@ def _decode_reference(buf: bytes) -> Reference:
 
 def _decode_type(buf: bytes) -> CelType:
     result: CelType | None = None
-    for num, _, v in _fields(buf):
+    for num, _, v in iter_fields(buf):
         if num == 1:
             result = CelType(TypeKind.DYN)
         elif num == 2:
@@ -1128,13 +1082,13 @@ def _decode_type(buf: bytes) -> CelType:
                              well_known=WellKnown(wk) if wk <= 3 else WellKnown.UNSPECIFIED)
         elif num == 6:
             elem = DYN
-            for n2, _, v2 in _fields(_b(v)):
+            for n2, _, v2 in iter_fields(_b(v)):
                 if n2 == 1:
                     elem = _decode_type(_b(v2))
             result = CelType(TypeKind.LIST, params=(elem,))
         elif num == 7:
             key = val = DYN
-            for n2, _, v2 in _fields(_b(v)):
+            for n2, _, v2 in iter_fields(_b(v)):
                 if n2 == 1:
                     key = _decode_type(_b(v2))
                 elif n2 == 2:
@@ -1143,7 +1097,7 @@ def _decode_type(buf: bytes) -> CelType:
         elif num == 8:
             res = DYN
             fargs: list[CelType] = []
-            for n2, _, v2 in _fields(_b(v)):
+            for n2, _, v2 in iter_fields(_b(v)):
                 if n2 == 1:
                     res = _decode_type(_b(v2))
                 elif n2 == 2:
@@ -1161,7 +1115,7 @@ def _decode_type(buf: bytes) -> CelType:
         elif num == 14:
             aname = ""
             aparams: list[CelType] = []
-            for n2, _, v2 in _fields(_b(v)):
+            for n2, _, v2 in iter_fields(_b(v)):
                 if n2 == 1:
                     aname = _s(v2)
                 elif n2 == 2:

@@ -74,6 +74,7 @@ from policies.cel.runtime import (
 from policies.cel.runtime_cost import COST_LIMIT_EXCEEDED, track_cost
 from policies.cel.types import ANY, BOOL, DYN, STRING, CelType, Primitive, TypeKind, map_of
 from policies.cel.validators import format_go_type
+from policies.cel.wire import field_spans, int_field, len_field
 from policies.model import Device
 
 __all__ = [
@@ -556,33 +557,6 @@ def selector_cost(selector: CompiledSelector) -> CostReport | None:
 # --- the checked AST's wire format: append type-map entries ------------------------------------
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def _with_abstract_types(serialized: bytes, node_ids: tuple[int, ...], type_name: str) -> bytes:
     """`serialized` (an Any holding a `cel.expr.CheckedExpr`) with `node_ids` typed `type_name`.
 
@@ -590,19 +564,14 @@ def _with_abstract_types(serialized: bytes, node_ids: tuple[int, ...], type_name
     entry of a key. `k8s_library.RuntimeEnv.deserialize` reads these types to give Quantity
     comparisons value equality.
     """
-    abstract = _len_field(14, _len_field(1, type_name.encode()))  # Type.abstract_type{name}
-    entries = b"".join(_len_field(3, b"\x08" + _varint(i) + _len_field(2, abstract))
-                       for i in node_ids)
+    abstract = len_field(14, len_field(1, type_name.encode()))  # Type.abstract_type{name}
+    entries = b"".join(len_field(3, int_field(1, i) + len_field(2, abstract)) for i in node_ids)
     out = bytearray()
-    pos = 0
-    while pos < len(serialized):
-        tag, body = _read_varint(serialized, pos)
-        length, start = _read_varint(serialized, body)
-        payload = serialized[start:start + length]
-        if tag == (2 << 3 | 2):  # Any.value: the CheckedExpr
+    for number, start, end, _ in field_spans(serialized, 0, len(serialized)):
+        payload = serialized[start:end]
+        if number == 2:  # Any.value: the CheckedExpr
             payload += entries
-        out += _len_field(tag >> 3, payload)
-        pos = start + length
+        out += len_field(number, payload)
     return bytes(out)
 
 

@@ -51,6 +51,7 @@ from policies.cel.jsonvalue import (
 from policies.cel.k8s_library import python_parameter_kinds, type_values
 from policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
 from policies.cel.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
+from policies.cel.wire import int_field, len_field
 
 __all__ = [
     "KIND_COST_EXCEEDED",
@@ -657,27 +658,6 @@ _CHECKED_EXPR_URL = b"type.googleapis.com/cel.expr.CheckedExpr"
 _DYN_TYPE = b"\x0a\x00"  # cel.expr.Type{dyn: Empty}
 
 
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _len_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _int_field(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
-
-
 class _Writer:
     """Builds `cel.expr.Expr` messages with fresh ids and the matching reference/type maps."""
 
@@ -690,42 +670,42 @@ class _Writer:
         self.next_id += 1
         node_id = self.next_id
         if reference is not None:
-            entry = _int_field(1, node_id) + _len_field(2, reference)
-            self.maps += _len_field(2, entry)
-        self.maps += _len_field(3, _int_field(1, node_id) + _len_field(2, _DYN_TYPE))
+            entry = int_field(1, node_id) + len_field(2, reference)
+            self.maps += len_field(2, entry)
+        self.maps += len_field(3, int_field(1, node_id) + len_field(2, _DYN_TYPE))
         return node_id
 
     def shape(self, shape: Shape) -> bytes:
         if shape == "v":
             name = f"a{self.next_var}"
             self.next_var += 1
-            node_id = self._new(_len_field(1, name.encode()))
-            return _int_field(2, node_id) + _len_field(4, _len_field(1, name.encode()))
+            node_id = self._new(len_field(1, name.encode()))
+            return int_field(2, node_id) + len_field(4, len_field(1, name.encode()))
         tag = shape[0]
         if tag == "call":
             _, function, overloads, args = shape
             return self.call(function, overloads, [self.shape(a) for a in args])
         if tag == "list":
             node_id = self._new(None)
-            body = b"".join(_len_field(1, self.shape(s)) for s in shape[1])
-            return _int_field(2, node_id) + _len_field(7, body)
+            body = b"".join(len_field(1, self.shape(s)) for s in shape[1])
+            return int_field(2, node_id) + len_field(7, body)
         node_id = self._new(None)
         body = b""
         for key_shape, value_shape in shape[1]:
             entry_id = self._new(None)
-            entry = (_int_field(1, entry_id) + _len_field(3, self.shape(key_shape))
-                     + _len_field(4, self.shape(value_shape)))
-            body += _len_field(2, entry)
-        return _int_field(2, node_id) + _len_field(8, body)
+            entry = (int_field(1, entry_id) + len_field(3, self.shape(key_shape))
+                     + len_field(4, self.shape(value_shape)))
+            body += len_field(2, entry)
+        return int_field(2, node_id) + len_field(8, body)
 
     def call(self, function: str, overloads: Sequence[str], args: list[bytes],
              target: bytes | None = None) -> bytes:
-        reference = _len_field(1, function.encode()) + b"".join(
-            _len_field(3, o.encode()) for o in overloads)
+        reference = len_field(1, function.encode()) + b"".join(
+            len_field(3, o.encode()) for o in overloads)
         node_id = self._new(reference)
-        body = _len_field(1, target) if target is not None else b""
-        body += _len_field(2, function.encode()) + b"".join(_len_field(3, a) for a in args)
-        return _int_field(2, node_id) + _len_field(6, body)
+        body = len_field(1, target) if target is not None else b""
+        body += len_field(2, function.encode()) + b"".join(len_field(3, a) for a in args)
+        return int_field(2, node_id) + len_field(6, body)
 
     def site_call(self, site: CallSite, shapes: tuple[Shape, ...]) -> bytes:
         self.next_var = 0
@@ -742,10 +722,10 @@ def _checked_call(site: CallSite, shapes: tuple[Shape, ...], wrap: bool) -> byte
         present = w.call("hasValue", ("optional_hasValue",), [],
                          target=w.site_call(site, shapes))
         inner = w.call("value", ("optional_value",), [], target=w.site_call(site, shapes))
-        some = _int_field(2, w._new(None)) + _len_field(7, _len_field(1, inner))
-        empty = _int_field(2, w._new(None)) + _len_field(7, b"")
+        some = int_field(2, w._new(None)) + len_field(7, len_field(1, inner))
+        empty = int_field(2, w._new(None)) + len_field(7, b"")
         root = w.call("_?_:_", ("conditional",), [present, some, empty])
     else:
         root = w.site_call(site, shapes)
-    checked = bytes(w.maps) + _len_field(4, root)
-    return _len_field(1, _CHECKED_EXPR_URL) + _len_field(2, checked)
+    checked = bytes(w.maps) + len_field(4, root)
+    return len_field(1, _CHECKED_EXPR_URL) + len_field(2, checked)

@@ -29,7 +29,7 @@ import datetime
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from cel_expr_python import cel
 
@@ -42,6 +42,8 @@ TAG_SEMVER = "\ue000kubernetes.Semver"
 TAG_FORMAT = "\ue000kubernetes.NamedFormat"
 TAG_OPTIONAL = "\ue000optional"
 TAG_TYPE = "\ue000type"  # `[TAG_TYPE, "net.IP"]`: the type value of a library type
+
+_V = TypeVar("_V")
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -269,6 +271,45 @@ def want_bool(value: Any) -> bool:
     if type(value) is not bool:
         raise no_such_overload()
     return value
+
+
+# --------------------------------------------------------------------------
+# Library types carried as their canonical text (net.IP, net.CIDR): `parse`
+# turns a string into the value or raises the upstream conversion error.
+
+
+def carrier_decoder(parse: Callable[[str], _V]) -> Callable[[object], _V]:
+    """Decode a carrier: one that does not parse was not of the type, a dispatch mismatch."""
+
+    def decode(value: object) -> _V:
+        try:
+            return parse(want_str(value))
+        except CelError:
+            raise no_such_overload() from None
+
+    return decode
+
+
+def string_conversion(parse: Callable[[str], object]) -> Callable[[object], str]:
+    """The `T(string)` conversion: the parsed value's canonical text, or the parse error."""
+
+    def convert(raw: object) -> str:
+        return str(parse(want_str(raw)))
+
+    return convert
+
+
+def validity_check(parse: Callable[[str], object]) -> Callable[[object], bool]:
+    """The `isT(string)` check: whether the string converts (errors are false, not raised)."""
+
+    def check(raw: object) -> bool:
+        try:
+            parse(want_str(raw))
+        except CelError:
+            return False
+        return True
+
+    return check
 
 
 def unwrap_tagged(value: Any, tag: str) -> Any:

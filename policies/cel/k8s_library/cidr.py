@@ -21,9 +21,12 @@ from policies.cel.k8s_library._types import (
     Decl,
     LibrarySpec,
     Runtime,
+    carrier_decoder,
     go_quote,
     no_such_overload,
+    string_conversion,
     t,
+    validity_check,
     want_str,
 )
 from policies.cel.k8s_library.ip import IP_TYPE, parse_ip
@@ -45,23 +48,9 @@ def parse_cidr(raw: str) -> Prefix:
     return prefix
 
 
-def carrier_to_prefix(value: object) -> Prefix:
-    try:
-        return parse_cidr(want_str(value))
-    except CelError:
-        raise no_such_overload() from None
-
-
-def _to_cidr(raw: object) -> str:
-    return str(parse_cidr(want_str(raw)))
-
-
-def _is_cidr(raw: object) -> bool:
-    try:
-        parse_cidr(want_str(raw))
-    except CelError:
-        return False
-    return True
+carrier_to_prefix = carrier_decoder(parse_cidr)
+_to_cidr = string_conversion(parse_cidr)
+_is_cidr = validity_check(parse_cidr)
 
 
 def _contains_ip(value: object, other: object) -> bool:

@@ -34,6 +34,7 @@ from cel_expr_python import cel
 
 from policies.cel.k8s_library import comprehensions, quantity, semver, type_values
 from policies.cel.k8s_library._types import TAG_SEMVER, CelError, Runtime, no_such_overload
+from policies.cel.wire import field_spans
 
 __all__ = [
     "QUANTITY_RUNTIMES",
@@ -164,7 +165,7 @@ def rewrite_equality(serialized: bytes) -> bytes:
     kinds: dict[int, str] = {}
     element_kinds: dict[int, str] = {}
     calls: list[_Call] = []
-    for number, start, end, _ in _fields(serialized, *checked):
+    for number, start, end, _ in field_spans(serialized, *checked):
         if number == 3:  # type_map entry
             _type_entry(serialized, start, end, kinds, element_kinds)
         elif number == 4:
@@ -214,7 +215,7 @@ def rewrite_type_calls(serialized: bytes) -> bytes:
         return serialized
     abstract: dict[int, str] = {}
     calls: list[_Call] = []
-    for number, start, end, _ in _fields(serialized, *checked):
+    for number, start, end, _ in field_spans(serialized, *checked):
         if number == 3:  # type_map entry
             expr_id, name = _abstract_entry(serialized, start, end)
             if name in type_values.RENAMES:
@@ -234,7 +235,7 @@ def rewrite_type_calls(serialized: bytes) -> bytes:
 def _abstract_entry(buf: bytes, start: int, end: int) -> tuple[int, str]:
     """(expression id, abstract type name or "") of one type_map entry."""
     expr_id, name = 0, ""
-    for number, s, e, value in _fields(buf, start, end):
+    for number, s, e, value in field_spans(buf, start, end):
         if number == 1:
             expr_id = value
         elif number == 2:
@@ -253,48 +254,8 @@ class _Call:
     args: tuple[int, ...]  # expression ids of the arguments
 
 
-_VARINT, _LEN = 0, 2
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        if pos >= len(buf):
-            raise ValueError("truncated varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields(buf: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, value start, value end, varint value) of each field in buf[start:end].
-
-    Length-delimited values are spans; varints come as their value (and an empty span).
-    """
-    pos = start
-    while pos < end:
-        key, pos = _varint(buf, pos)
-        wire = key & 7
-        if wire == _VARINT:
-            value, pos = _varint(buf, pos)
-            yield key >> 3, pos, pos, value
-        elif wire == _LEN:
-            length, pos = _varint(buf, pos)
-            yield key >> 3, pos, pos + length, 0
-            pos += length
-        elif wire == 1:
-            pos += 8
-        elif wire == 5:
-            pos += 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
-
-
 def _first(buf: bytes, start: int, end: int, number: int) -> tuple[int, int] | None:
-    for n, s, e, _ in _fields(buf, start, end):
+    for n, s, e, _ in field_spans(buf, start, end):
         if n == number:
             return s, e
     return None
@@ -310,7 +271,7 @@ def _checked_expr_span(serialized: bytes) -> tuple[int, int] | None:
 def _type_entry(buf: bytes, start: int, end: int, kinds: dict[int, str],
                 element_kinds: dict[int, str]) -> None:
     expr_id = 0
-    for number, s, e, value in _fields(buf, start, end):
+    for number, s, e, value in field_spans(buf, start, end):
         if number == 1:
             expr_id = value
         elif number == 2:
@@ -327,7 +288,7 @@ def _type_entry(buf: bytes, start: int, end: int, kinds: dict[int, str],
 
 def _kind(buf: bytes, start: int, end: int) -> str | None:
     """The library type a `cel.expr.Type` is, or holds in lists and map values."""
-    for number, s, e, _ in _fields(buf, start, end):
+    for number, s, e, _ in field_spans(buf, start, end):
         if number == 14:  # abstract_type {name = 1}
             name = _first(buf, s, e, 1)
             return None if name is None else _TYPE_NAMES.get(bytes(buf[name[0] : name[1]]))
@@ -358,12 +319,12 @@ def _calls(buf: bytes, start: int, end: int) -> list[_Call]:
     stack = [(start, end)]
     while stack:
         s, e = stack.pop()
-        for number, ks, ke, _ in _fields(buf, s, e):
+        for number, ks, ke, _ in field_spans(buf, s, e):
             kind = _EXPR_KINDS.get(number)
             if kind == "call":
                 calls.append(_call(buf, ks, ke, stack))
             elif kind == "struct":
-                for n, es, ee, _ in _fields(buf, ks, ke):
+                for n, es, ee, _ in field_spans(buf, ks, ke):
                     if n == 2:
                         stack.extend(_children(buf, es, ee, _EXPR_FIELDS["entry"]))
             elif kind is not None:
@@ -372,14 +333,14 @@ def _calls(buf: bytes, start: int, end: int) -> list[_Call]:
 
 
 def _children(buf: bytes, start: int, end: int, numbers: frozenset[int]) -> Iterator[tuple[int, int]]:
-    for number, s, e, _ in _fields(buf, start, end):
+    for number, s, e, _ in field_spans(buf, start, end):
         if number in numbers:
             yield s, e
 
 
 def _call(buf: bytes, start: int, end: int, stack: list[tuple[int, int]]) -> _Call:
     function, name_offset, args = "", -1, []
-    for number, s, e, _ in _fields(buf, start, end):
+    for number, s, e, _ in field_spans(buf, start, end):
         if number == 2:
             function, name_offset = buf[s:e].decode("utf-8"), s
         elif number in (1, 3):
@@ -390,7 +351,7 @@ def _call(buf: bytes, start: int, end: int, stack: list[tuple[int, int]]) -> _Ca
 
 
 def _expr_id(buf: bytes, start: int, end: int) -> int:
-    for number, _, _, value in _fields(buf, start, end):
+    for number, _, _, value in field_spans(buf, start, end):
         if number == 2:
             return value
     return 0

@@ -39,6 +39,14 @@ from policies.cel.k8s_library._types import (
     unwrap_tagged,
     want_str,
 )
+from policies.k8s_names import (
+    DNS1123_LABEL_FMT,
+    QNAME_FMT,
+    QNAME_MSG,
+    SUBDOMAIN_FMT,
+    SUBDOMAIN_MSG,
+    regex_error,
+)
 
 NAME = "format"
 FORMAT_TYPE = t("kubernetes.NamedFormat")
@@ -46,27 +54,16 @@ FORMAT_TYPE = t("kubernetes.NamedFormat")
 # --------------------------------------------------------------------------
 # apimachinery validation helpers (messages as upstream words them)
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
+_LABEL_VALUE_FMT = "(" + QNAME_FMT + ")?"
 
 _DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
     "and must start and end with an alphanumeric character"
 )
-_DNS1123_SUBDOMAIN_MSG = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
 _DNS1035_LABEL_MSG = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
     "start with an alphabetic character, and end with an alphanumeric character"
-)
-_LABEL_KEY_MSG = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
 )
 _LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, "
@@ -74,27 +71,15 @@ _LABEL_VALUE_MSG = (
 )
 
 # Upstream matches "^" + fmt + "$"; `fullmatch` anchors both ends the same way.
-_DNS1123_LABEL_RE = compile_re2(_DNS1123_LABEL_FMT)
-_DNS1123_SUBDOMAIN_RE = compile_re2(_DNS1123_SUBDOMAIN_FMT)
+_DNS1123_LABEL_RE = compile_re2(DNS1123_LABEL_FMT)
+_DNS1123_SUBDOMAIN_RE = compile_re2(SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE = compile_re2(_DNS1035_LABEL_FMT)
-_LABEL_KEY_RE = compile_re2(_LABEL_KEY_FMT)
+_LABEL_KEY_RE = compile_re2(QNAME_FMT)
 _LABEL_VALUE_RE = compile_re2(_LABEL_VALUE_FMT)
 _UUID_RE = compile_re2("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 _BASE64_RE = compile_re2("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
 _DATE_RE = compile_re2("[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIME_RE = compile_re2("([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """validation.RegexError (its odd double space before "or" included)."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    text = msg + " (e.g. "
-    for i, example in enumerate(examples):
-        if i > 0:
-            text += " or "
-        text += f"'{example}', "
-    return text + f"regex used for validation is '{fmt}')"
 
 
 def _byte_len(s: str) -> int:
@@ -119,7 +104,7 @@ def is_dns1123_label(value: str) -> list[str]:
         if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
             errs.append("must not contain dots")
         else:
-            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+            errs.append(regex_error(_DNS1123_LABEL_MSG, DNS1123_LABEL_FMT, "my-name", "123-abc"))
     return errs
 
 
@@ -128,7 +113,7 @@ def is_dns1123_subdomain(value: str, max_len_error: Callable[[int], str] = _max_
     if _byte_len(value) > 253:
         errs.append(max_len_error(253))
     if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+        errs.append(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
@@ -137,7 +122,7 @@ def is_dns1035_label(value: str) -> list[str]:
     if _byte_len(value) > 63:
         errs.append(_max_len_error(63))
     if not _DNS1035_LABEL_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 
@@ -157,7 +142,7 @@ def is_qualified_name(value: str) -> list[str]:
     else:
         return [
             "a valid label key "
-            + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
@@ -166,7 +151,7 @@ def is_qualified_name(value: str) -> list[str]:
         errs.append("name part " + _content_max_len_error(63))
     if not _LABEL_KEY_RE.fullmatch(name):
         errs.append(
-            "name part " + _regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
+            "name part " + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
         )
     return errs
 
@@ -176,7 +161,7 @@ def is_label_value(value: str) -> list[str]:
     if _byte_len(value) > 63:
         errs.append(_content_max_len_error(63))
     if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
 
 

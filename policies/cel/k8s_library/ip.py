@@ -19,9 +19,11 @@ from policies.cel.k8s_library._types import (
     Decl,
     LibrarySpec,
     Runtime,
+    carrier_decoder,
     go_quote,
-    no_such_overload,
+    string_conversion,
     t,
+    validity_check,
     want_str,
 )
 
@@ -44,24 +46,10 @@ def parse_ip(raw: str) -> Addr:
     return addr
 
 
-def carrier_to_addr(value: object) -> Addr:
-    """Decode a `net.IP` carrier; anything else is a dispatch mismatch."""
-    try:
-        return parse_ip(want_str(value))
-    except CelError:
-        raise no_such_overload() from None
-
-
-def _to_ip(raw: object) -> str:
-    return str(parse_ip(want_str(raw)))
-
-
-def _is_ip(raw: object) -> bool:
-    try:
-        parse_ip(want_str(raw))
-    except CelError:
-        return False
-    return True
+carrier_to_addr = carrier_decoder(parse_ip)
+"""Decode a `net.IP` carrier; anything else is a dispatch mismatch."""
+_to_ip = string_conversion(parse_ip)
+_is_ip = validity_check(parse_ip)
 
 
 def _is_canonical(raw: object) -> bool:
