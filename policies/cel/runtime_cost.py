@@ -970,12 +970,31 @@ def _value_equality(function: str, type_name: str) -> Native:
 def _library_type_equality(equal: bool) -> Native:
     """`==`/`!=` when an operand is the type value of a library type (which the bridge cannot
     encode): equal exactly to the same type value."""
+    scalar = _scalar_equality(equal)
+
     def native(values: list[object]) -> object | None:
         lhs, rhs = values
         if not ((isinstance(lhs, TypeValue) and lhs.name in LIBRARY_TYPES)
                 or (isinstance(rhs, TypeValue) and rhs.name in LIBRARY_TYPES)):
-            return None
+            return scalar(values)
         same = isinstance(lhs, TypeValue) and isinstance(rhs, TypeValue) and lhs.name == rhs.name
+        return same if equal else not same
+    return native
+
+
+_SCALARS = (str, int, float)
+
+
+def _scalar_equality(equal: bool) -> Native:
+    """`==`/`!=` of two strings, two ints or two doubles, computed here: CEL's equality on
+    them is Python's, and the bridge's round trip costs more than the rest of a typical
+    extractor. Anything else (bools, uints, mixed types, containers) goes to the bridge."""
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = values
+        kind = type(lhs)
+        if kind is not type(rhs) or kind not in _SCALARS:
+            return None
+        same = lhs == rhs
         return same if equal else not same
     return native
 
@@ -1343,6 +1362,8 @@ class _Planner:
             if fn != "@in" and any(self.ast.type_of(a.id).kind in (TypeKind.TYPE, TypeKind.DYN)
                                    for a in n.args):
                 return _library_type_equality(fn == "_==_"), None
+            if fn != "@in":
+                return _scalar_equality(fn == "_==_"), None
         kinds = getattr(self.bridge, "python_parameter_kinds", None)
         signatures = kinds(fn) if callable(kinds) else ()
         return None, _optional_guard(signatures) if signatures else None
