@@ -205,10 +205,16 @@ def rename_calls(serialized: bytes, renames: dict[str, str]) -> bytes:
     return bytes(patched)
 
 
+_LIBRARY_TYPE_NAMES = (b"net.IP", b"net.CIDR", b"kubernetes.")
+"""Byte strings one of which a checked AST holds when any node is typed as a library type."""
+
+
 def rewrite_type_calls(serialized: bytes) -> bytes:
     """`serialized` with each `type(x)`, `x` typed as a library type, renamed to that type's
     function (`type_values`)."""
-    if b"type" not in serialized:
+    # Every serialized AST contains b"type" (in its type URL): test for the library type
+    # names instead, so ordinary expressions skip the walk.
+    if not any(name in serialized for name in _LIBRARY_TYPE_NAMES):
         return serialized
     checked = _checked_expr_span(serialized)
     if checked is None:
