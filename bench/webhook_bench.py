@@ -11,7 +11,7 @@ Scenarios: a 128-device ResourceSlice (~60 KB of JSON, no extractors) and a meta
 with 8 extractors. Prints req/s, p50, p99 per server and the ratios against the targets
 (throughput ≥ 0.85× no-op, p99 ≤ 1.3× no-op p99). Prints figures, asserts nothing.
 
-    python bench/webhook_bench.py [--requests 1600] [--concurrency 8] [--workers 2] [--threads 4]
+    python bench/webhook_bench.py [--requests 1600] [--rounds 3] [--concurrency 8] [--workers 2] [--threads 4]
 """
 
 from __future__ import annotations
@@ -206,6 +206,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="alternating runs per server and scenario; the best run is kept")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="webhook-bench-") as tmp:
@@ -218,19 +220,28 @@ def main() -> None:
                      "metadata slice, 8 extractors": _review(_metadata_slice())}
         print(f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
               f"{os.cpu_count()} CPUs; gunicorn gthread {args.workers}x{args.threads}, TLS, keep-alive; "
-              f"concurrency {args.concurrency}, {args.requests} requests per run")
+              f"concurrency {args.concurrency}, {args.requests} requests per run, best of {args.rounds} "
+              f"alternating rounds")
         servers = {"no-op": "webhook_bench:create_noop_app()", "webhook": "webhook.app:create_app()"}
         figures: dict[tuple[str, str], dict[str, float]] = {}
-        with multiprocessing.get_context("fork").Pool(args.concurrency) as pool:
-            for label, app in servers.items():
-                port = _free_port()
-                proc = _start(app, port, cert_dir, args.workers, args.threads, Path(tmp) / f"{label}.log")
-                try:
-                    for scenario, body in scenarios.items():
-                        figures[(label, scenario)] = _run(pool, port, ca_file, body, args.requests,
-                                                          args.concurrency)
-                finally:
-                    _stop(proc)
+        ports = {label: _free_port() for label in servers}
+        procs = {label: _start(app, ports[label], cert_dir, args.workers, args.threads,
+                               Path(tmp) / f"{label}.log") for label, app in servers.items()}
+        try:
+            with multiprocessing.get_context("fork").Pool(args.concurrency) as pool:
+                # Alternate the servers round by round and keep each one's best run: the
+                # machine's background load drifts, and a fixed order would bias the ratio.
+                for scenario, body in scenarios.items():
+                    for _ in range(args.rounds):
+                        for label in servers:
+                            run = _run(pool, ports[label], ca_file, body, args.requests,
+                                       args.concurrency)
+                            best = figures.get((label, scenario))
+                            if best is None or run["rps"] > best["rps"]:
+                                figures[(label, scenario)] = run
+        finally:
+            for proc in procs.values():
+                _stop(proc)
         print(f"{'scenario':32} {'server':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
         for scenario, body in scenarios.items():
             for label in servers:
