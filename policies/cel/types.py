@@ -8,6 +8,7 @@ as cel-go does: `list(string)`, `map(string, dyn)`, `optional_type(int)`) need i
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -167,37 +168,67 @@ DURATION = CelType(TypeKind.WELL_KNOWN, well_known=WellKnown.DURATION)
 ANY = CelType(TypeKind.WELL_KNOWN, well_known=WellKnown.ANY)
 
 
+@dataclass(frozen=True, slots=True)
+class _Spelling:
+    """How one cel-go generation names the types that changed spelling (null, error, WKTs)."""
+
+    primitives: Mapping[Primitive, str]
+    well_known: Mapping[WellKnown, str]
+    null: str
+    error: str
+
+
+_CHECKER_SPELLING = _Spelling(_PRIMITIVE_NAMES, _WELL_KNOWN_NAMES, "null", "!error!")
+_GO_SPELLING = _Spelling(
+    {**_PRIMITIVE_NAMES, Primitive.UNSPECIFIED: "dyn"},
+    {WellKnown.TIMESTAMP: "google.protobuf.Timestamp", WellKnown.DURATION: "google.protobuf.Duration",
+     WellKnown.ANY: "google.protobuf.Any", WellKnown.UNSPECIFIED: "dyn"},
+    "null_type",
+    "error",
+)
+
+
+def _format(t: CelType, sp: _Spelling) -> str:
+    k = t.kind
+    if k is TypeKind.DYN:
+        return "dyn"
+    if k is TypeKind.NULL:
+        return sp.null
+    if k is TypeKind.ERROR:
+        return sp.error
+    if k is TypeKind.PRIMITIVE:
+        return sp.primitives[t.primitive or Primitive.UNSPECIFIED]
+    if k is TypeKind.WRAPPER:
+        return f"wrapper({sp.primitives[t.primitive or Primitive.UNSPECIFIED]})"
+    if k is TypeKind.WELL_KNOWN:
+        return sp.well_known[t.well_known or WellKnown.UNSPECIFIED]
+    if k is TypeKind.LIST:
+        return f"list({_format(t.elem, sp)})"
+    if k is TypeKind.MAP:
+        return f"map({_format(t.key, sp)}, {_format(t.value, sp)})"
+    if k in (TypeKind.MESSAGE, TypeKind.TYPE_PARAM):
+        return t.name
+    if k is TypeKind.TYPE:
+        return f"type({_format(t.params[0], sp)})" if t.params else "type"
+    if k is TypeKind.FUNCTION:
+        result, *args = t.params or (DYN,)
+        return "(" + ", ".join(_format(a, sp) for a in args) + ") -> " + _format(result, sp)
+    # ABSTRACT
+    if not t.params:
+        return t.name
+    return f"{t.name}(" + ", ".join(_format(p, sp) for p in t.params) + ")"
+
+
 def format_type(t: CelType) -> str:
     """Render a type the way cel-go's checker messages do (`FormatCelType`).
 
     Examples: `int`, `list(string)`, `map(string, dyn)`, `optional_type(int)`, `wrapper(int)`,
     `type(string)`, `null`, `!error!`.
     """
-    k = t.kind
-    if k is TypeKind.DYN:
-        return "dyn"
-    if k is TypeKind.NULL:
-        return "null"
-    if k is TypeKind.ERROR:
-        return "!error!"
-    if k is TypeKind.PRIMITIVE:
-        return _PRIMITIVE_NAMES[t.primitive or Primitive.UNSPECIFIED]
-    if k is TypeKind.WRAPPER:
-        return f"wrapper({_PRIMITIVE_NAMES[t.primitive or Primitive.UNSPECIFIED]})"
-    if k is TypeKind.WELL_KNOWN:
-        return _WELL_KNOWN_NAMES[t.well_known or WellKnown.UNSPECIFIED]
-    if k is TypeKind.LIST:
-        return f"list({format_type(t.elem)})"
-    if k is TypeKind.MAP:
-        return f"map({format_type(t.key)}, {format_type(t.value)})"
-    if k in (TypeKind.MESSAGE, TypeKind.TYPE_PARAM):
-        return t.name
-    if k is TypeKind.TYPE:
-        return f"type({format_type(t.params[0])})" if t.params else "type"
-    if k is TypeKind.FUNCTION:
-        result, *args = t.params or (DYN,)
-        return "(" + ", ".join(format_type(a) for a in args) + ") -> " + format_type(result)
-    # ABSTRACT
-    if not t.params:
-        return t.name
-    return f"{t.name}(" + ", ".join(format_type(p) for p in t.params) + ")"
+    return _format(t, _CHECKER_SPELLING)
+
+
+def format_go_type(t: CelType) -> str:
+    """A type as cel-go's `FormatCELType` prints it (`list(int)`, `null_type`, ...): the names
+    cel-go ≥ 0.18 uses for well-known types and null, which Kubernetes' messages show."""
+    return _format(t, _GO_SPELLING)

@@ -48,7 +48,7 @@ from policies.cel.k8s_library.strings_format import (
     clause_error,
     parse_format,
 )
-from policies.cel.types import CelType, Primitive, TypeKind, WellKnown
+from policies.cel.types import CelType, TypeKind, WellKnown, format_go_type
 
 __all__ = [
     "HOMOGENEOUS_EXEMPT_FUNCTIONS",
@@ -83,54 +83,6 @@ RegexCheck = Callable[[str], str | None]
 # ------------------------------------------------------------------------------------------------
 # Types as cel-go prints them
 # ------------------------------------------------------------------------------------------------
-
-_GO_PRIMITIVE = {
-    Primitive.BOOL: "bool", Primitive.INT64: "int", Primitive.UINT64: "uint",
-    Primitive.DOUBLE: "double", Primitive.STRING: "string", Primitive.BYTES: "bytes",
-    Primitive.UNSPECIFIED: "dyn",
-}
-_GO_WELL_KNOWN = {
-    WellKnown.TIMESTAMP: "google.protobuf.Timestamp",
-    WellKnown.DURATION: "google.protobuf.Duration",
-    WellKnown.ANY: "google.protobuf.Any",
-    WellKnown.UNSPECIFIED: "dyn",
-}
-
-
-def format_go_type(t: CelType) -> str:
-    """A type as cel-go's `FormatCELType` prints it (`list(int)`, `null_type`, ...).
-
-    Differs from `policies.cel.types.format_type` in the names cel-go ≥ 0.18 uses for
-    well-known types and null, which is what Kubernetes' messages show.
-    """
-    k = t.kind
-    if k is TypeKind.DYN:
-        return "dyn"
-    if k is TypeKind.NULL:
-        return "null_type"
-    if k is TypeKind.ERROR:
-        return "error"
-    if k is TypeKind.PRIMITIVE:
-        return _GO_PRIMITIVE[t.primitive or Primitive.UNSPECIFIED]
-    if k is TypeKind.WRAPPER:
-        return f"wrapper({_GO_PRIMITIVE[t.primitive or Primitive.UNSPECIFIED]})"
-    if k is TypeKind.WELL_KNOWN:
-        return _GO_WELL_KNOWN[t.well_known or WellKnown.UNSPECIFIED]
-    if k is TypeKind.TYPE:
-        return f"type({format_go_type(t.params[0])})" if t.params else "type"
-    if k in (TypeKind.MESSAGE, TypeKind.TYPE_PARAM):
-        return t.name
-    if k is TypeKind.LIST:
-        return f"list({format_go_type(t.elem)})"
-    if k is TypeKind.MAP:
-        return f"map({format_go_type(t.key)}, {format_go_type(t.value)})"
-    if k is TypeKind.FUNCTION:
-        result, *args = t.params or (CelType(TypeKind.DYN),)
-        return "(" + ", ".join(format_go_type(a) for a in args) + ") -> " + format_go_type(result)
-    if not t.params:
-        return t.name
-    return f"{t.name}(" + ", ".join(format_go_type(p) for p in t.params) + ")"
-
 
 def _type_name(t: CelType) -> str:
     """The part of a type cel-go compares besides kind and parameters (`TypeName()`)."""
@@ -353,7 +305,7 @@ def _go_kind(t: CelType) -> str:
     if k is TypeKind.DYN:
         return "dyn"
     if k is TypeKind.PRIMITIVE:
-        return _GO_PRIMITIVE[t.primitive or Primitive.UNSPECIFIED]
+        return format_go_type(t)
     if k is TypeKind.WELL_KNOWN:
         return {WellKnown.TIMESTAMP: "timestamp", WellKnown.DURATION: "duration"}.get(
             t.well_known or WellKnown.UNSPECIFIED, "any")
