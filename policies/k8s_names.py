@@ -38,17 +38,34 @@ def regex_error(msg: str, fmt: str, *examples: str) -> str:
     return text
 
 
-def dns1123_subdomain_errors(value: str) -> list[str]:
+def utf8_len(value: str) -> int:
+    """Go's `len` of a string: UTF-8 bytes (a lone surrogate counts as the 3 bytes of U+FFFD)."""
+    return len(value.encode("utf-8", "surrogatepass"))
+
+
+def max_len_error(limit: int, unit: str = "characters") -> str:
+    """apimachinery's `MaxLenError` ("characters", util/validation) or the `content` package's
+    ("bytes"); both measure bytes, as Go's `len` does."""
+    return f"must be no more than {limit} {unit}"
+
+
+def dns1123_subdomain_errors(value: str, unit: str = "characters") -> list[str]:
     errs = []
-    if len(value) > SUBDOMAIN_MAX:
-        errs.append(f"must be no more than {SUBDOMAIN_MAX} characters")
+    if utf8_len(value) > SUBDOMAIN_MAX:
+        errs.append(max_len_error(SUBDOMAIN_MAX, unit))
     if not _SUBDOMAIN_RE.fullmatch(value):  # Go's `^…$` has no newline exception
         errs.append(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
-def qualified_name_errors(value: str) -> list[str]:
-    """Every reason `value` is not a qualified name; empty when it is one."""
+def qualified_name_errors(value: str, *, noun: str = "a qualified name",
+                          unit: str = "characters") -> list[str]:
+    """Every reason `value` is not a qualified name; empty when it is one.
+
+    `noun`/`unit` select the wording: `IsQualifiedName` (the default) or the label-key
+    check of apimachinery's `content` package (`"a valid label key"`, `"bytes"`), which
+    the CEL format library reports with.
+    """
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -58,17 +75,17 @@ def qualified_name_errors(value: str) -> list[str]:
         if not prefix:
             errs.append("prefix part must be non-empty")
         else:
-            errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix))
+            errs.extend("prefix part " + m for m in dns1123_subdomain_errors(prefix, unit))
     else:
         return [
-            "a qualified name "
+            f"{noun} "
             + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
         errs.append("name part must be non-empty")
-    elif len(name) > QNAME_MAX:
-        errs.append(f"name part must be no more than {QNAME_MAX} characters")
+    elif utf8_len(name) > QNAME_MAX:
+        errs.append("name part " + max_len_error(QNAME_MAX, unit))
     if not _QNAME_RE.fullmatch(name):
         errs.append("name part " + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errs

@@ -662,42 +662,29 @@ def _type_text(value: object) -> str:
 # --- logic ---------------------------------------------------------------------------------------
 
 
-class _And(_Step):
-    __slots__ = ("lhs", "rhs")
+class _Logic(_Step):
+    """`&&` (`absorbing` False) or `||` (`absorbing` True): CEL's commutative short circuit —
+    the absorbing value wins over an error on either side; otherwise an error propagates."""
 
-    def __init__(self, lhs: _Step, rhs: _Step) -> None:
+    __slots__ = ("absorbing", "lhs", "op", "rhs")
+
+    def __init__(self, lhs: _Step, rhs: _Step, *, absorbing: bool) -> None:
         self.lhs = lhs
         self.rhs = rhs
+        self.absorbing = absorbing
+        self.op = "_||_" if absorbing else "_&&_"
 
     def eval(self, rt: _Run) -> object:
+        stop = self.absorbing
         left = self.lhs.eval(rt)
-        if left is False:
-            return False
+        if left is stop:
+            return stop
         right = self.rhs.eval(rt)
-        if right is False:
-            return False
-        if left is True and right is True:
-            return True
-        return _logic_error(left, right, "_&&_")
-
-
-class _Or(_Step):
-    __slots__ = ("lhs", "rhs")
-
-    def __init__(self, lhs: _Step, rhs: _Step) -> None:
-        self.lhs = lhs
-        self.rhs = rhs
-
-    def eval(self, rt: _Run) -> object:
-        left = self.lhs.eval(rt)
-        if left is True:
-            return True
-        right = self.rhs.eval(rt)
-        if right is True:
-            return True
-        if left is False and right is False:
-            return False
-        return _logic_error(left, right, "_||_")
+        if right is stop:
+            return stop
+        if left is (not stop) and right is (not stop):
+            return not stop
+        return _logic_error(left, right, self.op)
 
 
 def _logic_error(left: object, right: object, op: str) -> CelError:
@@ -1304,9 +1291,9 @@ class _Planner:
         args = tuple(self.plan(a, scope) for a in arg_nodes)
         candidates = self.ast.overload_ids(n.id)
         if fn == "_&&_" and len(args) == 2:
-            return _And(*args)
+            return _Logic(*args, absorbing=False)
         if fn == "_||_" and len(args) == 2:
-            return _Or(*args)
+            return _Logic(*args, absorbing=True)
         if fn == "_?_:_" and len(args) == 3:
             return _Attr(_CondBase(args[0], _as_attr(args[1], watched=False),
                                    _as_attr(args[2], watched=False)), (), watched=False)

@@ -42,10 +42,12 @@ from policies.cel.k8s_library._types import (
 from policies.k8s_names import (
     DNS1123_LABEL_FMT,
     QNAME_FMT,
-    QNAME_MSG,
     SUBDOMAIN_FMT,
-    SUBDOMAIN_MSG,
+    dns1123_subdomain_errors,
+    max_len_error,
+    qualified_name_errors,
     regex_error,
+    utf8_len,
 )
 
 NAME = "format"
@@ -74,7 +76,6 @@ _LABEL_VALUE_MSG = (
 _DNS1123_LABEL_RE = compile_re2(DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE = compile_re2(SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE = compile_re2(_DNS1035_LABEL_FMT)
-_LABEL_KEY_RE = compile_re2(QNAME_FMT)
 _LABEL_VALUE_RE = compile_re2(_LABEL_VALUE_FMT)
 _UUID_RE = compile_re2("[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}")
 _BASE64_RE = compile_re2("(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
@@ -82,24 +83,12 @@ _DATE_RE = compile_re2("[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIME_RE = compile_re2("([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
 
 
-def _byte_len(s: str) -> int:
-    return len(s.encode("utf-8"))
-
-
-def _max_len_error(n: int) -> str:
-    """util/validation.MaxLenError."""
-    return f"must be no more than {n} characters"
-
-
-def _content_max_len_error(n: int) -> str:
-    """api/validate/content.MaxLenError, used by the label key/value checks."""
-    return f"must be no more than {n} bytes"
 
 
 def is_dns1123_label(value: str) -> list[str]:
     errs = []
-    if _byte_len(value) > 63:
-        errs.append(_max_len_error(63))
+    if utf8_len(value) > 63:
+        errs.append(max_len_error(63))
     if not _DNS1123_LABEL_RE.fullmatch(value):
         if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
             errs.append("must not contain dots")
@@ -108,58 +97,28 @@ def is_dns1123_label(value: str) -> list[str]:
     return errs
 
 
-def is_dns1123_subdomain(value: str, max_len_error: Callable[[int], str] = _max_len_error) -> list[str]:
-    errs = []
-    if _byte_len(value) > 253:
-        errs.append(max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(regex_error(SUBDOMAIN_MSG, SUBDOMAIN_FMT, "example.com"))
-    return errs
+def is_dns1123_subdomain(value: str) -> list[str]:
+    return dns1123_subdomain_errors(value)
 
 
 def is_dns1035_label(value: str) -> list[str]:
     errs = []
-    if _byte_len(value) > 63:
-        errs.append(_max_len_error(63))
+    if utf8_len(value) > 63:
+        errs.append(max_len_error(63))
     if not _DNS1035_LABEL_RE.fullmatch(value):
         errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
     return errs
 
 
 def is_qualified_name(value: str) -> list[str]:
-    """content.IsLabelKey (what validation.IsQualifiedName now is)."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            sub = is_dns1123_subdomain(prefix, _content_max_len_error)
-            errs.extend("prefix part " + m for m in sub)
-    else:
-        return [
-            "a valid label key "
-            + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _byte_len(name) > 63:
-        errs.append("name part " + _content_max_len_error(63))
-    if not _LABEL_KEY_RE.fullmatch(name):
-        errs.append(
-            "name part " + regex_error(QNAME_MSG, QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
+    """content.IsLabelKey (what validation.IsQualifiedName now is): its wording, same grammar."""
+    return qualified_name_errors(value, noun="a valid label key", unit="bytes")
 
 
 def is_label_value(value: str) -> list[str]:
     errs = []
-    if _byte_len(value) > 63:
-        errs.append(_content_max_len_error(63))
+    if utf8_len(value) > 63:
+        errs.append(max_len_error(63, "bytes"))
     if not _LABEL_VALUE_RE.fullmatch(value):
         errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errs
