@@ -1,0 +1,106 @@
+"""Every rule id of SPEC §2–§4 fires end to end through the installed console script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from tests.cli import run
+from tests.helpers import entry, slice_doc
+
+HEAVY_LIST = "[" + ",".join(["'a'"] * 300) + "]"
+EXPRESSIONS = {
+    "SA106": "object.subnetID.",
+    "SA107": "42",
+    "SA108": '"prefix-" + object.x',
+    "SA201": 'has(object.a) ? object.b : ""',
+    "SA202": 'has(object.a) ? object.a : ""',
+    "SA203": 'object.?x.orValue("")',
+    "SA204": f"{HEAVY_LIST}.all(x, {HEAVY_LIST.replace('a', 'b')}.all(y, x != y)) ? 'k' : ''",
+    "SA205": '"object.subnetID"',
+    "SA206": "object.subnetID",
+    "SA207": "(" * 40 + '""' + ")" * 40,
+}
+
+
+def test_every_expression_rule_is_reported_at_its_entry(tmp_path: Path) -> None:
+    docs = [slice_doc([entry("k", expr)], name=rule.lower(), pool=rule.lower())
+            for rule, expr in EXPRESSIONS.items()]
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False, width=10_000))
+    result = run("lint", "--format", "json", "--no-pools", str(path))
+    assert result.code == 1
+    found = {(f["rule"], f["object"]["name"]) for f in result.json()["findings"]}
+    for rule in EXPRESSIONS:
+        assert (rule, rule.lower()) in found, rule
+    for finding in result.json()["findings"]:
+        assert finding["file"] == str(path) and finding["line"] >= 1 and finding["column"] >= 1
+        assert finding["field"].startswith("spec.sharingAffinity")
+
+
+def test_count_mismatch_sp304(tmp_path: Path) -> None:
+    docs = [
+        slice_doc([entry("k")], name="meta", count=2),
+        slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}],
+                  name="dev", count=3),
+    ]
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    result = run("lint", "--format", "json", "--complete-pools", str(path))
+    [finding] = [f for f in result.json()["findings"] if f["rule"] == "SP304"]
+    assert finding["severity"] == "error"
+    assert {loc["object"]["name"] for loc in finding["locations"]} == {"meta", "dev"}
+    assert result.code == 1
+
+
+def _claim(name: str, *params: dict) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "t"},
+            "spec": {"devices": {
+                "requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}],
+                "config": [{"opaque": {"driver": "d.example.com", "parameters": p}} for p in params],
+            }}}
+
+
+def test_every_outcome_and_error_kind_through_dry_run(tmp_path: Path) -> None:
+    def meta(pool: str, expression: str, name: str | None = None, count: int = 1) -> dict:
+        return slice_doc([entry("k", expression)], name=name or pool, pool=pool,
+                         driver="d.example.com", count=count)
+
+    docs = [
+        meta("ok", 'object.?subnet.orValue("")'),
+        slice_doc(None, devices=[{"name": "d0"}], name="none", pool="none", driver="d.example.com"),
+        meta("incomplete", 'object.?subnet.orValue("")', count=2),
+        meta("nonstring", "has(object.vlan) ? object.vlan : ''"),
+        meta("cost", '"p-" + object.subnet'),
+        meta("compile", "object.subnet."),
+        meta("collision", 'object.?subnet.orValue("")', name="collision-a", count=2),
+        meta("collision", 'object.?subnet.orValue("")', name="collision-b", count=2),
+        meta("missing", "object.nope"),
+        _claim("a", {"subnet": "s1", "vlan": 7}),
+        _claim("b", {"subnet": "s1"}, {"subnet": "s2"}),
+        _claim("c", {"other": 1}),
+    ]
+    path = tmp_path / "all.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    result = run("dry-run", "--format", "json", str(path))
+    assert result.code == 1  # slice and claim authoring errors are present
+    got = {(r["claim"], r["pool"]["name"]): r for r in result.json()["results"]}
+
+    def outcome(claim: str, pool: str) -> tuple[str, str | None]:
+        r = got[(f"t/{claim}", pool)]
+        return r["outcome"], r["error"]["kind"] if r["error"] else None
+
+    assert outcome("a", "ok") == ("ok", None)
+    assert got[("t/a", "ok")]["affinity"] == {"k": "s1"}
+    assert outcome("a", "none") == ("not-applicable", None)
+    assert outcome("a", "incomplete") == ("pool-incomplete", None)
+    assert outcome("a", "nonstring") == ("slice-error", "cel expression returned non-string")
+    assert outcome("a", "cost") == ("slice-error", "cel evaluation cost exceeded")
+    assert outcome("a", "compile") == ("slice-error", "cel evaluation failed")
+    assert outcome("a", "collision") == ("slice-error", "slice key collision")
+    assert outcome("a", "missing") == ("slice-error", "missing field")
+    assert outcome("b", "ok") == ("claim-inconsistent", "claim self-inconsistent")
+    assert outcome("c", "ok") == ("not-satisfied", None)
+    assert got[("t/c", "ok")]["unsatisfied"] == ["k"]
