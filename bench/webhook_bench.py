@@ -11,7 +11,7 @@ Scenarios: a 128-device ResourceSlice (~60 KB of JSON, no extractors) and a meta
 with 8 extractors. Prints req/s, p50, p99 per server and the ratios against the targets
 (throughput ≥ 0.85× no-op, p99 ≤ 1.3× no-op p99). Prints figures, asserts nothing.
 
-    python bench/webhook_bench.py [--requests 1600] [--rounds 3] [--concurrency 8] [--workers 2] [--threads 4]
+    python bench/webhook_bench.py [--requests 1600] [--rounds 5] [--concurrency 8] [--workers 2] [--threads 4]
 """
 
 from __future__ import annotations
@@ -150,8 +150,7 @@ def _start(app: str, port: int, cert_dir: Path, workers: int, threads: int,
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
     env.update({"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
-                "DRA_AFFINITY_WORKERS": str(workers), "DRA_AFFINITY_THREADS": str(threads),
-                "DRA_AFFINITY_LOG_LEVEL": "WARNING"})
+                "DRA_AFFINITY_WORKERS": str(workers), "DRA_AFFINITY_THREADS": str(threads)})
     with log.open("wb") as handle:
         proc = subprocess.Popen(
             [gunicorn, "-c", str(REPO / "webhook" / "gunicorn_conf.py"), "--pythonpath",
@@ -184,19 +183,42 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=5)
 
 
-def _run(pool: Any, port: int, ca_file: str, body: bytes, total: int, concurrency: int) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    """User+system CPU time of a process and its children (the gunicorn master's workers)."""
+    total = 0.0
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:  # not Linux: no server CPU figure
+        return float("nan")
+    pids.extend(int(c) for c in children)
+    tick = os.sysconf("SC_CLK_TCK")
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
+def _run(pool: Any, server: int, port: int, ca_file: str, body: bytes, total: int,
+         concurrency: int) -> dict[str, float]:
     warm = max(concurrency, total // 10) // concurrency
     pool.map(_client, [(port, ca_file, body, warm)] * concurrency)
     per_client = total // concurrency
+    cpu = _cpu_seconds(server)
     started = time.perf_counter()
     results = pool.map(_client, [(port, ca_file, body, per_client)] * concurrency)
     elapsed = time.perf_counter() - started
+    cpu = _cpu_seconds(server) - cpu
     latencies = sorted(x for chunk in results for x in chunk)
     return {
         "rps": len(latencies) / elapsed,
         "p50": statistics.median(latencies) * 1000,
         "p99": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "n": len(latencies),
+        "cpu_us": cpu / len(latencies) * 1e6,
     }
 
 
@@ -206,7 +228,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3,
+    parser.add_argument("--rounds", type=int, default=5,
                         help="alternating runs per server and scenario; the best run is kept")
     args = parser.parse_args()
 
@@ -234,19 +256,21 @@ def main() -> None:
                 for scenario, body in scenarios.items():
                     for _ in range(args.rounds):
                         for label in servers:
-                            run = _run(pool, ports[label], ca_file, body, args.requests,
-                                       args.concurrency)
+                            run = _run(pool, procs[label].pid, ports[label], ca_file, body,
+                                       args.requests, args.concurrency)
                             best = figures.get((label, scenario))
                             if best is None or run["rps"] > best["rps"]:
                                 figures[(label, scenario)] = run
         finally:
             for proc in procs.values():
                 _stop(proc)
-        print(f"{'scenario':32} {'server':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8}")
+        print(f"{'scenario':32} {'server':8} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} "
+              f"{'server CPU/req':>15}")
         for scenario, body in scenarios.items():
             for label in servers:
                 f = figures[(label, scenario)]
-                print(f"{scenario:32} {label:8} {f['rps']:8.0f} {f['p50']:8.2f} {f['p99']:8.2f}")
+                print(f"{scenario:32} {label:8} {f['rps']:8.0f} {f['p50']:8.2f} {f['p99']:8.2f} "
+                      f"{f['cpu_us']:12.0f} µs")
             noop, ours = figures[("no-op", scenario)], figures[("webhook", scenario)]
             throughput, p99 = ours["rps"] / noop["rps"], ours["p99"] / noop["p99"]
             print(f"{'':32} {'ratio':8} {throughput:8.2f}x (target >= {TARGET_THROUGHPUT})"

@@ -271,10 +271,10 @@ def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) ->
         generation=pool["generation"],
         resource_slice_count=pool["resourceSliceCount"],
         devices=tuple(_device(i, d) for i, d in enumerate(raw_devices or ())) if with_devices else (),
-        sharing_affinity=tuple(
+        sharing_affinity=tuple([
             Extractor(i, _text(e.get("name")), _text(e.get("expression")))
             for i, e in enumerate(raw_affinity or ())
-        ),
+        ]),
         devices_set=raw_devices is not None,
         sharing_affinity_set=raw_affinity is not None,
         source=source,

@@ -17,6 +17,7 @@ skipped for that request rather than compiling whatever a 7 MiB body can hold.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -49,7 +50,7 @@ class ReviewError:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AdmissionRequest:
     api_version: str
     uid: str
@@ -128,7 +129,7 @@ class PoolChecker(Protocol):
     def check(self, new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> PoolVerdict: ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     request: AdmissionRequest
     allowed: bool
@@ -140,14 +141,24 @@ class Verdict:
     pool_check: str | None = None
     """None (not applicable), `ok`, or `skipped`."""
     extra_warnings: tuple[str, ...] = field(default=())
+    cached: CachedFindings | None = None
+    """The findings-cache entry `findings` is, when no pool findings were added to it: what is
+    derived from the findings alone is then computed once per entry, not per request."""
 
     @property
     def errors(self) -> tuple[Finding, ...]:
         return tuple(f for f in self.findings if f.severity is Severity.ERROR)
 
     @property
+    def rule_severities(self) -> tuple[tuple[str, str], ...]:
+        """Sorted distinct (rule id, severity label) pairs of the findings."""
+        if self.cached is not None:
+            return self.cached.rule_severities
+        return _rule_severities(self.findings)
+
+    @property
     def rule_ids(self) -> list[str]:
-        return sorted({f.rule for f in self.findings})
+        return sorted({rule for rule, _ in self.rule_severities})
 
     def warnings(self) -> list[str]:
         advisories = (warning_text(f) for f in self.findings if f.severity is Severity.WARNING)
@@ -168,6 +179,28 @@ class Verdict:
         """The reply: an AdmissionReview in the apiVersion the request used."""
         return {"apiVersion": self.request.api_version, "kind": "AdmissionReview",
                 "response": self.response()}
+
+    def review_json(self) -> str:
+        """`review()` serialized as compact JSON, in the same key order.
+
+        Why a memo: rendering warnings, audit annotations and a status, then serializing them,
+        costs more than the rest of a request whose findings are cached, and drivers resend
+        the same slices. Such replies differ only by their uid, so the text around it is kept
+        in the cache entry, per everything else the reply depends on.
+        """
+        if self.cached is None:
+            return _compact(self.review())
+        key = (self.request.api_version, self.allowed, self.decision, self.name, self.pool_check,
+               self.extra_warnings)
+        parts = self.cached.replies.get(key)
+        uid = json.dumps(self.request.uid)
+        if parts is None:
+            text = _compact(self.review())
+            head, found, tail = text.partition(f'"uid":{uid}')
+            if found:  # always, for a reply built by `review()`; never memoize a guess
+                self.cached.remember_reply(key, (head + '"uid":', tail))
+            return text
+        return parts[0] + uid + parts[1]
 
     def log_fields(self) -> dict[str, Any]:
         req = self.request
@@ -207,6 +240,36 @@ def _with_name(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 SliceKey = tuple[object, ...]
 
 
+def _compact(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def _rule_severities(findings: tuple[Finding, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted({(f.rule, f.severity.label) for f in findings}))
+
+
+class CachedFindings:
+    """One findings-cache entry: the findings and what requests derive from them alone."""
+
+    MAX_REPLIES = 16
+    """Reply variants kept per entry (api version, decision, pool-check state...): few in
+    practice; past the bound the memo starts over."""
+
+    __slots__ = ("findings", "has_errors", "replies", "rule_severities")
+
+    def __init__(self, findings: tuple[Finding, ...]) -> None:
+        self.findings = findings
+        self.has_errors = any(f.severity is Severity.ERROR for f in findings)
+        self.rule_severities = _rule_severities(findings)
+        self.replies: dict[tuple[object, ...], tuple[str, str]] = {}
+
+    def remember_reply(self, key: tuple[object, ...], parts: tuple[str, str]) -> None:
+        # Threads racing here store equal parts; a dict store is atomic under the GIL.
+        if len(self.replies) >= self.MAX_REPLIES:
+            self.replies = {}
+        self.replies[key] = parts
+
+
 class FindingsCache:
     """A bounded LRU of slice-rule findings keyed by everything they depend on.
 
@@ -219,7 +282,7 @@ class FindingsCache:
     """
 
     def __init__(self, maxsize: int = 1024) -> None:
-        self._data: OrderedDict[SliceKey, tuple[Finding, ...]] = OrderedDict()
+        self._data: OrderedDict[SliceKey, CachedFindings] = OrderedDict()
         self._lock = threading.Lock()
         self._maxsize = maxsize
 
@@ -234,18 +297,26 @@ class FindingsCache:
 
     def findings(self, new: ResourceSlice, old: ResourceSlice | None,
                  options: EngineOptions) -> tuple[Finding, ...]:
+        """The slice rules' findings (the same tuple object while the entry lives)."""
+        return self.entry(new, old, options).findings
+
+    def entry(self, new: ResourceSlice, old: ResourceSlice | None,
+              options: EngineOptions) -> CachedFindings:
         key = self.key(new, old, options)
         with self._lock:
             hit = self._data.get(key)
             if hit is not None:
                 self._data.move_to_end(key)
                 return hit
-        computed = tuple(check_slice(new, old, options))
+        computed = CachedFindings(tuple(check_slice(new, old, options)))
         with self._lock:
             self._data[key] = computed
             if len(self._data) > self._maxsize:
                 self._data.popitem(last=False)
         return computed
+
+
+_NO_POOL_CHECK = PoolVerdict()
 
 
 class Admitter:
@@ -256,6 +327,7 @@ class Admitter:
         self.pools = pools if settings.pool_check else None
         self.cache = FindingsCache()
         self.options = EngineOptions(kubernetes_version=settings.kubernetes_version)
+        self.max_entries = self.options.limits.max_entries
         expression_rules = frozenset(r.id for r in slice_rules() if r.ratchets)
         self.bounded_options = EngineOptions(
             kubernetes_version=settings.kubernetes_version,
@@ -288,20 +360,28 @@ class Admitter:
             old_parsed = parse(request.old_object, trusted=True, with_devices=False)
             old = old_parsed.obj if isinstance(old_parsed.obj, ResourceSlice) else None
         new = parsed.obj
-        over_limit = len(new.sharing_affinity) > self.options.limits.max_entries
+        over_limit = len(new.sharing_affinity) > self.max_entries
         options = self.bounded_options if over_limit else self.options
-        findings: list[Finding] = list(self.cache.findings(new, old, options))
+        cached = self.cache.entry(new, old, options)
         # Over the entry limit the pool check is skipped too: its cost sum would compile every
         # entry, and SA101 denies the slice anyway.
-        pool_check, extra = (PoolVerdict(), ()) if over_limit else self._pool(new, old, options)
-        findings.extend(pool_check.findings)
-        allowed = not any(f.severity is Severity.ERROR for f in findings)
+        extra: tuple[str, ...] = ()
+        if over_limit or self.pools is None:
+            pool_check = _NO_POOL_CHECK
+        else:
+            pool_check, extra = self._pool(new, old, options)
+        if pool_check.findings:
+            findings = cached.findings + pool_check.findings
+            allowed = not any(f.severity is Severity.ERROR for f in findings)
+        else:
+            findings, allowed = cached.findings, not cached.has_errors
         return Verdict(
             request,
             allowed=allowed,
             decision="allowed" if allowed else "denied",
             name=name,
-            findings=tuple(findings),
+            findings=findings,
+            cached=cached if findings is cached.findings else None,
             pool_check=None if self.pools is None or not new.is_metadata_slice or over_limit
             else ("skipped" if pool_check.skipped else "ok"),
             extra_warnings=extra,

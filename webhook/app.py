@@ -28,6 +28,7 @@ from werkzeug.exceptions import HTTPException
 
 from webhook import logs, tls
 from webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
+from webhook.events import EventRecorder, ReviewEvent
 from webhook.metrics import CACHE_SOURCES, Metrics
 from webhook.settings import SettingsProblem, WebhookSettings, from_env
 
@@ -59,11 +60,6 @@ def warm_up(settings: WebhookSettings) -> Readiness:
     return Readiness(cel_ready=True)
 
 
-PROCESS_METRICS_INTERVAL = 1.0
-"""Seconds between copies of the compile-cache and TLS counters into the metrics: per-worker
-gauges that need not be exact per request, and cost a lock round per cache to read."""
-
-
 class Webhook:
     """The request handlers, with the per-process state they share (all read-only but metrics)."""
 
@@ -71,7 +67,7 @@ class Webhook:
         self.settings = settings
         self.log = logs.configure(settings.log_level)
         self.metrics = Metrics()
-        self._last_sync = float("-inf")
+        self.events = EventRecorder(self.log, self.metrics, self._sync_process_metrics)
         self.admitter = Admitter(settings, pools)
         self.readiness = warm_up(settings)
 
@@ -80,8 +76,11 @@ class Webhook:
         mimetype = request.mimetype
         if mimetype != JSON:
             return self._reject(415, f"Content-Type must be {JSON}, got {mimetype or 'none'!r}", started)
+        data = self._body()
+        if data is None:
+            return self._reject(413, f"body larger than {self.settings.max_body_bytes} bytes", started)
         try:
-            body = json.loads(request.get_data(cache=False))
+            body = json.loads(data)
         except (ValueError, RecursionError) as exc:
             return self._reject(400, f"body is not JSON: {exc}", started)
         parsed = parse_review(body)
@@ -89,22 +88,40 @@ class Webhook:
             return self._reject(400, parsed.message, started)
         try:
             verdict = self.admitter.admit(parsed)
-            payload = verdict.review()
+            reply = verdict.review_json()
         except Exception as exc:
             return self._internal_error(parsed.uid, started, exc)
         self._record(verdict, started)
-        return _json(payload)
+        return Response(reply, status=200, mimetype=JSON)
+
+    def _body(self) -> bytes | None:
+        """The request body, or None when it exceeds the size limit.
+
+        Why not `request.get_data()` under Flask's `MAX_CONTENT_LENGTH`: gunicorn marks its
+        input as terminated, and werkzeug then wraps it in a limiting stream that reads in
+        chunks and copies them, which cost a tenth of a 128-device request. A declared length
+        above the limit is refused before anything is read; a body without one (chunked) is
+        read up to one byte past the limit. A server that neither declares a length nor
+        terminates its input gets an empty body, as werkzeug would give.
+        """
+        limit = self.settings.max_body_bytes
+        length = request.content_length
+        if length is not None and length > limit:
+            return None
+        environ = request.environ
+        if length is None and "wsgi.input_terminated" not in environ:
+            return b""
+        data: bytes = environ["wsgi.input"].read(limit + 1 if length is None else length)
+        return None if len(data) > limit else data
 
     def _record(self, verdict: Verdict, started: float) -> None:
         seconds = time.perf_counter() - started
-        self.metrics.observe_request(verdict.decision, verdict.request.operation, verdict.request.dry_run,
-                                     seconds, verdict.findings, verdict.pool_check)
-        if started - self._last_sync >= PROCESS_METRICS_INTERVAL:
-            self._last_sync = started
-            self._sync_process_metrics()
         fields = verdict.log_fields()
         fields["duration_s"] = round(seconds, 6)
-        self.log.info("admission review", extra={"fields": fields})
+        request = verdict.request
+        self.events.record(ReviewEvent(time.time(), fields, verdict.decision, request.operation,
+                                       request.dry_run, seconds, verdict.rule_severities,
+                                       verdict.pool_check))
 
     def _sync_process_metrics(self) -> None:
         for name, source in CACHE_SOURCES:
@@ -146,15 +163,13 @@ class Webhook:
         return _json(body, 200 if not problems else 503)
 
     def metrics_endpoint(self) -> Response:
+        self.events.flush()
         self._sync_process_metrics()
         data, content_type = self.metrics.exposition()
         return Response(data, status=200, content_type=content_type)
 
     def http_error(self, error: HTTPException) -> Response:
         code = error.code or 500
-        if request.path == "/validate" and code == 413:
-            limit = self.settings.max_body_bytes
-            return self._reject(413, f"body larger than {limit} bytes", time.perf_counter())
         return _json({"error": error.description or error.name, "code": code}, code)
 
     def unexpected(self, error: Exception) -> Response:
@@ -177,7 +192,6 @@ def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | Non
         pools = checker
     webhook = Webhook(settings, pools)
     app = Flask("dra_affinity_webhook")
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.extensions["dra_affinity"] = webhook
     app.add_url_rule("/validate", "validate", webhook.validate, methods=["POST"])
     app.add_url_rule("/healthz", "healthz", lambda: _json({"ok": True}), methods=["GET"])

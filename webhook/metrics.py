@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from policies.findings import Finding
 from webhook.multiproc import multiprocess_dir
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -81,15 +81,44 @@ class Metrics:
             "dra_affinity_pool_checks", "Pool-aware checks of metadata slices by result (ok/skipped).",
             ["result"], registry=reg)
         self._deltas = _Deltas()
+        self._children: dict[tuple[object, ...], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, memoized: label sets are few and bounded (see the module
+        doc), and `labels()` validates and locks on every call, a third of a request's metrics
+        cost."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def observe_request(self, decision: str, operation: str, dry_run: bool, seconds: float,
-                        findings: Iterable[Finding] = (), pool_check: str | None = None) -> None:
-        self.requests.labels(decision, operation or "unknown", "true" if dry_run else "false").inc()
-        self.duration.labels(decision).observe(seconds)
-        for rule, severity in sorted({(f.rule, f.severity.label) for f in findings}):
-            self.rule_requests.labels(rule, severity, decision).inc()
+                        rule_severities: Iterable[tuple[str, str]] = (),
+                        pool_check: str | None = None) -> None:
+        """Count one request; `rule_severities` are its findings' distinct (rule, severity)."""
+        self.count_requests(decision, operation, dry_run)
+        self.observe_duration(decision, seconds)
+        for rule, severity in rule_severities:
+            self.count_rule(rule, severity, decision)
         if pool_check is not None:
-            self.pool_checks.labels(pool_check).inc()
+            self.count_pool_checks(pool_check)
+
+    # The parts of `observe_request`, for callers that aggregate a batch of requests first
+    # (`webhook.events`): counters take the batch's count in one increment.
+
+    def count_requests(self, decision: str, operation: str, dry_run: bool, count: int = 1) -> None:
+        self._child(self.requests, decision, operation or "unknown",
+                    "true" if dry_run else "false").inc(count)
+
+    def observe_duration(self, decision: str, seconds: float) -> None:
+        self._child(self.duration, decision).observe(seconds)
+
+    def count_rule(self, rule: str, severity: str, decision: str, count: int = 1) -> None:
+        self._child(self.rule_requests, rule, severity, decision).inc(count)
+
+    def count_pool_checks(self, result: str, count: int = 1) -> None:
+        self._child(self.pool_checks, result).inc(count)
 
     def sync_cache(self, cache: str, counts: CacheCounts) -> None:
         """Copy a process-local cache's hit/miss totals in (as increments since last time)."""

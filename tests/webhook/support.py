@@ -13,12 +13,13 @@ import ssl
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.cli import REPO, SCRIPT
+from webhook.events import FLUSH_INTERVAL
 
 SERVICE, NAMESPACE = "dra-affinity-webhook", "dra-system"
 HOSTNAME = f"{SERVICE}.{NAMESPACE}.svc"
@@ -125,8 +126,22 @@ class Server:
         assert isinstance(body, dict)
         return body
 
-    def log_lines(self) -> list[dict[str, Any]]:
-        """The server's JSON log lines so far (gunicorn's first banner line is not JSON)."""
+    def log_lines(self, until: Callable[[list[dict[str, Any]]], bool] | None = None,
+                  timeout: float = 10.0) -> list[dict[str, Any]]:
+        """The server's JSON log lines (gunicorn's first banner line is not JSON).
+
+        Request lines are written in batches, up to `webhook.events.FLUSH_INTERVAL` after the
+        reply: with `until`, wait for the lines to satisfy it, then for one more batch (so a
+        line that should not be there has had its chance to appear), and return them.
+        """
+        deadline = time.monotonic() + timeout
+        lines = list(iter_json_lines(self.log_path))
+        if until is None:
+            return lines
+        while not until(lines) and time.monotonic() < deadline:
+            time.sleep(0.02)
+            lines = list(iter_json_lines(self.log_path))
+        time.sleep(3 * FLUSH_INTERVAL)
         return list(iter_json_lines(self.log_path))
 
     def metrics(self) -> str:

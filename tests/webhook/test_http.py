@@ -35,6 +35,29 @@ def test_oversized_body_sent_in_full_is_413(server: Server) -> None:
     assert "larger than" in reply.json()["error"]
 
 
+def _chunked(server: Server, body: bytes) -> tuple[int, dict[str, object]]:
+    """POST without a Content-Length (chunked transfer encoding), as some proxies send."""
+    conn = server.connection()
+    try:
+        chunks = (body[i:i + 65536] for i in range(0, len(body), 65536))
+        conn.request("POST", "/validate", body=chunks, encode_chunked=True,
+                     headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+        response = conn.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        conn.close()
+
+
+def test_chunked_bodies_are_read_and_bounded(server: Server) -> None:
+    small = json.dumps(review(slice_doc([entry("a")]), uid="chunked")).encode()
+    status, reply = _chunked(server, small)
+    assert status == 200 and reply["response"]["uid"] == "chunked"
+    big = slice_doc([entry("a")])
+    big["metadata"]["annotations"] = {"pad": "x" * (7 * MIB)}
+    status, reply = _chunked(server, json.dumps(review(big)).encode())
+    assert status == 413 and "larger than" in str(reply["error"])
+
+
 def test_body_just_under_the_limit_is_reviewed(server: Server) -> None:
     doc = slice_doc([entry("a")])
     doc["metadata"]["annotations"] = {"pad": "x" * (6 * MIB)}
@@ -94,7 +117,8 @@ def test_keep_alive_connection_serves_many_requests(server: Server) -> None:
             assert body["response"]["uid"] == f"ka-{i}"
     finally:
         conn.close()
-    pids = {line["pid"] for line in server.log_lines() if str(line.get("uid", "")).startswith("ka-")}
+    lines = server.log_lines(until=lambda ls: sum(str(x.get("uid")).startswith("ka-") for x in ls) == 5)
+    pids = {line["pid"] for line in lines if str(line.get("uid", "")).startswith("ka-")}
     assert len(pids) == 1  # one connection, one worker
 
 
@@ -119,7 +143,11 @@ def test_metrics_add_up_across_both_workers(server: Server) -> None:
             t.start()
         for t in threads:
             t.join()
-        pids = {line["pid"] for line in server.log_lines() if str(line.get("uid", "")).startswith("m-")}
+        def all_logged(lines: list[dict[str, object]], total: int = sum(sent.values())) -> bool:
+            return sum(str(x.get("uid")).startswith("m-") for x in lines) >= total
+
+        lines = server.log_lines(until=all_logged)
+        pids = {line["pid"] for line in lines if str(line.get("uid", "")).startswith("m-")}
         if len(pids) >= 2 or time.monotonic() > deadline:
             break
     assert len(pids) == 2, "both workers served requests"

@@ -16,7 +16,7 @@ from policies.findings import Finding, Location, Severity
 from policies.model import ResourceSlice
 from tests.cli import REPO, run
 from tests.helpers import entry, slice_doc
-from tests.webhook.support import NAMESPACE, SERVICE, free_port, launch, review, stop_server
+from tests.webhook.support import NAMESPACE, SERVICE, free_port, launch, metric_value, review, stop_server
 from webhook import certs, tls
 from webhook.admission import PoolVerdict
 from webhook.app import create_app
@@ -222,3 +222,136 @@ def test_findings_cache_keys_on_what_slice_rules_read() -> None:
     # device contents are not part of the key, their presence is
     with_devices = model(slice_doc([entry("k", expensive)], devices=[{"name": "d"}]))
     assert "SA109" in [f.rule for f in cache.findings(with_devices, None, options)]
+
+
+def _admitted(uid: str, doc: dict[str, object], admitter: object = None) -> object:
+    from webhook.admission import Admitter, parse_review
+
+    admitter = admitter or Admitter(WebhookSettings())
+    request = parse_review(review(doc, uid=uid))
+    assert not isinstance(request, str)
+    return admitter.admit(request)  # type: ignore[attr-defined, arg-type]
+
+
+def test_memoized_replies_equal_fresh_ones_for_every_uid() -> None:
+    """`review_json` splices the uid into text kept per findings-cache entry: it must give
+    exactly what serializing `review()` gives, for uids that need JSON escaping too."""
+    from webhook.admission import Admitter, Verdict
+
+    admitter = Admitter(WebhookSettings())
+    denied = slice_doc([entry("a"), entry("a", '"x" + object.y')])
+    for doc in (denied, slice_doc([entry("a")])):
+        replies = []
+        for uid in ("u-1", 'quo"te\\and\u00e9', "u-1"):
+            verdict = _admitted(uid, doc, admitter)
+            assert isinstance(verdict, Verdict) and verdict.cached is not None
+            text = verdict.review_json()
+            assert text == json.dumps(verdict.review(), separators=(",", ":"))
+            assert json.loads(text)["response"]["uid"] == uid
+            replies.append(text)
+        assert replies[0] == replies[2]
+        assert len(verdict.cached.replies) == 1  # one variant: same api version, decision, name
+
+
+def test_replies_with_pool_findings_are_not_memoized() -> None:
+    from webhook.admission import Admitter, Verdict
+
+    pool_finding = Finding("SP301", Severity.ERROR, "spec.sharingAffinity[0].name: Duplicate value: \"a\"",
+                           (Location.at(None, ("spec", "sharingAffinity", 0, "name")),))
+
+    class _Pools:
+        def check(self, new: ResourceSlice, old: ResourceSlice | None,
+                  options: EngineOptions) -> PoolVerdict:
+            return PoolVerdict(findings=(pool_finding,))
+
+    admitter = Admitter(WebhookSettings(pool_check=True), pools=_Pools())
+    verdict = _admitted("p-1", slice_doc([entry("a")]), admitter)
+    assert isinstance(verdict, Verdict)
+    assert verdict.cached is None and pool_finding in verdict.findings
+    reply = json.loads(verdict.review_json())["response"]
+    assert reply["allowed"] is False and reply["auditAnnotations"]["error-rules"] == "SP301"
+
+
+def test_event_recorder_writes_batches_samples_before_lines(capfd: object) -> None:
+    """Lines of a batch come out in one write with each request's own time; counters are
+    incremented once per label set; nothing is lost at flush."""
+    import logging
+
+    from webhook import logs
+    from webhook.events import EventRecorder, ReviewEvent
+    from webhook.metrics import Metrics
+
+    logger = logs.configure("INFO")
+    metrics = Metrics()
+    order: list[str] = []
+    original = metrics.count_requests
+
+    def counting(*args: object, **kwargs: object) -> None:
+        order.append("samples")
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    metrics.count_requests = counting  # type: ignore[method-assign]
+    syncs: list[int] = []
+    recorder = EventRecorder(logger, metrics, lambda: syncs.append(1), interval=3600)
+    for i in range(5):
+        recorder.record(ReviewEvent(1000.0 + i, {"uid": f"e-{i}"}, "denied" if i % 2 else "allowed",
+                                    "CREATE", False, 0.002, (("SA102", "error"),) if i % 2 else (),
+                                    None))
+    assert capfd.readouterr().err == ""  # type: ignore[attr-defined]  # nothing before the flush
+    recorder.flush()
+    lines = [json.loads(x) for x in capfd.readouterr().err.splitlines()]  # type: ignore[attr-defined]
+    assert [x["uid"] for x in lines] == [f"e-{i}" for i in range(5)]
+    assert [x["ts"] for x in lines] == [1000.0 + i for i in range(5)]
+    assert all(x["msg"] == "admission review" and x["level"] == "info" for x in lines)
+    assert order == ["samples", "samples"]  # allowed and denied: one increment each
+    text = metrics.exposition()[0].decode()
+    assert metric_value(text, "dra_affinity_admission_requests_total",
+                        {"decision": "allowed", "dry_run": "false", "operation": "CREATE"}) == 3
+    assert metric_value(text, "dra_affinity_admission_rule_requests_total",
+                        {"decision": "denied", "rule": "SA102", "severity": "error"}) == 2
+    assert metric_value(text, "dra_affinity_admission_duration_seconds_count", {"decision": "denied"}) == 2
+    assert syncs == [1]
+    logger.setLevel(logging.WARNING)
+    recorder.record(ReviewEvent(0.0, {"uid": "quiet"}, "allowed", "CREATE", False, 0.001, (), None))
+    recorder.flush()
+    assert "quiet" not in capfd.readouterr().err  # type: ignore[attr-defined]
+
+
+def test_event_lines_go_through_other_handlers_as_records() -> None:
+    """An operator's own handler on the webhook logger gets ordinary records, dated by request."""
+    import logging
+
+    from webhook import logs
+
+    logger = logging.getLogger("dra_affinity.test-events")
+    logger.setLevel(logging.INFO)
+    records: list[logging.LogRecord] = []
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger.addHandler(_Keep())
+    logs.events(logger, logging.INFO, "admission review", [(12.5, {"uid": "a"}), (13.5, {"uid": "b"})])
+    assert [(r.created, r.getMessage(), r.fields["uid"]) for r in records] == [  # type: ignore[attr-defined]
+        (12.5, "admission review", "a"), (13.5, "admission review", "b")]
+
+
+def test_event_thread_flushes_on_its_own() -> None:
+    import time
+
+    from webhook import logs
+    from webhook.events import EventRecorder, ReviewEvent
+    from webhook.metrics import Metrics
+
+    flushed: list[int] = []
+    metrics = Metrics()
+    recorder = EventRecorder(logs.configure("WARNING"), metrics, lambda: flushed.append(1), interval=0.01)
+    recorder.record(ReviewEvent(0.0, {"uid": "t"}, "allowed", "CREATE", True, 0.001, (), "ok"))
+    deadline = time.monotonic() + 5
+    sample = 'dra_affinity_pool_checks_total{result="ok"} 1.0'
+    while sample not in metrics.exposition()[0].decode() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    text = metrics.exposition()[0].decode()
+    assert sample in text and flushed == [1]
+    assert 'dry_run="true"' in text
