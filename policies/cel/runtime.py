@@ -182,7 +182,7 @@ _ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
 def _run_program(program: Any, variables: Mapping[str, object], interp_value: object
                  ) -> tuple[object, str, EvalError | None]:
     try:
-        result = program.eval(data={**type_values.activation(), **variables})
+        result = program.eval(data={**_TYPE_ACTIVATION, **variables})
     except RuntimeError as exc:
         if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, CelError):
             return to_plain(interp_value), interp_type_name(interp_value), None
@@ -270,6 +270,9 @@ _CPP_TYPE_NAMES = {
 
 def cel_type_name(cpp_name: str) -> str:
     """cel-go's `TypeName()` for a cel-expr-python type name (`LIST<DYN>` -> `list`)."""
+    simple = _CPP_TYPE_NAMES.get(cpp_name)
+    if simple is not None:
+        return simple
     base = cpp_name.split("<", 1)[0].strip()
     return _CPP_TYPE_NAMES.get(base, base)
 
@@ -314,6 +317,9 @@ def to_plain(value: object) -> object:
 # The bridge: one CEL call through cel-expr-python
 # ------------------------------------------------------------------------------------------------
 
+_TYPE_ACTIVATION = type_values.activation()
+"""Values of the library type identifiers, bound in every evaluation (never mutated)."""
+
 _BRIDGE_CACHE_SIZE = 8
 _PROGRAM_CACHE_SIZE = 1024
 _bridges_lock = threading.Lock()
@@ -321,13 +327,16 @@ _bridges: OrderedDict[int, tuple[Any, CelBridge]] = OrderedDict()
 
 
 def bridge_for(env: Any = None) -> CelBridge:
-    """The bridge for a cel-expr-python environment (bounded cache; None: standard library)."""
-    with _bridges_lock:
-        key = id(env)
-        hit = _bridges.get(key)
-        if hit is not None and hit[0] is env:
-            _bridges.move_to_end(key)
-            return hit[1]
+    """The bridge for a cel-expr-python environment (bounded cache; None: standard library).
+
+    A hit is read without the lock (a dict read is atomic; the entry holds its environment, so
+    the id cannot be another's) and does not refresh the order: environments are few (one per
+    version, mode and kind in use), far under the bound, and this is on every evaluation.
+    """
+    key = id(env)
+    hit = _bridges.get(key)
+    if hit is not None and hit[0] is env:
+        return hit[1]
     actual = env if env is not None else cel.NewEnv(
         config=cel.NewEnvConfigFromYaml(_DEFAULT_ENV_YAML))
     bridge = CelBridge(actual)

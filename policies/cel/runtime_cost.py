@@ -1207,13 +1207,13 @@ _plans: OrderedDict[tuple[int, int, bool, bool], tuple[CheckedAst, CallBridge, _
 
 def _plan_for(checked: CheckedAst, bridge: CallBridge, optimize: bool, kubernetes: bool
               ) -> _Step:
-    """Plans are cached (bounded LRU); the entry keeps its AST alive so ids stay unique."""
+    """Plans are cached (bounded, oldest planned first out); the entry keeps its AST alive so
+    ids stay unique. A hit is read without the lock (a dict read is atomic) and does not
+    reorder the cache: it is on every evaluation, and a re-plan after eviction is cheap."""
     key = (id(checked), id(bridge), optimize, kubernetes)
-    with _plan_lock:
-        hit = _plans.get(key)
-        if hit is not None and hit[0] is checked and hit[1] is bridge:
-            _plans.move_to_end(key)
-            return hit[2]
+    hit = _plans.get(key)
+    if hit is not None and hit[0] is checked and hit[1] is bridge:
+        return hit[2]
     root = _Planner(checked, bridge, optimize, kubernetes).plan(checked.root, frozenset())
     with _plan_lock:
         _plans[key] = (checked, bridge, root)
