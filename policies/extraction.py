@@ -14,15 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from policies.cel.errors import KIND_COST_EXCEEDED, KIND_FAILED
 from policies.diagnostics import Diagnostic
 from policies.findings import PoolRef
 from policies.limits import KubernetesVersion, Limits, limits_for
 from policies.model import Config, Extractor, ResourceClaim
 
-KIND_FAILED = "cel evaluation failed"
 KIND_NON_STRING = "cel expression returned non-string"
-KIND_COST = "cel evaluation cost exceeded"
-KIND_MISSING_FIELD = "missing field"
+KIND_COST = KIND_COST_EXCEEDED
 KIND_COLLISION = "slice key collision"
 KIND_CLAIM = "claim self-inconsistent"
 

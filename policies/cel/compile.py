@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import yaml
 from cel_expr_python import cel
@@ -101,11 +101,60 @@ _ENGINE_DEPTH_ERROR = re.compile(
 )
 
 
+class LazyProgram:
+    """The cel-expr-python program of a checked expression, planned in the runtime environment
+    the first time it is asked for.
+
+    Why lazy: planning a 10 KiB expression costs ~2 ms, and most compilations — every one
+    `lint` and the webhook make — only ever need the checked AST (rules, cost, advisories).
+    And a planning failure is our engine's, not one upstream reports at compile time: what
+    cel-go's `env.Program()` rejects (constant conversions it folds, regex constants) is found
+    by `plan_error` and `program_regex_errors` before the result is declared ok. So a program
+    cel-cpp cannot plan shows as an evaluation error (`program_error`), never as SA106.
+    Thread-safe: one planning per instance; racing callers wait for it.
+    """
+
+    __slots__ = ("_env", "_error", "_lock", "_program", "_serialized")
+
+    def __init__(self, env: Any, serialized: bytes | None,
+                 program: cel.Expression | None = None) -> None:
+        self._env = env
+        self._serialized = serialized
+        self._program = program
+        self._error: str | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def ready(cls, program: cel.Expression) -> LazyProgram:
+        """An already planned program."""
+        return cls(None, None, program)
+
+    def get(self) -> cel.Expression | None:
+        """The program, planning it now if needed (None if planning failed: see `error`)."""
+        if self._program is not None or self._serialized is None:
+            return self._program
+        with self._lock:
+            if self._serialized is not None:
+                try:
+                    self._program = self._env.deserialize(self._serialized)
+                except RuntimeError as exc:
+                    self._error = split_status(str(exc))[1].strip()
+                self._serialized = None  # planned or failed: the bytes are not needed again
+        return self._program
+
+    @property
+    def error(self) -> str | None:
+        """Why planning failed (after `get`), else None."""
+        self.get()
+        return self._error
+
+
 @dataclass(frozen=True, eq=False)
 class CompileResult:
     """The outcome of compiling one expression in one environment.
 
-    * `ok`: compiled, validated and planned; `checked` and `program` are set.
+    * `ok`: compiled and validated; `checked` is set and the program can be planned
+      (`program`, on first access; see `LazyProgram`).
     * `errors`: what upstream would report (sorted by position); empty when `ok` and when
       `engine_limited`.
     * `output_type`: the checked type of the whole expression as cel-go prints it
@@ -120,9 +169,20 @@ class CompileResult:
     errors: tuple[CompileError, ...]
     output_type: str | None
     checked: CheckedAst | None
-    program: cel.Expression | None
+    plan: LazyProgram | None
     engine_limited: bool = False
     engine_limit_reason: str | None = None
+
+    @property
+    def program(self) -> cel.Expression | None:
+        """The planned program: None unless `ok`, or when our engine could not plan it
+        (`program_error` says why)."""
+        return self.plan.get() if self.plan is not None else None
+
+    @property
+    def program_error(self) -> str | None:
+        """Why our engine could not plan the program of an `ok` result, else None."""
+        return self.plan.error if self.plan is not None else None
 
     @property
     def error_text(self) -> str:
@@ -711,16 +771,9 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
         where = (line, column) if line >= 1 else (-1, 0)
         return _failure(expression, key, [CompileError(*where, message, ErrorStage.PROGRAM)],
                         output_type, checked)
-    program: cel.Expression = compiled
-    if env.separate_runtime:
-        try:
-            program = env.runtime.deserialize(serialized)
-        except RuntimeError as exc:
-            _, detail = split_status(str(exc))
-            return _failure(expression, key,
-                            [CompileError(-1, 0, detail.strip(), ErrorStage.PROGRAM)],
-                            output_type, checked)
-    return CompileResult(expression, key, True, (), output_type, checked, program)
+    plan = (LazyProgram(env.runtime, serialized) if env.separate_runtime
+            else LazyProgram.ready(compiled))
+    return CompileResult(expression, key, True, (), output_type, checked, plan)
 
 
 # ------------------------------------------------------------------------------------------------

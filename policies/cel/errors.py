@@ -537,3 +537,11 @@ def _split_type_list(text: str) -> list[str]:
             start = i + 1
     parts.append(text[start:].strip())
     return parts
+
+
+# Kinds of evaluation errors, in Kubernetes' words (reference §1.4, errors.go): how the
+# scheduler classifies a failed extraction. Here, beside the compile errors, so that the
+# runtime and the extraction model share one spelling without importing each other.
+KIND_MISSING_FIELD = "missing field"
+KIND_FAILED = "cel evaluation failed"
+KIND_COST_EXCEEDED = "cel evaluation cost exceeded"

@@ -37,6 +37,7 @@ from cel_expr_python import cel
 
 from policies.cel.ast import CheckedAst
 from policies.cel.env import get_env
+from policies.cel.errors import KIND_COST_EXCEEDED, KIND_FAILED, KIND_MISSING_FIELD
 from policies.cel.jsonvalue import (
     NONE,
     BoolKey,
@@ -71,9 +72,6 @@ __all__ = [
     "translate_error",
 ]
 
-KIND_MISSING_FIELD = "missing field"
-KIND_FAILED = "cel evaluation failed"
-KIND_COST_EXCEEDED = "cel evaluation cost exceeded"
 #: Kubernetes `dracel.EnhanceRuntimeError` suffix for `no such key:` errors.
 MISSING_FIELD_HINT = (". Consider using CEL optional chaining (?), has() macro, or orValue() for "
                       "optional fields")
@@ -134,8 +132,11 @@ def evaluate(compiled: CompiledLike, variables: Mapping[str, object], *,
     standard-library environment.
     """
     checked, program = compiled.checked, compiled.program
-    if not compiled.ok or checked is None or program is None:
+    if not compiled.ok or checked is None:
         return EvalResult(None, "", 0, EvalError(KIND_FAILED, "expression did not compile"))
+    if program is None:
+        reason = getattr(compiled, "program_error", None) or "the program could not be planned"
+        return EvalResult(None, "", 0, EvalError(KIND_FAILED, f"instantiate CEL program: {reason}"))
     bridge = bridge_for(_environment_of(compiled, env))
     outcome = track_cost(checked, variables, bridge, limit=cost_limit, optimize=optimize)
     if outcome.status == "cost_exceeded":

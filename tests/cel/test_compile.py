@@ -47,6 +47,41 @@ def test_ok_result_carries_checked_ast_and_program() -> None:
     assert result.program.eval(data={"object": {"kind": "Other"}}).value() == ""
 
 
+def test_program_is_planned_on_first_use_and_once() -> None:
+    from policies.cel.compile import compile_uncached
+
+    result = compile_uncached("object.a + 'x'", KEY)
+    assert result.ok and result.plan is not None
+    assert result.plan._program is None  # nothing planned by compiling
+    seen: list[object] = []
+    threads = [threading.Thread(target=lambda: seen.append(result.program)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(p) for p in seen}) == 1 and seen[0] is not None and result.program_error is None
+    assert result.program.eval(data={"object": {"a": "b"}}).value() == "bx"
+
+
+def test_a_program_our_engine_cannot_plan_is_an_evaluation_error_not_a_compile_error() -> None:
+    """Rule 7: what cel-cpp cannot plan is our engine's limit; cel-go's own planning errors are
+    found before a result is declared ok (see `plan_error`)."""
+    import dataclasses
+
+    from policies.cel.compile import LazyProgram, compile_uncached
+    from policies.cel.env import get_env
+    from policies.cel.errors import KIND_FAILED
+    from policies.cel.runtime import evaluate
+
+    good = compile_uncached("object.a", KEY)
+    broken = dataclasses.replace(good, plan=LazyProgram(get_env(KEY).runtime, b"\xff\xff not a proto"))
+    assert broken.ok and broken.program is None
+    assert broken.program_error
+    result = evaluate(broken, {"object": {"a": "b"}})
+    assert result.error is not None and result.error.kind == KIND_FAILED
+    assert result.error.message.startswith("instantiate CEL program: ")
+
+
 @pytest.mark.parametrize(("expression", "output_type"), [
     ("object.kind", "dyn"), ('"a"', "string"), ("42", "int"), ('object.?a.orValue("")', "dyn"),
     ("[object.a]", "list(dyn)"), ("{'a': 1}", "map(string, int)"), ("string(object.n)", "string"),
