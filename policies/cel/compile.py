@@ -35,7 +35,7 @@ import yaml
 from cel_expr_python import cel
 
 from policies.cel import k8s_library
-from policies.cel.ast import CheckedAst, Node, NodeKind, decode_checked_expr
+from policies.cel.ast import CheckedAst, NodeKind, decode_checked_expr
 from policies.cel.env import (
     BASE_OPTIONS,
     CelEnvironment,
@@ -53,7 +53,7 @@ from policies.cel.errors import (
     split_status,
 )
 from policies.cel.runtime import bridge_for
-from policies.cel.runtime_cost import plan_error
+from policies.cel.runtime_cost import CONVERSION_FUNCTIONS, plan_error
 from policies.cel.validators import (
     format_go_type,
     program_regex_errors,
@@ -555,17 +555,16 @@ def _failure(expression: str, key: EnvKey, errors: list[CompileError] | tuple[Co
     return CompileResult(expression, key, False, ordered, output_type, checked, None)
 
 
-def _validate(env: CelEnvironment, checked: CheckedAst,
-              nodes: Sequence[Node]) -> list[CompileError]:
+def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileError]:
     errors: list[CompileError] = []
     if env.has(Feature.HOMOGENEOUS_LITERALS):
-        errors += validate_homogeneous_literals(checked, nodes=nodes)
+        errors += validate_homogeneous_literals(checked)
     if env.has(Feature.LITERAL_VALIDATORS):
-        errors += validate_duration_literals(checked, nodes)
-        errors += validate_timestamp_literals(checked, nodes)
-        errors += validate_regex_literals(checked, env.regex_error, nodes)
+        errors += validate_duration_literals(checked)
+        errors += validate_timestamp_literals(checked)
+        errors += validate_regex_literals(checked, env.regex_error)
     if not _FORMAT_OPTIONS.isdisjoint(env.options):
-        errors += validate_format_calls(checked, nodes)
+        errors += validate_format_calls(checked)
     return errors
 
 
@@ -757,14 +756,14 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     serialized = compiled.serialize()
     checked = decode_checked_expr(serialized, expression)
     output_type = format_go_type(checked.output_type())
-    nodes = list(checked.walk())
-    errors = _validate(env, checked, nodes)
+    errors = _validate(env, checked)
     if errors:
         return _failure(expression, key, errors, output_type, checked)
-    errors = program_regex_errors(checked, env.regex_error, nodes)
+    errors = program_regex_errors(checked, env.regex_error)
     if errors:
         return _failure(expression, key, errors[:1], output_type, checked)
-    folded = plan_error(checked, bridge_for(env.runtime), nodes=nodes)
+    folded = plan_error(checked, bridge_for(env.runtime),
+                        nodes=checked.index.calls_of(CONVERSION_FUNCTIONS))
     if folded is not None:
         message, node_id = folded
         line, column = checked.location(node_id) if node_id else (-1, 0)

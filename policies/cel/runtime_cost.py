@@ -96,6 +96,8 @@ ResultKind = Literal["plain", "optional", "opaque", "any"]
 # cel-go `overloads.IsTypeConversionFunction`: folded when their single argument is constant.
 _CONVERSIONS = frozenset({"bool", "bytes", "double", "duration", "dyn", "int", "string",
                           "timestamp", "type", "uint"})
+CONVERSION_FUNCTIONS = _CONVERSIONS
+"""Type conversions cel-go's planner folds when their argument is constant."""
 _PLAN_CACHE_SIZE = 256
 _MACRO_ACCUMULATORS = frozenset({"@result", "__result__"})
 

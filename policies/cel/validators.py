@@ -127,15 +127,14 @@ def _unwrap_optional(t: CelType) -> CelType:
     return t.params[0] if t.is_optional and t.params else t
 
 
-def _nodes(ast: CheckedAst, nodes: Sequence[Node] | None) -> Sequence[Node]:
-    """The main tree's nodes; callers running several validators walk the tree once."""
-    return nodes if nodes is not None else list(ast.walk())
-
-
 def _calls(ast: CheckedAst, functions: Iterable[str],
            nodes: Sequence[Node] | None = None) -> Iterator[Node]:
+    """Calls of `functions` in pre-order: among `nodes` when given, else from the AST's index."""
+    if nodes is None:
+        yield from ast.index.calls_of(functions)
+        return
     wanted = frozenset(functions)
-    for node in _nodes(ast, nodes):
+    for node in nodes:
         if node.kind is NodeKind.CALL and node.function in wanted:
             yield node
 
@@ -169,7 +168,7 @@ def validate_homogeneous_literals(
             f"expected type '{format_go_type(expected)}' but found '{format_go_type(actual)}'",
             ErrorStage.VALIDATE))
 
-    for node in _nodes(ast, nodes):
+    for node in ast.index.aggregates if nodes is None else nodes:
         if node.kind is NodeKind.LIST and node.elements:
             if _has_exempt_ancestor(ast, node, exempt):
                 continue
