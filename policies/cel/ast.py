@@ -18,7 +18,6 @@ Positions are code-point offsets (as in cel-go); `CheckedAst.location` turns the
 
 from __future__ import annotations
 
-import enum
 import math
 import re
 import struct
@@ -39,6 +38,7 @@ from policies.cel.wire import FIXED64 as _FIXED64
 from policies.cel.wire import LEN as _LEN
 from policies.cel.wire import VARINT as _VARINT
 from policies.cel.wire import WireError, iter_fields, read_field, read_varint
+from policies.identity_enum import IdentityEnum
 
 __all__ = [
     "AstDecodeError",
@@ -166,7 +166,7 @@ def _entry(buf: bytes, pos: int, end: int) -> tuple[int | bytes | None, int | by
 # ------------------------------------------------------------------------------------------------
 
 
-class NodeKind(enum.Enum):
+class NodeKind(IdentityEnum):
     """Expression kinds of `cel.expr.Expr`.
 
     Map and message literals are both STRUCT (`message_name` is empty for maps). NOT_SET only
@@ -184,7 +184,7 @@ class NodeKind(enum.Enum):
     COMPREHENSION = "comprehension"
 
 
-class ConstKind(enum.Enum):
+class ConstKind(IdentityEnum):
     """Which `cel.expr.Constant` branch was set."""
 
     NULL = "null"

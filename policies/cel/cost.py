@@ -269,16 +269,19 @@ def go_kind(t: CelType) -> str:
     map; abstract types are `opaque`, messages `struct`.
     """
     k = t.kind
-    if k in (TypeKind.PRIMITIVE, TypeKind.WRAPPER):
+    if k is TypeKind.PRIMITIVE or k is TypeKind.WRAPPER:
         return _PRIMITIVE_KINDS.get(t.primitive or Primitive.UNSPECIFIED, "unspecified")
     if k is TypeKind.WELL_KNOWN:
         return _WELL_KNOWN_KINDS.get(t.well_known or WellKnown.UNSPECIFIED, "unspecified")
-    return {
-        TypeKind.DYN: "dyn", TypeKind.TYPE_PARAM: "dyn", TypeKind.NULL: "null",
-        TypeKind.LIST: "list", TypeKind.MAP: "map", TypeKind.MESSAGE: "struct",
-        TypeKind.TYPE: "type", TypeKind.ERROR: "error", TypeKind.ABSTRACT: "opaque",
-        TypeKind.FUNCTION: "opaque",
-    }[k]
+    return _OTHER_KINDS[k]
+
+
+_OTHER_KINDS = {
+    TypeKind.DYN: "dyn", TypeKind.TYPE_PARAM: "dyn", TypeKind.NULL: "null",
+    TypeKind.LIST: "list", TypeKind.MAP: "map", TypeKind.MESSAGE: "struct",
+    TypeKind.TYPE: "type", TypeKind.ERROR: "error", TypeKind.ABSTRACT: "opaque",
+    TypeKind.FUNCTION: "opaque",
+}
 
 
 def _is_scalar(t: CelType) -> bool:

@@ -55,6 +55,7 @@ from cel_expr_python import cel
 from policies.cel import k8s_library
 from policies.cel.k8s_library.regex import literal_pattern_error
 from policies.cel.validators import RegexCheck
+from policies.identity_enum import IdentityEnum
 
 __all__ = [
     "BASE_OPTIONS",
@@ -129,7 +130,7 @@ def compatibility_version(target: Version) -> Version:
     return (target[0], target[1] - 1)
 
 
-class EnvMode(enum.Enum):
+class EnvMode(IdentityEnum):
     """Which of the two environments of a Kubernetes EnvSet."""
 
     NEW_EXPRESSIONS = "new"

@@ -7,12 +7,13 @@ as cel-go does: `list(string)`, `map(string, dyn)`, `optional_type(int)`) need i
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from policies.identity_enum import IdentityEnum
 
-class TypeKind(enum.Enum):
+
+class TypeKind(IdentityEnum):
     """Which `oneof type_kind` branch of `cel.expr.Type` was set."""
 
     DYN = "dyn"
@@ -30,7 +31,7 @@ class TypeKind(enum.Enum):
     ABSTRACT = "abstract"
 
 
-class Primitive(enum.Enum):
+class Primitive(IdentityEnum):
     """`cel.expr.Type.PrimitiveType`; values are the proto enum numbers."""
 
     UNSPECIFIED = 0
@@ -42,7 +43,7 @@ class Primitive(enum.Enum):
     BYTES = 6
 
 
-class WellKnown(enum.Enum):
+class WellKnown(IdentityEnum):
     """`cel.expr.Type.WellKnownType`; values are the proto enum numbers."""
 
     UNSPECIFIED = 0
