@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from policies import schema
@@ -22,6 +23,7 @@ RESOURCE_GROUP = "resource.k8s.io"
 SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
 CLAIM_VERSIONS = frozenset({"v1"})
 CLASS_VERSIONS = frozenset({"v1", "v1beta2"})
+_VERSIONS_BY_KIND = {"ResourceSlice": SLICE_VERSIONS, "DeviceClass": CLASS_VERSIONS}
 INPUT_ERROR = "SA000"
 
 
@@ -206,7 +208,7 @@ def _render(path: tuple[str | int, ...]) -> str:
 
 def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> Finding | None:
     api_version = doc.get("apiVersion")
-    allowed = {"ResourceSlice": SLICE_VERSIONS, "DeviceClass": CLASS_VERSIONS}.get(kind, CLAIM_VERSIONS)
+    allowed = _VERSIONS_BY_KIND.get(kind, CLAIM_VERSIONS)
     group, _, version = str(api_version).partition("/")
     if group == RESOURCE_GROUP and version in allowed:
         return None
@@ -217,6 +219,10 @@ def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> F
         message=f"apiVersion: Unsupported value: {api_version!r}: supported values for {kind}: {wanted}",
         locations=(Location.at(source, ("apiVersion",), ObjectRef(kind, _name(doc))),),
     )
+
+
+_NO_SOURCE = Source()
+"""The source of objects that come from no file (the webhook's): immutable, so shared."""
 
 
 def parse(
@@ -232,7 +238,7 @@ def parse(
     (`devices_set` still tells whether the field is there): slice rules never read device
     contents, and building 128 device views is most of the webhook's work on a device slice.
     """
-    source = source or Source()
+    source = source or _NO_SOURCE
     kind = doc.get("kind")
     if kind not in schema.SCHEMAS:
         return ParseResult(None)
@@ -271,10 +277,8 @@ def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) ->
         generation=pool["generation"],
         resource_slice_count=pool["resourceSliceCount"],
         devices=tuple(_device(i, d) for i, d in enumerate(raw_devices or ())) if with_devices else (),
-        sharing_affinity=tuple([
-            Extractor(i, _text(e.get("name")), _text(e.get("expression")))
-            for i, e in enumerate(raw_affinity or ())
-        ]),
+        sharing_affinity=_extractors(tuple([(e.get("name"), e.get("expression"))
+                                            for e in raw_affinity or ()])),
         devices_set=raw_devices is not None,
         sharing_affinity_set=raw_affinity is not None,
         source=source,
@@ -292,6 +296,19 @@ def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
 
 def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
     return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
+
+
+@lru_cache(maxsize=4096)
+def _extractors(entries: tuple[tuple[str | None, str | None], ...]) -> tuple[Extractor, ...]:
+    """The `Extractor`s of a `sharingAffinity` list of (name, expression) pairs.
+
+    An explicit bounded cache: drivers publish the same extractors in slice after slice, and
+    the webhook models each slice it admits; building the views is most of modelling a
+    metadata slice. The views are immutable, so slices share them. (A pair that is not
+    hashable — not a string — raises TypeError, which `parse` treats as any malformed input.)
+    """
+    return tuple([Extractor(i, _text(name), _text(expression))
+                  for i, (name, expression) in enumerate(entries)])
 
 
 def _text(value: str | None) -> str | None:

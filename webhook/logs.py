@@ -37,6 +37,10 @@ def _line(created: float, level: int, logger: str, pid: int | None, message: str
     return _ENCODER.encode(out)
 
 
+_RESERVED = frozenset({"ts", "level", "logger", "pid", "msg", "err"})
+"""Keys of every line; an event field of the same name replaces it (see `_line`)."""
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         err = self.formatException(record.exc_info) if record.exc_info else None
@@ -55,8 +59,18 @@ class _StderrHandler(logging.StreamHandler):
                      events: Sequence[tuple[float, dict[str, Any]]]) -> None:
         """What `emit` writes for such records, one per (created, fields), in one write."""
         pid = os.getpid()
-        text = "".join(_line(created, level, logger, pid, message, fields) + self.terminator
-                       for created, fields in events)
+        # The keys every line shares are encoded once; each line adds its time and fields.
+        shared = _ENCODER.encode({"level": logging.getLevelName(level).lower(), "logger": logger,
+                                  "pid": pid, "msg": message})[1:-1]
+        lines = []
+        for created, fields in events:
+            if _RESERVED.isdisjoint(fields):
+                own = _ENCODER.encode(fields)
+                lines.append(f'{{"ts":{round(created, 6)!r},{shared}{"," if len(own) > 2 else ""}'
+                             f"{own[1:]}{self.terminator}")
+            else:
+                lines.append(_line(created, level, logger, pid, message, fields) + self.terminator)
+        text = "".join(lines)
         with self.lock:  # type: ignore[union-attr]  # created by Handler.__init__
             stream = self.stream = sys.stderr
             try:

@@ -355,3 +355,28 @@ def test_event_thread_flushes_on_its_own() -> None:
     text = metrics.exposition()[0].decode()
     assert sample in text and flushed == [1]
     assert 'dry_run="true"' in text
+
+
+def test_batched_lines_are_the_lines_the_formatter_writes(capfd: object) -> None:
+    """The batch path encodes shared keys once; its lines must equal `JsonFormatter`'s,
+    escaping included, and a field named like a shared key still replaces it."""
+    import logging
+
+    from webhook import logs
+
+    logger = logs.configure("INFO")
+    events = [(1795955339.0429, {"uid": 'q"u\u00e9', "rules": ["SA203"], "dry_run": False,
+                                 "duration_s": 1.5e-05}),
+              (1.0, {}),
+              (2.5, {"msg": "replaced", "uid": "o"})]
+    logs.events(logger, logging.INFO, "admission review", events)
+    written = capfd.readouterr().err.splitlines()  # type: ignore[attr-defined]
+    formatter = logs.JsonFormatter()
+    expected = []
+    for created, fields in events:
+        record = logger.makeRecord(logger.name, logging.INFO, "", 0, "admission review", (), None,
+                                   extra={"fields": fields})
+        record.created = created
+        expected.append(formatter.format(record))
+    assert written == expected
+    assert json.loads(written[2])["msg"] == "replaced"
