@@ -4,8 +4,9 @@ Both servers are started the same way — `gunicorn -c webhook/gunicorn_conf.py`
 the cached TLS context, same workers and threads, loopback) — and differ only in the WSGI
 app: the no-op app reads the body, decodes the JSON and answers "allowed" with the uid
 echoed, which is the least any webhook must do; ours runs the rules. Load: `--concurrency`
-client processes, each with one keep-alive HTTPS connection (as the API server keeps its
-connections), a bounded number of requests, after a warm-up that also fills the CEL caches.
+client processes, each with a keep-alive HTTPS connection (as the API server keeps its
+connections; renewed every 100 requests so that every run spreads over both workers alike),
+a bounded number of requests, after a warm-up that also fills the CEL caches.
 
 Scenarios: a 128-device ResourceSlice (~60 KB of JSON, no extractors) and a metadata slice
 with 8 extractors. Each round runs both servers back to back (in turns first); printed are
@@ -127,14 +128,28 @@ class _Conn(http.client.HTTPSConnection):
         self.sock = self._ctx.wrap_socket(sock, server_hostname=HOSTNAME)
 
 
+REQUESTS_PER_CONNECTION = 100
+"""Each client reconnects this often (outside the timed requests). gunicorn's workers accept
+connections in turns of chance: eight long-lived connections may land six on one worker and
+two on the other, and a worker is bound to one core by the GIL, so a whole run's throughput
+depended on that split. Reconnecting spreads every run over both workers alike."""
+
+
 def _client(args: tuple[int, str, bytes, int]) -> list[float]:
-    """One keep-alive connection sending `count` requests; returns each latency in seconds."""
+    """A keep-alive connection (renewed every REQUESTS_PER_CONNECTION requests) sending `count`
+    requests; returns each latency in seconds."""
     port, ca_file, body, count = args
-    conn = _Conn(port, ssl.create_default_context(cafile=ca_file))
+    context = ssl.create_default_context(cafile=ca_file)
     headers = {"Content-Type": "application/json"}
     out: list[float] = []
+    conn: _Conn | None = None
     try:
-        for _ in range(count):
+        for i in range(count):
+            if conn is None or i % REQUESTS_PER_CONNECTION == 0:
+                if conn is not None:
+                    conn.close()
+                conn = _Conn(port, context)
+                conn.connect()  # the TLS handshake is not part of any request's latency
             started = time.perf_counter()
             conn.request("POST", "/validate", body=body, headers=headers)
             response = conn.getresponse()
@@ -143,7 +158,8 @@ def _client(args: tuple[int, str, bytes, int]) -> list[float]:
             if response.status != 200 or b'"uid"' not in data:
                 raise RuntimeError(f"bad reply {response.status}: {data[:200]!r}")
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
     return out
 
 
