@@ -380,3 +380,18 @@ def test_batched_lines_are_the_lines_the_formatter_writes(capfd: object) -> None
         expected.append(formatter.format(record))
     assert written == expected
     assert json.loads(written[2])["msg"] == "replaced"
+
+
+def test_queued_events_are_written_when_the_process_exits() -> None:
+    """A worker that exits normally (gunicorn workers leave through sys.exit) writes what is
+    still queued: nothing waits for the next batch."""
+    code = ("from webhook import logs\nfrom webhook.events import EventRecorder, ReviewEvent\n"
+            "from webhook.metrics import Metrics\n"
+            "r = EventRecorder(logs.configure('INFO'), Metrics(), lambda: None, interval=3600)\n"
+            "r.record(ReviewEvent(1.0, {'uid': 'at-exit'}, 'allowed', 'CREATE', False, 0.001, (), None))\n"
+            "raise SystemExit(0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stderr.splitlines() if x.startswith("{")]
+    assert [x["uid"] for x in lines] == ["at-exit"]
