@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from policies.cel.ast import CheckedAst, decode_checked_expr
+from policies.cel.ast import CheckedAst
+from policies.cel.ast_decode import decode_checked_expr
 from policies.cel.compile import (
     clear_cache,
     compile_expression,

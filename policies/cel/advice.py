@@ -12,15 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from policies.cel.ast import (
-    CheckedAst,
-    ConstKind,
-    Node,
-    NodeKind,
-    offset_to_location,
-    source_span,
-    unparse,
-)
+from policies.cel.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
+from policies.cel.unparse import source_span, unparse
 
 OBJECT = "object"
 GUARD_FIELDS = frozenset({"apiVersion", "kind"})

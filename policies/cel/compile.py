@@ -35,7 +35,8 @@ import yaml
 from cel_expr_python import cel
 
 from policies.cel import k8s_library
-from policies.cel.ast import CheckedAst, NodeKind, decode_checked_expr
+from policies.cel.ast import CheckedAst, NodeKind
+from policies.cel.ast_decode import decode_checked_expr
 from policies.cel.env import (
     BASE_OPTIONS,
     CelEnvironment,
@@ -53,7 +54,8 @@ from policies.cel.errors import (
     split_status,
 )
 from policies.cel.runtime import bridge_for
-from policies.cel.runtime_cost import CONVERSION_FUNCTIONS, plan_error
+from policies.cel.runtime_conversions import CONVERSION_FUNCTIONS
+from policies.cel.runtime_cost import plan_error
 from policies.cel.validators import (
     format_go_type,
     program_regex_errors,

@@ -24,16 +24,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
-from policies.cel.ast import (
-    CheckedAst,
-    ConstKind,
-    Node,
-    NodeKind,
-    offset_to_location,
-    source_span,
-    unparse,
-)
+from policies.cel.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
 from policies.cel.types import CelType, Primitive, TypeKind, WellKnown
+from policies.cel.unparse import source_span, unparse
 
 __all__ = [
     "CONST_COST",

@@ -3,11 +3,11 @@
 Why: cel-expr-python exposes the checked AST only as serialized protobuf
 (`Expression.serialize()`, a `google.protobuf.Any` wrapping `cel.expr.CheckedExpr`) and takes it
 back the same way (`Env.deserialize`). No PyPI package ships the CEL message classes and we do not
-depend on the `protobuf` runtime, so the modules that read the AST (`ast`, the equality rewrite in
+depend on the `protobuf` runtime, so the modules that read the AST (`ast_decode`, the equality rewrite in
 `k8s_library.equality`) or write one (`runtime`, `device`) use these helpers instead. They support
 exactly what the CEL messages use: varint, fixed64, fixed32 and length-delimited fields.
 
-`ast._Decoder` inlines the common tags in its hot loop for speed and comes here for the rest.
+`ast_decode._Decoder` inlines the common tags in its hot loop for speed and comes here for the rest.
 """
 
 from __future__ import annotations

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 import pytest
 from cel_expr_python import cel
 
-from policies.cel.ast import CheckedAst, decode_checked_expr
+from policies.cel.ast import CheckedAst
+from policies.cel.ast_decode import decode_checked_expr
 from policies.cel.cost import (
     CallEstimate,
     CostEstimate,

@@ -7,16 +7,8 @@ from collections.abc import Callable
 import pytest
 from cel_expr_python import cel
 
-from policies.cel.ast import (
-    AstDecodeError,
-    CheckedAst,
-    ConstKind,
-    Node,
-    NodeKind,
-    decode_checked_expr,
-    source_span,
-    unparse,
-)
+from policies.cel.ast import CheckedAst, ConstKind, Node, NodeKind
+from policies.cel.ast_decode import AstDecodeError, decode_checked_expr
 from policies.cel.types import (
     DYN,
     INT,
@@ -28,6 +20,7 @@ from policies.cel.types import (
     map_of,
     optional_of,
 )
+from policies.cel.unparse import source_span, unparse
 
 Compile = Callable[[str], CheckedAst]
 

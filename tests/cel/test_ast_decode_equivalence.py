@@ -1,6 +1,6 @@
 """The checked-AST decoder gives exactly what a plain field-by-field reading gives.
 
-`policies.cel.ast.decode_checked_expr` reads cel-cpp's layout inline, shares repeated values,
+`policies.cel.ast_decode.decode_checked_expr` reads cel-cpp's layout inline, shares repeated values,
 indexes the tree while reading it and decodes source positions lazily. The reference below is
 the straightforward reading it replaced (one generator over the fields of each message, every
 message copied and decoded on its own). Both are run on:
@@ -34,7 +34,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.cel.ast import (
-    AstDecodeError,
     CheckedAst,
     Constant,
     ConstKind,
@@ -43,8 +42,8 @@ from policies.cel.ast import (
     Reference,
     SourceInfo,
     StructEntry,
-    decode_checked_expr,
 )
+from policies.cel.ast_decode import AstDecodeError, decode_checked_expr
 from policies.cel.env import EnvKey, EnvMode, get_env
 from policies.cel.types import (
     DYN,

@@ -14,7 +14,7 @@ import pytest
 from policies.cel.compile import alias_two_variable_exists_one, compile_uncached
 from policies.cel.env import EnvKey, EnvMode
 from policies.cel.errors import ErrorStage
-from policies.cel.runtime_cost import conversion_verdict
+from policies.cel.runtime_conversions import conversion_verdict
 
 KEY = EnvKey((1, 37), EnvMode.NEW_EXPRESSIONS)
 

@@ -231,7 +231,7 @@ def test_cross_type_numeric_comparisons_evaluate(expression: str, expected: bool
 
 
 def test_cross_type_overload_ids_are_cel_go_ids() -> None:
-    from policies.cel.ast import decode_checked_expr
+    from policies.cel.ast_decode import decode_checked_expr
 
     env = get_env(EnvKey((1, 37), NEW))
     for expression, overload in [("1 < 2.0", "less_int64_double"),

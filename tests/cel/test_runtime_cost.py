@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cel_expr_python import cel
 
-from policies.cel.ast import decode_checked_expr
+from policies.cel.ast_decode import decode_checked_expr
 from policies.cel.cost_k8s_runtime import call_cost, go_overload_id, traversal_cost
 from policies.cel.jsonvalue import CelError, Opaque, UInt
 from policies.cel.runtime import bridge_for
