@@ -163,7 +163,7 @@ class Webhook:
         return _json(body, 200 if not problems else 503)
 
     def metrics_endpoint(self) -> Response:
-        self.events.flush()
+        self.events.flush(block=False)
         self._sync_process_metrics()
         data, content_type = self.metrics.exposition()
         return Response(data, status=200, content_type=content_type)

@@ -13,7 +13,9 @@ reply (each line keeps the time of its request in `ts`); `/metrics` first flushe
 worker; a worker that exits normally flushes on the way out (`atexit`). A worker killed
 outright (SIGKILL, OOM) loses at most its last `FLUSH_INTERVAL` of lines and samples.
 Rejected and failed requests are still logged at once: they are rare, and their line is what
-someone debugging needs first.
+someone debugging needs first. Should the log stream stall, at most `MAX_QUEUED` events wait;
+later ones are dropped and their number logged when writing resumes. A failed batch is logged
+and the writer goes on.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ from webhook.metrics import Metrics
 
 FLUSH_INTERVAL = 0.05
 """Seconds a batch collects before it is written."""
+
+MAX_QUEUED = 100_000
+"""Events kept while the writer cannot write (say, a stalled stderr pipe). Beyond it new events
+are dropped and counted, and the count is logged once writing resumes: a webhook that cannot
+log must keep admitting, and must not grow without bound meanwhile."""
 
 PROCESS_METRICS_INTERVAL = 1.0
 """Seconds between copies of the compile-cache and TLS counters into the metrics: per-worker
@@ -73,11 +80,15 @@ class EventRecorder:
         self._flushing = threading.Lock()
         self._started_in: int | None = None
         self._last_sync = float("-inf")
+        self._dropped = 0
         atexit.register(self.flush)
 
     def record(self, event: ReviewEvent) -> None:
         """Queue one event (thread-safe; a deque append and, once per batch, a wake-up)."""
-        self._queue.append(event)
+        if len(self._queue) >= MAX_QUEUED:
+            self._dropped += 1  # racy by a few at worst: it only feeds a log line
+        else:
+            self._queue.append(event)
         if not self._wake.is_set():
             self._wake.set()
         if self._started_in != os.getpid():
@@ -96,24 +107,47 @@ class EventRecorder:
             self._wake.wait()
             time.sleep(self._interval)
             self._wake.clear()  # before draining: an event queued from here on wakes us again
-            self.flush()
+            try:
+                self.flush()
+            except Exception:  # the writer must outlive any one bad batch
+                self._logger.exception("writing review events failed")
 
-    def flush(self) -> None:
-        """Write every queued event now (also what `/metrics` does before answering)."""
-        with self._flushing:
+    def flush(self, block: bool = True) -> None:
+        """Write every queued event now. With `block=False` (what `/metrics` does before
+        answering), return at once if a flush is already under way: it writes the samples
+        first, and a stalled log stream must not stall the scrape too."""
+        if not self._flushing.acquire(blocking=block):
+            return
+        try:
             batch: list[ReviewEvent] = []
             queue = self._queue
             while queue:
                 batch.append(queue.popleft())
             if batch:
                 self._write(batch)
+            dropped, self._dropped = self._dropped, 0
+            if dropped:
+                self._logger.error("review events dropped: the log writer fell behind",
+                                   extra={"fields": {"dropped": dropped, "limit": MAX_QUEUED}})
             now = time.monotonic()
             if now - self._last_sync >= PROCESS_METRICS_INTERVAL:
                 self._last_sync = now
                 self._sync()
+        finally:
+            self._flushing.release()
 
     def _write(self, batch: list[ReviewEvent]) -> None:
         # Samples before lines: whoever sees a request's line can already scrape its samples.
+        # Each half on its own: a failure to count must not cost the lines, nor the reverse.
+        try:
+            self._count(batch)
+        except Exception:
+            self._logger.exception("counting review events failed",
+                                   extra={"fields": {"events": len(batch)}})
+        logs.events(self._logger, logging.INFO, "admission review",
+                    [(event.created, event.fields) for event in batch])
+
+    def _count(self, batch: list[ReviewEvent]) -> None:
         requests: Counter[tuple[str, str, bool]] = Counter()
         rules: Counter[tuple[str, str, str]] = Counter()
         pools: Counter[str] = Counter()
@@ -130,5 +164,3 @@ class EventRecorder:
             self._metrics.count_rule(rule, severity, decision, count)
         for result, count in pools.items():
             self._metrics.count_pool_checks(result, count)
-        logs.events(self._logger, logging.INFO, "admission review",
-                    [(event.created, event.fields) for event in batch])

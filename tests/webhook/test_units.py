@@ -395,3 +395,53 @@ def test_queued_events_are_written_when_the_process_exits() -> None:
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(x) for x in proc.stderr.splitlines() if x.startswith("{")]
     assert [x["uid"] for x in lines] == ["at-exit"]
+
+
+def test_event_writer_survives_failures_and_bounds_its_queue(capfd: object, monkeypatch: object) -> None:
+    """A failure to count costs no lines; past the bound, events are dropped and the count is
+    logged once writing resumes; the background writer keeps going after an error."""
+    import time
+
+    from webhook import events, logs
+    from webhook.events import EventRecorder, ReviewEvent
+    from webhook.metrics import Metrics
+
+    metrics = Metrics()
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("metrics directory vanished")
+
+    metrics.observe_duration = broken  # type: ignore[method-assign]
+    recorder = EventRecorder(logs.configure("INFO"), metrics, lambda: None, interval=3600)
+    monkeypatch.setattr(events, "MAX_QUEUED", 3)  # type: ignore[attr-defined]
+    for i in range(5):
+        recorder.record(ReviewEvent(float(i), {"uid": f"b-{i}"}, "allowed", "CREATE", False, 0.001,
+                                    (), None))
+    recorder.flush()
+    lines = [json.loads(x) for x in capfd.readouterr().err.splitlines()]  # type: ignore[attr-defined]
+    assert [x["uid"] for x in lines if "uid" in x] == ["b-0", "b-1", "b-2"]
+    assert any(x["msg"] == "counting review events failed" and x["events"] == 3 for x in lines)
+    assert any(x["msg"].startswith("review events dropped") and x["dropped"] == 2 for x in lines)
+
+    # the thread: a batch that raises is logged, and the next batch is still written
+    calls = {"n": 0}
+    threaded = EventRecorder(logs.configure("INFO"), Metrics(), lambda: None, interval=0.01)
+    original = threaded._write
+
+    def flaky(batch: list[ReviewEvent]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("first batch fails")
+        original(batch)
+
+    threaded._write = flaky  # type: ignore[method-assign]
+    threaded.record(ReviewEvent(0.0, {"uid": "t-1"}, "allowed", "CREATE", False, 0.001, (), None))
+    deadline = time.monotonic() + 5
+    while calls["n"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    threaded.record(ReviewEvent(0.0, {"uid": "t-2"}, "allowed", "CREATE", False, 0.001, (), None))
+    text = ""
+    while '"t-2"' not in text and time.monotonic() < deadline:
+        time.sleep(0.01)
+        text += capfd.readouterr().err  # type: ignore[attr-defined]
+    assert "writing review events failed" in text and '"uid":"t-2"' in text
