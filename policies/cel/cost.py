@@ -287,21 +287,74 @@ def _is_scalar(t: CelType) -> bool:
 # --- report ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class UnboundedCause:
     """A sub-expression whose unknown size made the estimated maximum cost unbounded.
 
     `node_id`/`line`/`column`/`text` locate the sub-expression of unknown size (`object.x`);
     `operation_id`/`operation_text` the operation whose cost scales with it (`"p-" + object.x`).
+
+    Where it stands and how it reads are worked out on first access (then kept): a 10 KiB
+    extractor can have a hundred causes, describing them all was a third of estimating its
+    cost, and SA108 names three. Immutable in effect; compares by its described fields.
     """
 
-    node_id: int
-    line: int
-    column: int
-    text: str
-    reason: str
-    operation_id: int
-    operation_text: str
+    __slots__ = ("_ast", "_location", "_operation_text", "_text", "node_id", "operation_id",
+                 "reason")
+
+    def __init__(self, ast: CheckedAst, node_id: int, operation_id: int, reason: str) -> None:
+        self._ast = ast
+        self.node_id = node_id
+        self.operation_id = operation_id
+        self.reason = reason
+        self._location: tuple[int, int] | None = None
+        self._text: str | None = None
+        self._operation_text: str | None = None
+
+    @property
+    def line(self) -> int:
+        return self._where()[0]
+
+    @property
+    def column(self) -> int:
+        return self._where()[1]
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = unparse(self._ast.node(self.node_id), self._ast)
+        return self._text
+
+    @property
+    def operation_text(self) -> str:
+        if self._operation_text is None:
+            self._operation_text = unparse(self._ast.node(self.operation_id), self._ast)
+        return self._operation_text
+
+    def _where(self) -> tuple[int, int]:
+        # Threads racing here compute the same value; either store wins.
+        if self._location is None:
+            ast = self._ast
+            span = source_span(ast.node(self.node_id), ast)
+            self._location = (offset_to_location(ast.expression, span[0]) if span is not None
+                              else ast.location(self.node_id))
+        return self._location
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.node_id, self.line, self.column, self.text, self.reason, self.operation_id,
+                self.operation_text)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UnboundedCause):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (f"UnboundedCause(node_id={self.node_id}, line={self.line}, column={self.column}, "
+                f"text={self.text!r}, reason={self.reason!r}, operation_id={self.operation_id}, "
+                f"operation_text={self.operation_text!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -792,20 +845,11 @@ class _Coster:
         return under
 
     def _describe(self, c: _Cause) -> UnboundedCause:
-        operand = self.ast.node(c.operand)
-        operation = self.ast.node(c.operation)
-        span = source_span(operand, self.ast)
-        line, column = (offset_to_location(self.ast.expression, span[0]) if span is not None
-                        else self.ast.location(operand.id))
         # the walk recorded every reached node's path; local variables carry their source's
-        path = self.paths.get(operand.id) or []
+        path = self.paths.get(c.operand) or []
         root = path[0] if path and not path[0].startswith(("@", "#")) else ""
         article = f"{'an' if root[:1] in tuple('aeiou') else 'a'} {root}-derived" if root else "a"
-        return UnboundedCause(
-            node_id=operand.id, line=line, column=column, text=unparse(operand, self.ast),
-            reason=c.reason.replace("{a}", article), operation_id=operation.id,
-            operation_text=unparse(operation, self.ast),
-        )
+        return UnboundedCause(self.ast, c.operand, c.operation, c.reason.replace("{a}", article))
 
 
 _SIZED_COMPARISONS = frozenset({
