@@ -205,7 +205,8 @@ class Verdict:
     def log_fields(self) -> dict[str, Any]:
         req = self.request
         fields: dict[str, Any] = {
-            "uid": req.uid, "kind": f"{req.kind}.{req.group}" if req.group else req.kind,
+            "uid": req.uid, "requestID": req.uid,  # controller-runtime's name for the uid
+            "kind": f"{req.kind}.{req.group}" if req.group else req.kind,
             "version": req.version, "name": self.name or req.name, "operation": req.operation,
             "dry_run": req.dry_run, "decision": self.decision, "allowed": self.allowed,
             "rules": self.rule_ids,

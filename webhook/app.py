@@ -140,7 +140,7 @@ class Webhook:
         seconds = time.perf_counter() - started
         self.metrics.observe_request("error", "", False, seconds)
         self.log.error("internal error", exc_info=exc, extra={"fields": {
-            "uid": uid, "code": 500, "duration_s": round(seconds, 6)}})
+            "uid": uid, "requestID": uid, "code": 500, "duration_s": round(seconds, 6)}})
         return _json({"error": "internal error while reviewing the request; see the webhook log",
                       "uid": uid, "code": 500}, 500)
 

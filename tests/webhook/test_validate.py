@@ -171,4 +171,5 @@ def test_each_request_logs_one_json_line_keyed_by_uid(server: Server) -> None:
     line = lines[0]
     assert line["decision"] == "denied" and line["rules"] == ["SA102"] and line["code"] == 422
     assert line["dry_run"] is False and line["operation"] == "CREATE"
+    assert line["requestID"] == "log-me" and line["allowed"] is False
     assert 0 < line["duration_s"] < 10 and isinstance(line["pid"], int) and isinstance(line["ts"], float)
