@@ -256,7 +256,7 @@ def _evaluate_all(
 
 def _classify(result: Any) -> tuple[str | None, str | None, object]:
     """Upstream's classification of an evaluation: error kind and message, or the string value."""
-    from policies.cel.k8s_library import native_string
+    from policies.cel.k8s_library import display_value, native_string
 
     if result.error is not None:
         return result.error.kind, result.error.message, None
@@ -269,5 +269,5 @@ def _classify(result: Any) -> tuple[str | None, str | None, object]:
     return (
         KIND_NON_STRING,
         f"non-string result: CEL result of type {result.cel_type} could not be converted to string",
-        result.value,
+        display_value(result.value),
     )

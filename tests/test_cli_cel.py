@@ -63,3 +63,24 @@ def test_usage_errors() -> None:
     assert run("cel", "check").code == 2
     assert run("cel", "check", "x", "--object", "{not json").code == 2
     assert run("cel", "check", "x", "--kubernetes-version", "1.2").code == 2
+
+
+def test_results_holding_optionals_or_library_values_are_shown_as_users_know_them() -> None:
+    """cel-expr-python cannot export an optional inside a list (it raises) or a map (it crashes
+    the process): those values come from the cost walk instead. Library values show as their
+    text (a Semver as its version), not as the engine's internal carrier."""
+    cases = {
+        "{'a': optional.none()}": ({"a": None}, "map"),
+        "[optional.of(1)]": ([1], "list"),
+        "{'a': [optional.of(2)]}": ({"a": [2]}, "map"),
+        "optional.of({'k': optional.none()})": ({"k": None}, "optional_type"),
+        # library values as users know them, not as the engine carries them
+        "semver('1.2.3')": ("1.2.3", "kubernetes.Semver"),
+        "{'v': [optional.of(semver('2.0.0'))]}": ({"v": ["2.0.0"]}, "map"),
+        "quantity('1Gi')": ("1Gi", "kubernetes.Quantity"),
+    }
+    for expression, (value, cel_type) in cases.items():
+        result = run("cel", "check", expression, "--object", "{}", "--format", "json")
+        assert result.code == 0, (expression, result.err)
+        doc = json.loads(result.out)["result"]
+        assert (doc["value"], doc["type"], doc["error"]) == (value, cel_type, None), expression

@@ -54,15 +54,22 @@ def _read_object(spec: str) -> object:
 
 
 def _plain(value: object) -> Any:
-    """JSON-friendly rendering of a CEL value (bytes as text, other types as their string)."""
+    """JSON-friendly rendering of a CEL value (library values as users know them, bytes as
+    text, other types as their string)."""
+    from policies.cel.k8s_library import display_value
+
+    return _json_friendly(display_value(value))
+
+
+def _json_friendly(value: object) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): _json_friendly(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_json_friendly(v) for v in value]
     return str(value)
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "UInt",
     "actual_size",
     "decode_k8s_json",
+    "holds_optional",
     "try_decode_k8s_json",
 ]
 
@@ -266,6 +267,17 @@ class Opaque:
 
     type_name: str
     token: object = None
+
+
+def holds_optional(value: object) -> bool:
+    """Whether a value is, or holds in a list or map value, an optional."""
+    if isinstance(value, OptionalValue):
+        return True
+    if isinstance(value, list):
+        return any(holds_optional(v) for v in value)
+    if isinstance(value, dict):
+        return any(holds_optional(v) for v in value.values())
+    return False
 
 
 def actual_size(value: object) -> int:

@@ -198,7 +198,20 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         if _ENGINE_ITERATION_LIMIT in str(message) and not isinstance(interp_value, CelError):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(message), interp_value)
-    plain = result.plain_value()
+    # cel-expr-python 0.1.3 cannot export an optional held in a list (RuntimeError
+    # "Unimplemented type") and crashes the process on one held in a map: such values are
+    # taken from the cost walk, which computed the same value.
+    if name.startswith(("LIST", "MAP")) and not _exportable(result, name):
+        if isinstance(interp_value, CelError):
+            return None, "", translate_error(interp_value.message, interp_value)
+        return to_plain(interp_value), interp_type_name(interp_value), None
+    try:
+        plain = result.plain_value()
+    except (RuntimeError, SystemError, TypeError):
+        # any other value the engine cannot export: the walk's too
+        if isinstance(interp_value, CelError):
+            return None, "", translate_error(interp_value.message, interp_value)
+        return to_plain(interp_value), interp_type_name(interp_value), None
     if isinstance(plain, bytearray):
         plain = bytes(plain)
     if name == "TYPE":
@@ -211,6 +224,16 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
     if carrier is not None and carrier.type_name != "unknown":
         return plain, carrier.type_name, None
     return plain, cel_type_name(name), None
+
+
+def _exportable(value: Any, name: str) -> bool:
+    """Whether `plain_value()` can export a cel-expr-python value: not when a list or map holds
+    a value the binding cannot convert (it reports optionals as ERROR values)."""
+    if name.startswith("LIST"):
+        return all(_exportable(v, v.type().name()) for v in value.value())
+    if name.startswith("MAP"):
+        return all(_exportable(v, v.type().name()) for v in value.value().values())
+    return name != "ERROR"
 
 
 _STATUS_PREFIX = re.compile(r"^[A-Z][A-Z_]+: ")

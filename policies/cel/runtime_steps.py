@@ -30,6 +30,7 @@ from policies.cel.jsonvalue import (
     OptionalValue,
     TypeValue,
     UInt,
+    holds_optional,
 )
 from policies.cel.k8s_library.comprehensions import duplicate_key_message
 from policies.cel.k8s_library.equality import equal_by_type
@@ -617,16 +618,6 @@ def map_insert_unfaithful(values: list[object]) -> bool:
     return len(values) != 2 or not _python_faithful(values[1])
 
 
-def _holds_optional(value: object) -> bool:
-    if isinstance(value, OptionalValue):
-        return True
-    if isinstance(value, list):
-        return any(_holds_optional(v) for v in value)
-    if isinstance(value, dict):
-        return any(_holds_optional(v) for v in value.values())
-    return False
-
-
 def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
     """A guard tripping when an optional could reach one of the Python overloads `signatures`
     (cel-expr-python crashes converting it): itself as a `dyn` argument, or inside a list or
@@ -643,9 +634,9 @@ def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
         if isinstance(value, OptionalValue):
             return "dyn" in accepted
         if isinstance(value, list):
-            return bool(accepted & {"dyn", "list"}) and _holds_optional(value)
+            return bool(accepted & {"dyn", "list"}) and holds_optional(value)
         if isinstance(value, dict):
-            return bool(accepted & {"dyn", "map"}) and _holds_optional(value)
+            return bool(accepted & {"dyn", "map"}) and holds_optional(value)
         return False
 
     def guard(values: list[object]) -> bool:

@@ -53,7 +53,10 @@ from policies.cel.k8s_library._types import (
     DURATION,
     INT,
     STRING,
+    TAG_FORMAT,
+    TAG_OPTIONAL,
     TAG_SEMVER,
+    TAG_TYPE,
     TIMESTAMP,
     UINT,
     Decl,
@@ -252,3 +255,24 @@ def native_string(value: Any) -> str | None:
         text = value[1]
         return text if isinstance(text, str) else None
     return None
+
+
+_SHOWN_AS_PAYLOAD = frozenset({TAG_SEMVER, TAG_FORMAT, TAG_TYPE})
+
+
+def display_value(value: Any) -> Any:
+    """A result as users should see it, not as this package carries it: a Semver as its
+    version, a format or a type as its name, a Quantity without its state mark, an optional
+    as its value (null when empty); recursively inside lists and maps."""
+    if isinstance(value, str):
+        return quantity.native_string(value)
+    if isinstance(value, list):
+        tag = value[0] if value and isinstance(value[0], str) else None
+        if tag in _SHOWN_AS_PAYLOAD and len(value) == 2:
+            return value[1]
+        if tag == TAG_OPTIONAL and len(value) <= 2:
+            return display_value(value[1]) if len(value) == 2 else None
+        return [display_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: display_value(v) for k, v in value.items()}
+    return value
