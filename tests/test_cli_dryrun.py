@@ -137,3 +137,33 @@ def test_failing_selector_is_a_located_finding_not_a_traceback(tmp_path: Path) -
     assert finding["message"].startswith("class nic.networking.example.com: selector #0: CEL runtime error:")
     assert finding["file"].endswith("class.yaml")
     assert doc["results"] == []
+
+
+def test_non_string_results_of_every_kind_are_reported_not_crashed_on(tmp_path: Path) -> None:
+    """A non-string result is a slice error; its value is shown as cel-go would print it, in
+    JSON and in text, whatever its type (timestamps, durations, bytes, library values, maps
+    holding optionals)."""
+    meta = yaml.safe_load(Path("examples/rdma-pkey.yaml").read_text().split("---")[0])
+    meta["spec"]["pool"]["resourceSliceCount"] = 1
+    expected = {
+        "timestamp('2020-01-01T00:00:00.5Z')": "2020-01-01T00:00:00.5Z",
+        "duration('1.5s')": "1.5s",
+        "b'xy'": "xy",
+        "semver('1.2.3')": None,  # a library string type: converts, so it is a key, not an error
+        "{'a': optional.none()}": {"a": None},
+    }
+    for expression, shown in expected.items():
+        meta["spec"]["sharingAffinity"] = [{"name": "pkey", "expression": expression}]
+        (tmp_path / "slice.yaml").write_text(yaml.safe_dump(meta))
+        args = (str(tmp_path / "slice.yaml"), "examples/kep-stories.yaml", "--claim", "training/pod-a")
+        out = run("dry-run", "--format", "json", *args)
+        assert "Traceback" not in out.err, (expression, out.err)
+        [result] = out.json()["results"]
+        if shown is None:
+            assert result["outcome"] == "ok" and result["affinity"] == {"pkey": "1.2.3"}, expression
+            continue
+        assert result["outcome"] == "slice-error", expression
+        assert result["error"]["kind"] == "cel expression returned non-string", expression
+        assert [e["value"] for e in result["evaluations"]] == [shown], expression
+        text = run("dry-run", "--explain", "training/pod-a", *args)
+        assert text.code == 1 and "Traceback" not in text.err, (expression, text.err)

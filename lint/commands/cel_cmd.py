@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from lint.options import kubernetes_version_option
+from lint.values import json_value
 from policies.limits import KubernetesVersion, limits_for
 
 
@@ -53,26 +54,6 @@ def _read_object(spec: str) -> object:
         raise click.UsageError(f"--object: cannot decode: {exc}") from None
 
 
-def _plain(value: object) -> Any:
-    """JSON-friendly rendering of a CEL value (library values as users know them, bytes as
-    text, other types as their string)."""
-    from policies.cel.k8s_library import display_value
-
-    return _json_friendly(display_value(value))
-
-
-def _json_friendly(value: object) -> Any:
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    if isinstance(value, dict):
-        return {str(k): _json_friendly(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_friendly(v) for v in value]
-    return str(value)
-
-
 def check_expression(expression: str, version: KubernetesVersion, obj: object | None,
                      stored: bool) -> tuple[dict[str, Any], str]:
     """The `cel check --format json` document, and the errors as cel-go prints them."""
@@ -108,7 +89,7 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
             limit = limits_for(version).runtime_cost_per_evaluation
             result = evaluate(compiled, {"object": obj}, cost_limit=limit)
             out["result"] = {
-                "value": _plain(result.value),
+                "value": json_value(result.value),
                 "type": result.cel_type or None,
                 "runtimeCost": result.runtime_cost,
                 "error": {"kind": result.error.kind, "message": result.error.message}

@@ -21,6 +21,7 @@ from lint.options import (
     suppression_options,
 )
 from lint.reporters.run import ExtraRule
+from lint.values import json_value
 from policies.extraction import ExtractionResult, Outcome
 from policies.findings import Finding, PoolRef, Severity
 from policies.limits import KubernetesVersion
@@ -51,7 +52,8 @@ def result_to_json(result: ExtractionResult) -> dict[str, Any]:
         },
         "configs": list(result.configs),
         "evaluations": [
-            {"extractor": e.extractor, "config": e.config, "value": e.value, "type": e.type or None,
+            {"extractor": e.extractor, "config": e.config, "value": json_value(e.value),
+             "type": e.type or None,
              "runtimeCost": e.runtime_cost,
              "error": None if e.error_kind is None else {"kind": e.error_kind, "message": e.error}}
             for e in result.evaluations
@@ -107,7 +109,7 @@ def explain(results: list[ExtractionResult]) -> str:
             elif e.value == "":
                 what = 'returned "" (declines this config)'
             else:
-                what = f"returned {json.dumps(e.value)}"
+                what = f"returned {json.dumps(json_value(e.value))}"
             lines.append(f"  {n}. Extractor {e.extractor!r} on config[{e.config}] {what} "
                          f"(runtime cost {e.runtime_cost}).")
         verdict = {

@@ -269,6 +269,24 @@ class Opaque:
     token: object = None
 
 
+def timestamp_text(moment: datetime.datetime) -> str:
+    """cel-go's `string(timestamp)`: RFC 3339 in UTC, fractional seconds only when set."""
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.UTC)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}"
+    return text + "Z"
+
+
+def duration_text(delta: datetime.timedelta) -> str:
+    """cel-go's `string(duration)`: seconds with a fraction when there is one (`1.5s`)."""
+    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    sign = "-" if micros < 0 else ""
+    seconds, fraction = divmod(abs(micros), 1_000_000)
+    return f"{sign}{seconds}.{fraction:06d}s" if fraction else f"{sign}{seconds}s"
+
+
 def holds_optional(value: object) -> bool:
     """Whether a value is, or holds in a list or map value, an optional."""
     if isinstance(value, OptionalValue):

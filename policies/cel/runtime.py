@@ -25,7 +25,6 @@ evaluation failed`. The caller decides `cel expression returned non-string` from
 
 from __future__ import annotations
 
-import datetime
 import re
 import threading
 from collections import OrderedDict
@@ -48,6 +47,8 @@ from policies.cel.jsonvalue import (
     Timestamp,
     TypeValue,
     UInt,
+    duration_text,
+    timestamp_text,
 )
 from policies.cel.k8s_library import python_parameter_kinds, type_values
 from policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
@@ -650,9 +651,9 @@ def _decode_value(value: Any, name: str) -> object:
         return {_decode_key(k): _decode_value(v, v.type().name())
                 for k, v in value.value().items()}
     if name == "TIMESTAMP":
-        return Timestamp(_timestamp_text(value.value()))
+        return Timestamp(timestamp_text(value.value()))
     if name == "DURATION":
-        return Duration(_duration_text(value.value()))
+        return Duration(duration_text(value.value()))
     if name == "TYPE":
         return TypeValue(cel_type_name(value.value().name()))
     if name == "ERROR":
@@ -667,22 +668,6 @@ def _decode_key(key: object) -> object:
     if key is True or key is False:
         return BoolKey(key)
     return key
-
-
-def _timestamp_text(moment: datetime.datetime) -> str:
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
-    if moment.microsecond:
-        text += f".{moment.microsecond:06d}"
-    return text + "Z"
-
-
-def _duration_text(delta: datetime.timedelta) -> str:
-    micros = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-    sign = "-" if micros < 0 else ""
-    seconds, fraction = divmod(abs(micros), 1_000_000)
-    return f"{sign}{seconds}.{fraction:06d}s" if fraction else f"{sign}{seconds}s"
 
 
 # --- a checked call expression, written as protobuf (cel.expr.CheckedExpr in an Any) ----------

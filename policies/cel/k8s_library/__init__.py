@@ -28,12 +28,14 @@ an optional reach one of those parameters.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
 
+from policies.cel.jsonvalue import duration_text, timestamp_text
 from policies.cel.k8s_library import (
     cidr,
     comprehensions,
@@ -260,12 +262,25 @@ def native_string(value: Any) -> str | None:
 _SHOWN_AS_PAYLOAD = frozenset({TAG_SEMVER, TAG_FORMAT, TAG_TYPE})
 
 
+def _trim_fraction(text: str, suffix: str) -> str:
+    """`1.500000s` -> `1.5s`, `...:00.000100Z` -> `...:00.0001Z` (no fraction: unchanged)."""
+    head = text[: -len(suffix)]
+    if "." in head:
+        head = head.rstrip("0").rstrip(".")
+    return head + suffix
+
+
 def display_value(value: Any) -> Any:
     """A result as users should see it, not as this package carries it: a Semver as its
     version, a format or a type as its name, a Quantity without its state mark, an optional
-    as its value (null when empty); recursively inside lists and maps."""
+    as its value (null when empty), a timestamp or duration as cel-go's `string()` of it;
+    recursively inside lists and maps."""
     if isinstance(value, str):
         return quantity.native_string(value)
+    if isinstance(value, datetime.datetime):  # RFC3339Nano: no trailing zeros in the fraction
+        return _trim_fraction(timestamp_text(value), "Z")
+    if isinstance(value, datetime.timedelta):  # Go's FormatFloat(seconds, 'f', -1) + "s"
+        return _trim_fraction(duration_text(value), "s")
     if isinstance(value, list):
         tag = value[0] if value and isinstance(value[0], str) else None
         if tag in _SHOWN_AS_PAYLOAD and len(value) == 2:
