@@ -226,3 +226,13 @@ def test_pools_reads_stdin_and_says_when_there_is_nothing() -> None:
     assert (pool["present"], pool["expected"], pool["slices"][0]["file"]) == (1, 2, "<stdin>")
     empty = run("pools", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     assert (empty.code, empty.out.strip()) == (0, "no ResourceSlices in the input")
+
+
+def test_unreadable_objects_are_named_with_their_place(tmp_path: Path) -> None:
+    """Objects left out of the pools are listed with file:line:col and why, not just counted."""
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    out = run("pools", str(broken), "examples/networking-node-a.yaml")
+    assert out.code == 0
+    assert "1 object(s) could not be read" in out.err
+    assert f"{broken}:2:1: error SA000 YAML syntax error" in out.err

@@ -168,11 +168,15 @@ def pools(
         if isinstance(result.obj, ResourceSlice):
             slices.append(result.obj)
     if problems:
+        from lint.reporters.text_reporter import finding_line
+
         click.echo(
             f"dra-affinity pools: warning: {len(problems)} object(s) could not be read and are left "
-            "out of the pools; `dra-affinity lint` shows where",
+            "out of the pools:",
             err=True,
         )
+        for problem in problems:
+            click.echo(f"  {finding_line(problem)}", err=True)
     complete = complete_pools or target is not None
     reports = [
         pool_report(pool, options.limits, check_pool(pool, options, complete_pools=complete))

@@ -34,7 +34,8 @@ def _object(finding: Finding) -> str:
     return f" {obj.kind}/{name}{pool}:"
 
 
-def _line(finding: Finding) -> str:
+def finding_line(finding: Finding) -> str:
+    """One finding as the text report prints it: `file:line:col: severity RULE object message`."""
     severity = click.style(finding.severity.label, fg=_COLOURS[finding.severity], bold=True)
     rule = click.style(finding.rule, bold=True)
     text = f"{_where(finding)}: {severity} {rule}{_object(finding)} {finding.message}"
@@ -84,4 +85,4 @@ def render(
     findings = report.sorted()
     tail = summary_line(report, suppressed)
     hidden = [_suppressed_line(item) for item in suppressed] if show_suppressed else []
-    return "\n".join([*(_line(f) for f in findings), *hidden, tail])
+    return "\n".join([*(finding_line(f) for f in findings), *hidden, tail])
