@@ -296,13 +296,9 @@ class FindingsCache:
         return (new.name, new.driver, new.pool_name, new.devices_set, new.sharing_affinity_set,
                 entries, old_expressions, options)
 
-    def findings(self, new: ResourceSlice, old: ResourceSlice | None,
-                 options: EngineOptions) -> tuple[Finding, ...]:
-        """The slice rules' findings (the same tuple object while the entry lives)."""
-        return self.entry(new, old, options).findings
-
     def entry(self, new: ResourceSlice, old: ResourceSlice | None,
               options: EngineOptions) -> CachedFindings:
+        """The slice rules' findings for this content (the same entry while it lives)."""
         key = self.key(new, old, options)
         with self._lock:
             hit = self._data.get(key)

@@ -213,15 +213,15 @@ def test_findings_cache_keys_on_what_slice_rules_read() -> None:
     options = EngineOptions()
     expensive = '"prefix-" + object.x'
     new = model(slice_doc([entry("k", expensive)]))
-    first = cache.findings(new, None, options)
+    first = cache.entry(new, None, options).findings
     assert [f.rule for f in first if f.rule == "SA108"] == ["SA108"]
-    assert cache.findings(model(slice_doc([entry("k", expensive)])), None, options) is first
+    assert cache.entry(model(slice_doc([entry("k", expensive)])), None, options).findings is first
     # ratcheting: the same slice against an old object that stored the expression
-    ratcheted = cache.findings(new, model(slice_doc([entry("k", expensive)])), options)
+    ratcheted = cache.entry(new, model(slice_doc([entry("k", expensive)])), options).findings
     assert "SA108" not in [f.rule for f in ratcheted]
     # device contents are not part of the key, their presence is
     with_devices = model(slice_doc([entry("k", expensive)], devices=[{"name": "d"}]))
-    assert "SA109" in [f.rule for f in cache.findings(with_devices, None, options)]
+    assert "SA109" in [f.rule for f in cache.entry(with_devices, None, options).findings]
 
 
 def _admitted(uid: str, doc: dict[str, object], admitter: object = None) -> object:
