@@ -24,25 +24,25 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from policies.cel.ast import CheckedAst
-from policies.cel.ast_decode import decode_checked_expr
-from policies.cel.compile import (
-    clear_cache,
-    compile_expression,
-    compile_in,
-    compile_uncached,
-    escaped_identifiers,
-)
-from policies.cel.cost import estimate_cost
-from policies.cel.env import CelEnvironment, EnvKey, EnvMode, Feature, get_env
-from policies.cel.runtime import evaluate
-from policies.cel.validators import (
+from dra_affinity.policies.cel.check.env import CelEnvironment, EnvKey, EnvMode, Feature, get_env
+from dra_affinity.policies.cel.check.validators import (
     program_regex_errors,
     validate_duration_literals,
     validate_homogeneous_literals,
     validate_regex_literals,
     validate_timestamp_literals,
 )
+from dra_affinity.policies.cel.common.ast import CheckedAst
+from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
+from dra_affinity.policies.cel.compile import (
+    clear_cache,
+    compile_expression,
+    compile_in,
+    compile_uncached,
+    escaped_identifiers,
+)
+from dra_affinity.policies.cel.cost.estimate import estimate_cost
+from dra_affinity.policies.cel.eval.runtime import evaluate
 
 KEY = EnvKey((1, 37), EnvMode.NEW_EXPRESSIONS)
 

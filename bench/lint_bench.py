@@ -31,8 +31,8 @@ def _bare_load(files: list[Path]) -> int:
 
 
 def _lint_in_process(files: list[Path]) -> int:
-    from lint.commands.lint_cmd import run_lint
-    from policies.engine import EngineOptions
+    from dra_affinity.lint.commands.lint_cmd import run_lint
+    from dra_affinity.policies.rules.engine import EngineOptions
 
     report, _ = run_lint(tuple(str(f) for f in files), EngineOptions())
     return report.summary.objects

@@ -257,7 +257,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="webhook-bench-") as tmp:
         cert_dir = Path(tmp) / "certs"
-        from webhook import certs
+        from dra_affinity.webhook import certs
 
         certs.write_dir(certs.generate(SERVICE, NAMESPACE), cert_dir)
         ca_file = str(cert_dir / "ca.crt")
@@ -267,7 +267,8 @@ def main() -> None:
               f"{os.cpu_count()} CPUs; gunicorn gthread {args.workers}x{args.threads}, TLS, keep-alive; "
               f"concurrency {args.concurrency}, {args.requests} requests per run, {args.rounds} rounds; "
               f"medians over rounds")
-        servers = {"no-op": "webhook_bench:create_noop_app()", "webhook": "webhook.app:create_app()"}
+        servers = {"no-op": "webhook_bench:create_noop_app()",
+                   "webhook": "dra_affinity.webhook.app:create_app()"}
         runs: dict[tuple[str, str], list[dict[str, float]]] = {}
         ports = {label: _free_port() for label in servers}
         procs = {label: _start(app, ports[label], cert_dir, args.workers, args.threads,

@@ -11,21 +11,21 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-# name -> (module, attribute, one-line help shown by `--help` without importing the module)
+# name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
-    "cel": ("lint.commands.cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
-    "certs": ("lint.commands.certs_cmd", "certs", "Create or rotate the webhook's CA and serving cert."),
-    "dry-run": ("lint.commands.dryrun_cmd", "dry_run",
+    "cel": ("cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
+    "certs": ("certs_cmd", "certs", "Create or rotate the webhook's CA and serving cert."),
+    "dry-run": ("dryrun_cmd", "dry_run",
                 "Run the extractors against sample claims, as the scheduler would."),
-    "lint": ("lint.commands.lint_cmd", "lint", "Lint ResourceSlices (slice and pool rules)."),
-    "pools": ("lint.commands.pools_cmd", "pools", "Report each pool: slices, keys, cost, devices."),
-    "policy": ("lint.commands.policy_cmd", "policy", "Export the native ValidatingAdmissionPolicy fallback."),
-    "test": ("lint.commands.test_cmd", "test",
+    "lint": ("lint_cmd", "lint", "Lint ResourceSlices (slice and pool rules)."),
+    "pools": ("pools_cmd", "pools", "Report each pool: slices, keys, cost, devices."),
+    "policy": ("policy_cmd", "policy", "Export the native ValidatingAdmissionPolicy fallback."),
+    "test": ("test_cmd", "test",
              "Run test suites: expected extraction outcomes per claim, request and pool."),
-    "rules": ("lint.commands.rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
-    "simulate": ("lint.commands.simulate_cmd", "simulate",
+    "rules": ("rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
+    "simulate": ("simulate_cmd", "simulate",
                  "Replay the scheduler's affinity locks over a sequence of claims."),
-    "serve": ("lint.commands.serve_cmd", "serve", "Run the validating admission webhook (gunicorn, TLS)."),
+    "serve": ("serve_cmd", "serve", "Run the validating admission webhook (gunicorn, TLS)."),
 }
 
 
@@ -39,7 +39,7 @@ class LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
-        module = importlib.import_module(spec[0])
+        module = importlib.import_module(f"dra_affinity.lint.commands.{spec[0]}")
         command = getattr(module, spec[1])
         assert isinstance(command, click.Command)
         return command

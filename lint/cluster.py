@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from lint.loader import LoadedDocument
-from policies.source import Source
+from dra_affinity.lint.loader import LoadedDocument
+from dra_affinity.policies.core.source import Source
 
 GROUP_VERSION = "resource.k8s.io/v1"
 DEFAULT_PAGE_SIZE = 500

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from policies.findings import Severity
-from policies.source import FieldPath, Position, Source, render_path
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.source import FieldPath, Position, Source, render_path
 
 YAML_NAMES = (".dra-affinity.yaml", ".dra-affinity.yml")
 PYPROJECT = "pyproject.toml"
@@ -195,7 +195,7 @@ def _load_toml(path: Path) -> Config | ConfigError:
 
 
 def _load_yaml(path: Path) -> Config | ConfigError:
-    from lint.loader import load_paths
+    from dra_affinity.lint.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:
@@ -256,7 +256,7 @@ class _Parser:
         if version is not None and not isinstance(version, str):
             raise self.fail(("kubernetes-version",), 'must be a version such as "1.37"')
         if version is not None:
-            from policies.limits import VersionError, parse_kubernetes_version
+            from dra_affinity.policies.core.limits import VersionError, parse_kubernetes_version
 
             try:
                 parse_kubernetes_version(str(version))
@@ -288,7 +288,7 @@ class _Parser:
         return tuple(value)
 
     def _rule_patterns(self, value: Any, path: FieldPath) -> tuple[str, ...]:
-        from policies.catalog import catalog
+        from dra_affinity.policies.rules.catalog import catalog
 
         patterns = tuple(p.upper() for p in self._strings(value, path))
         known = list(catalog())
@@ -298,7 +298,7 @@ class _Parser:
         return patterns
 
     def _severities(self, value: Any, path: FieldPath) -> dict[str, Severity]:
-        from policies.catalog import catalog
+        from dra_affinity.policies.rules.catalog import catalog
 
         if value is None:
             return {}

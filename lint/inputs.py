@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-
-from policies.findings import Finding
-from policies.model import DeviceClass, ResourceClaim, ResourceSlice, parse
+from dra_affinity.policies.core.findings import Finding
+from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 
 if TYPE_CHECKING:
-    from lint.cluster import ClusterTarget
-    from lint.loader import LoadedDocument
+    from dra_affinity.lint.cluster import ClusterTarget
+    from dra_affinity.lint.loader import LoadedDocument
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,13 +37,13 @@ class Input:
 def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> Input:
     """Files, directories and stdin (`-`, the default), or every ResourceSlice of a cluster."""
     if cluster is not None:
-        from lint.cluster import read_resource_slices
+        from dra_affinity.lint.cluster import read_resource_slices
 
         read = read_resource_slices(cluster)
         if read.error is not None:
             return Input(usage_errors=[read.error], notes=list(read.notes))
         return Input(documents=list(read.documents), notes=list(read.notes))
-    from lint.loader import load_paths
+    from dra_affinity.lint.loader import load_paths
 
     loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin)
     return Input(
@@ -128,7 +127,7 @@ def cluster_target(
         return None
     if paths:
         raise click.UsageError("--cluster reads the cluster instead of PATHs; give one or the other")
-    from lint.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
+    from dra_affinity.lint.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
 
     return ClusterTarget(kubeconfig=kubeconfig, context=context, page_size=chunk_size or DEFAULT_PAGE_SIZE)
 

@@ -33,11 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
+from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, Severity
+from dra_affinity.policies.core.source import Position, Source
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from lint.yaml_positions import Built, Issue, NodeBuilder
-from policies.findings import Finding, Location, ObjectRef, Severity
-from policies.source import Position, Source
 
 INPUT_RULE = "SA000"
 STDIN_NAME = "<stdin>"

@@ -8,9 +8,8 @@ from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
-
-from lint.config import Config, OutputSpec
-from policies.limits import (
+from dra_affinity.lint.config import Config, OutputSpec
+from dra_affinity.policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     VersionError,
@@ -137,7 +136,7 @@ def rule_selection_options(func: F) -> F:
 
 def load_settings(config_path: str | None) -> Config:
     """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
-    from lint.config import ConfigError, load_config
+    from dra_affinity.lint.config import ConfigError, load_config
 
     loaded = load_config(config_path)
     if isinstance(loaded, ConfigError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policies.findings import Finding, Severity
+from dra_affinity.policies.core.findings import Finding, Severity
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from policies.findings import Finding, Location
-from policies.source import Position
+from dra_affinity.policies.core.findings import Finding, Location
+from dra_affinity.policies.core.source import Position
 
 _BLOCK = ("|", ">")
 

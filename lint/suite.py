@@ -56,7 +56,7 @@ OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-app
 REASONS = ["feature gate off", "pool incomplete", "allocated exclusively", "insufficient capacity",
            "unknown lock state", "CEL evaluation failure", "claim inconsistent", "no keys extracted",
            "lock mismatch", "no candidate devices"]
-"""`policies.locks.Reason` values (kept literal here so loading a suite imports no policy code)."""
+"""`policies.scheduler.locks.Reason` values (kept literal here so loading a suite imports no policy code)."""
 
 LOCK_STATES = ["clean", "locked", "unreconstructable", "untracked"]
 
@@ -219,9 +219,8 @@ class Suite:
 
 def load_suite(path: Path) -> Suite:
     """Read and validate one suite file; raises `SuiteError` with a located message."""
+    from dra_affinity.lint.loader import load_paths
     from jsonschema import Draft202012Validator
-
-    from lint.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:

@@ -7,7 +7,7 @@
 * an annotation on the object, `dra-affinity.io/ignore: "SA201: reason"` (several
   entries separated by `;` or newlines) — the only form that survives a `kubectl get`
   dump and works for `--cluster`;
-* config-file ignores by rule, path glob and object glob (`lint.config.Ignore`), for
+* config-file ignores by rule, path glob and object glob (`dra_affinity.lint.config.Ignore`), for
   files nobody may annotate (rendered charts, vendored manifests).
 
 The loader drops comments, and keeping them would slow every run for a rare
@@ -34,14 +34,14 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lint.config import Config, Ignore
-from policies.findings import Finding, Location, ObjectRef, Severity
-from policies.source import FieldPath, Position, Source
+from dra_affinity.lint.config import Config, Ignore
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, Severity
+from dra_affinity.policies.core.source import FieldPath, Position, Source
 
 if TYPE_CHECKING:
-    from lint.cluster import ClusterTarget
-    from lint.inputs import Input
-    from lint.loader import LoadedDocument
+    from dra_affinity.lint.cluster import ClusterTarget
+    from dra_affinity.lint.inputs import Input
+    from dra_affinity.lint.loader import LoadedDocument
 
 MARKER = "dra-affinity:"
 ANNOTATION = "dra-affinity.io/ignore"
@@ -187,12 +187,12 @@ class Audit:
 def load_keeping_stdin(
     paths: tuple[str, ...], cluster: ClusterTarget | None = None
 ) -> tuple[Input, dict[str, str]]:
-    """`lint.inputs.load_input`, also returning stdin's text (keyed `<stdin>`).
+    """`dra_affinity.lint.inputs.load_input`, also returning stdin's text (keyed `<stdin>`).
 
     Standard input can be read once; its comments are needed after loading.
     """
-    from lint.inputs import Input, load_input
-    from lint.loader import STDIN_NAME, load_paths
+    from dra_affinity.lint.inputs import Input, load_input
+    from dra_affinity.lint.loader import STDIN_NAME, load_paths
 
     reads_stdin = cluster is None and (not paths or "-" in paths)
     stream = sys.stdin
@@ -516,7 +516,7 @@ def apply(
     a rule that did not run is not called unused; `files` are the run's inputs, so a
     config ignore whose paths matched none of them is not called unused either.
     """
-    from policies.catalog import catalog
+    from dra_affinity.policies.rules.catalog import catalog
 
     paths = _PathMatcher(root)
     suppressions = collected.suppressions

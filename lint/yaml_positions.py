@@ -36,10 +36,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import yaml
+from dra_affinity.policies.core.source import FieldPath, Position
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from policies.source import FieldPath, Position
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"

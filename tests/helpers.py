@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from policies.model import ResourceSlice, parse
+from dra_affinity.policies.model.resources import ResourceSlice, parse
 
 
 def slice_doc(

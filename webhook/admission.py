@@ -2,7 +2,7 @@
 
 `parse_review` checks the envelope (a malformed one is the caller's bug: HTTP 400);
 `Admitter.admit` turns one request into a `Verdict` through exactly the calls the CLI makes —
-`policies.model.parse`, then `policies.engine.check_slice(new, old, options)` — so rule ids and
+`model.resources.parse`, then `rules.engine.check_slice(new, old, options)` — so rule ids and
 messages are the CLI's. Requests the webhook is not meant for (other kinds or versions, DELETE,
 CONNECT, sub-resources, no object) are allowed and say why in the log: a mis-scoped webhook
 configuration must not block the cluster.
@@ -24,11 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.catalog import slice_rules
-from policies.engine import EngineOptions, check_slice
-from policies.findings import Finding, Severity
-from policies.model import SLICE_VERSIONS, ResourceSlice, parse
-from webhook.render import (
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
+from dra_affinity.policies.rules.catalog import slice_rules
+from dra_affinity.policies.rules.engine import EngineOptions, check_slice
+from dra_affinity.webhook.render import (
     MAX_WARNING_CHARS,
     SLICE_GROUP,
     SLICE_KIND,
@@ -37,7 +37,7 @@ from webhook.render import (
     invalid_status,
     warning_text,
 )
-from webhook.settings import WebhookSettings
+from dra_affinity.webhook.settings import WebhookSettings
 
 REVIEW_API_VERSIONS = frozenset({"admission.k8s.io/v1", "admission.k8s.io/v1beta1"})
 CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
@@ -124,7 +124,7 @@ class PoolVerdict:
 
 
 class PoolChecker(Protocol):
-    """Applies the pool rules to a slice being written (see `webhook.poolcache`)."""
+    """Applies the pool rules to a slice being written (see `dra_affinity.webhook.poolcache`)."""
 
     def check(self, new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> PoolVerdict: ...
 

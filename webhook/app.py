@@ -1,6 +1,6 @@
 """The Flask application: `/validate`, `/healthz`, `/readyz`, `/metrics`.
 
-`create_app()` is what gunicorn loads in each worker (`webhook.app:create_app()`). Everything
+`create_app()` is what gunicorn loads in each worker (`dra_affinity.webhook.app:create_app()`). Everything
 that can be done once per process is done here — settings, the CEL environment, the rule
 catalog, metrics — so a request only parses, looks up compiled expressions and renders.
 
@@ -23,15 +23,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.webhook import logs, tls
+from dra_affinity.webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
+from dra_affinity.webhook.events import EventRecorder, ReviewEvent
+from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
+from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wsgi import get_content_length
-
-from webhook import logs, tls
-from webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
-from webhook.events import EventRecorder, ReviewEvent
-from webhook.metrics import CACHE_SOURCES, Metrics
-from webhook.settings import SettingsProblem, WebhookSettings, from_env
 
 JSON = "application/json"
 
@@ -51,8 +50,8 @@ class Readiness:
 def warm_up(settings: WebhookSettings) -> Readiness:
     """Build the CEL environment and load every rule now, not on the first request."""
     try:
-        from policies.catalog import catalog
-        from policies.cel.env import EnvKey, EnvMode, get_env
+        from dra_affinity.policies.cel.check.env import EnvKey, EnvMode, get_env
+        from dra_affinity.policies.rules.catalog import catalog
 
         catalog()
         get_env(EnvKey(settings.kubernetes_version, EnvMode.NEW_EXPRESSIONS))
@@ -188,7 +187,7 @@ def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | Non
             raise SystemExit(f"dra-affinity webhook: {loaded.message}")
         settings = loaded
     if pools is None and settings.pool_check:
-        from webhook.poolcache import cluster_pool_checker
+        from dra_affinity.webhook.poolcache import cluster_pool_checker
 
         checker = cluster_pool_checker(settings)
         checker.watch.start()  # list now, in this worker, not on the first request

@@ -2,7 +2,7 @@
 
 Plain gunicorn, e.g. in a container whose Secret is mounted at /certs:
 
-    DRA_AFFINITY_CERT_DIR=/certs gunicorn -c python:webhook.gunicorn_conf
+    DRA_AFFINITY_CERT_DIR=/certs gunicorn -c python:dra_affinity.webhook.gunicorn_conf
 
 or with gunicorn's own flags (they override this file):
 
@@ -14,7 +14,7 @@ Why these choices:
 * `gthread` workers: they keep connections alive between requests (the API server reuses its
   connections; sync workers close each one) and a slow request occupies one thread, not the
   worker. Several processes because CEL compilation holds the GIL.
-* `ssl_context` hook → `webhook.tls`: one SSLContext per worker, swapped when the certificate
+* `ssl_context` hook → `dra_affinity.webhook.tls`: one SSLContext per worker, swapped when the certificate
   files change, instead of gunicorn's default of re-reading the files on every connection.
 * `on_starting` prepares the prometheus multiprocess directory *before* any worker imports
   prometheus_client; `child_exit` retires a dead worker's samples.
@@ -26,7 +26,7 @@ Why these choices:
   by reference counting when the request ends) die before a collection promotes it, and with
   it the full collections those promotions set off: 60–80 µs per 128-device request less.
 * `timeout`: a worker whose main loop stops heart-beating this long is killed and replaced, so
-  no worker stays hung; per-request CEL work is bounded anyway (see `webhook.admission`).
+  no worker stays hung; per-request CEL work is bounded anyway (see `dra_affinity.webhook.admission`).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ import gc
 import os
 from typing import Any
 
-from webhook import logs, multiproc, tls
+from dra_affinity.webhook import logs, multiproc, tls
 
 _env = os.environ.get
 _cert_dir = _env("DRA_AFFINITY_CERT_DIR")
 
-wsgi_app = "webhook.app:create_app()"
+wsgi_app = "dra_affinity.webhook.app:create_app()"
 bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443")]
 worker_class = "gthread"
 workers = int(_env("DRA_AFFINITY_WORKERS", "2"))

@@ -86,7 +86,7 @@ def events(logger: logging.Logger, level: int, message: str,
     `logger.log(level, message, extra={"fields": fields})` would have written at `created`.
 
     Why not just that call: these are the per-request lines, written in batches by
-    `webhook.events`. When the logger is set up as `configure` leaves it (our one JSON
+    `dra_affinity.webhook.events`. When the logger is set up as `configure` leaves it (our one JSON
     handler, no filters) the batch is encoded and written at once, without a caller lookup
     (a stack walk per line) or a LogRecord per line; any other set-up (a test's or an
     operator's handlers) gets one standard record per event, dated `created`."""

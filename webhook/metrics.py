@@ -21,10 +21,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.webhook.multiproc import multiprocess_dir
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-
-from webhook.multiproc import multiprocess_dir
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -105,7 +104,7 @@ class Metrics:
             self.count_pool_checks(pool_check)
 
     # The parts of `observe_request`, for callers that aggregate a batch of requests first
-    # (`webhook.events`): counters take the batch's count in one increment.
+    # (`dra_affinity.webhook.events`): counters take the batch's count in one increment.
 
     def count_requests(self, decision: str, operation: str, dry_run: bool, count: int = 1) -> None:
         self._child(self.requests, decision, operation or "unknown",
@@ -148,7 +147,7 @@ class Metrics:
 
 
 def compile_cache_counts() -> CacheCounts:
-    from policies.cel.compile import cache_info
+    from dra_affinity.policies.cel.compile import cache_info
 
     info = cache_info()
     return CacheCounts(info.hits, info.misses)
@@ -156,7 +155,7 @@ def compile_cache_counts() -> CacheCounts:
 
 def analysis_cache_counts() -> CacheCounts:
     """The per-expression analysis cache that sits in front of the compile cache."""
-    from policies.expression import analyse
+    from dra_affinity.policies.analysis.expression import analyse
 
     info = analyse.cache_info()
     return CacheCounts(info.hits, info.misses)

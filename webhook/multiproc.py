@@ -1,6 +1,6 @@
 """The prometheus_client multiprocess directory, managed from the gunicorn master.
 
-Kept apart from `webhook.metrics` on purpose: prometheus_client picks its value storage when
+Kept apart from `dra_affinity.webhook.metrics` on purpose: prometheus_client picks its value storage when
 it is first *imported*, reading `PROMETHEUS_MULTIPROC_DIR` then. The master must set that
 variable before any worker imports it, so nothing here imports prometheus_client at module
 level.

@@ -18,7 +18,7 @@ waits up to `pool_sync_timeout`), or while the watch has been failing for more t
 that the pool check was skipped.
 
 What is checked, and against what: the new slice replaces its stored version; the pool is
-built exactly as `lint` builds it (`policies.pools.build_pools`), the pool rules run with
+built exactly as `lint` builds it (`policies.scheduler.pools.build_pools`), the pool rules run with
 `complete_pools` (a watch sees every slice), and only SP301/SP302 findings that involve the new
 slice count — a collision between two *other* slices is not this write's fault. An UPDATE that
 leaves `sharingAffinity`, pool and generation unchanged is not pool-checked (ratcheting: an
@@ -34,13 +34,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from policies.engine import EngineOptions, check_pool, pool_rules
-from policies.findings import Finding, PoolRef
-from policies.model import ResourceSlice, parse
-from policies.pools import build_pools
-from webhook.admission import PoolVerdict
-from webhook.logs import LOGGER_NAME
-from webhook.settings import WebhookSettings
+from dra_affinity.policies.core.findings import Finding, PoolRef
+from dra_affinity.policies.model.resources import ResourceSlice, parse
+from dra_affinity.policies.rules.engine import EngineOptions, check_pool, pool_rules
+from dra_affinity.policies.scheduler.pools import build_pools
+from dra_affinity.webhook.admission import PoolVerdict
+from dra_affinity.webhook.logs import LOGGER_NAME
+from dra_affinity.webhook.settings import WebhookSettings
 
 _log = logging.getLogger(LOGGER_NAME)
 GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceslices"

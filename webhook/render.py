@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from policies.catalog import catalog
-from policies.findings import Finding, Severity
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.catalog import catalog
 
 MAX_WARNING_CHARS = 120
 MAX_WARNINGS_BYTES = 4096

@@ -1,9 +1,9 @@
-"""`dra-affinity serve`'s gunicorn application: `webhook.gunicorn_conf`, then the CLI's options.
+"""`dra-affinity serve`'s gunicorn application: `dra_affinity.webhook.gunicorn_conf`, then the CLI's options.
 
 Starting from the same configuration module as a plain `gunicorn -c webhook/gunicorn_conf.py`
 keeps the two ways of running the webhook identical; the command only overrides settings.
 The Flask app is loaded in each worker after the fork (no preload), so nothing heavy —
-prometheus_client above all, see `webhook.multiproc` — is imported in the master.
+prometheus_client above all, see `dra_affinity.webhook.multiproc` — is imported in the master.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ class WebhookServer(BaseApplication):  # gunicorn ships no type hints: a subclas
         super().__init__()
 
     def load_config(self) -> None:
-        from webhook import gunicorn_conf
+        from dra_affinity.webhook import gunicorn_conf
 
         for key, value in vars(gunicorn_conf).items():
             if key in self.cfg.settings and value is not None:
@@ -29,6 +29,6 @@ class WebhookServer(BaseApplication):  # gunicorn ships no type hints: a subclas
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from webhook.app import create_app
+        from dra_affinity.webhook.app import create_app
 
         return create_app()

@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policies.limits import (
+from dra_affinity.policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     VersionError,

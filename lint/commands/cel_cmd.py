@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-
-from lint.options import kubernetes_version_option
-from lint.values import json_value
-from policies.limits import KubernetesVersion, limits_for
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.values import json_value
+from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 
 
 @click.group("cel")
@@ -34,8 +33,7 @@ def _read_expression(expression: str | None, file: str | None) -> str:
 def _read_object(spec: str) -> object:
     """`--object` takes inline JSON/YAML, a file path, or `-` for stdin."""
     import yaml
-
-    from policies.cel.jsonvalue import K8sJsonError, decode_k8s_json
+    from dra_affinity.policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
 
     text = spec
     stripped = spec.lstrip()
@@ -57,9 +55,9 @@ def _read_object(spec: str) -> object:
 def check_expression(expression: str, version: KubernetesVersion, obj: object | None,
                      stored: bool) -> tuple[dict[str, Any], str]:
     """The `cel check --format json` document, and the errors as cel-go prints them."""
-    from policies.cel.compile import compile_expression
-    from policies.cel.cost import estimate_cost
-    from policies.cel.env import EnvKey, EnvMode
+    from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
+    from dra_affinity.policies.cel.compile import compile_expression
+    from dra_affinity.policies.cel.cost.estimate import estimate_cost
 
     mode = EnvMode.STORED_EXPRESSIONS if stored else EnvMode.NEW_EXPRESSIONS
     compiled = compile_expression(expression, EnvKey(version, mode))
@@ -84,7 +82,7 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
                 for c in cost.unbounded
             ]
         if obj is not None:
-            from policies.cel.runtime import evaluate
+            from dra_affinity.policies.cel.eval.runtime import evaluate
 
             limit = limits_for(version).runtime_cost_per_evaluation
             result = evaluate(compiled, {"object": obj}, cost_limit=limit)

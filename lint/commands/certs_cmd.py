@@ -24,7 +24,7 @@ def _report(written: list[Path], dns_names: tuple[str, ...], not_after: dt.datet
 
 
 def _emit(cert_set: object, secret: str | None, namespace: str) -> None:
-    from webhook.certs import CertSet, secret_manifest
+    from dra_affinity.webhook.certs import CertSet, secret_manifest
 
     assert isinstance(cert_set, CertSet)
     if secret:
@@ -60,7 +60,7 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
     Prints the base64 caBundle (or, with --secret, the Secret manifest on stdout and the
     caBundle on stderr). Keep ca.key: `certs rotate` signs the next certificate with it.
     """
-    from webhook import certs as c
+    from dra_affinity.webhook import certs as c
 
     if out_dir is None and not secret:
         raise click.UsageError("give --out-dir, --secret, or both")
@@ -97,7 +97,7 @@ def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | Non
     the old one. With a new CA, publish the printed caBundle (it trusts old and new) to the
     webhook configuration before the new files reach the webhook pods.
     """
-    from webhook import certs as c
+    from dra_affinity.webhook import certs as c
 
     current = c.read_dir(out_dir)
     if isinstance(current, c.CertProblem):

@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
-
-from lint.options import (
+from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
     given,
@@ -20,17 +19,17 @@ from lint.options import (
     report_options,
     suppression_options,
 )
-from lint.reporters.run import ExtraRule
-from lint.values import json_value
-from policies.extraction import ExtractionResult, Outcome
-from policies.findings import Finding, PoolRef, Severity
-from policies.limits import KubernetesVersion
+from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.values import json_value
+from dra_affinity.policies.core.findings import Finding, PoolRef, Severity
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
-    from lint.reporters.run import RunResult
-    from lint.suppressions import Suppressed
-    from policies.model import ResourceClaim
-    from policies.pools import Pool
+    from dra_affinity.lint.reporters.run import RunResult
+    from dra_affinity.lint.suppressions import Suppressed
+    from dra_affinity.policies.model.resources import ResourceClaim
+    from dra_affinity.policies.scheduler.pools import Pool
 
 FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT})
 """Authoring errors: a slice or a claim must change. `not-satisfied` is a normal outcome."""
@@ -88,7 +87,7 @@ def render_table(results: list[ExtractionResult]) -> str:
 
 def explain(results: list[ExtractionResult]) -> str:
     """Every step for one claim, in words (the KEP's troubleshooting walk-through)."""
-    from policies.diagnostics import describe
+    from dra_affinity.policies.scheduler.diagnostics import describe
 
     lines: list[str] = []
     for r in results:
@@ -157,11 +156,11 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
     Exit code 1 when a slice or claim authoring error (slice-error, claim-inconsistent)
     or an input error is found (with --strict, an input warning too).
     """
-    from lint.inputs import model_objects
-    from lint.suppressions import audit, load_keeping_stdin
-    from policies.dryrun import Filters
-    from policies.dryrun import dry_run as run
-    from policies.findings import Severity
+    from dra_affinity.lint.inputs import model_objects
+    from dra_affinity.lint.suppressions import audit, load_keeping_stdin
+    from dra_affinity.policies.core.findings import Severity
+    from dra_affinity.policies.scheduler.dryrun import Filters
+    from dra_affinity.policies.scheduler.dryrun import dry_run as run
 
     config = load_settings(config_path)
     settings = config.for_command("dry-run")
@@ -169,7 +168,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
                          default="table")
     threshold = Severity.WARNING if pick(ctx, "strict", strict, settings.strict) else Severity.ERROR
     if not given(ctx, "kubernetes_version") and config.kubernetes_version is not None:
-        from policies.limits import parse_kubernetes_version
+        from dra_affinity.policies.core.limits import parse_kubernetes_version
 
         kubernetes_version = parse_kubernetes_version(config.kubernetes_version)
     loaded, texts = load_keeping_stdin(paths)
@@ -193,11 +192,11 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
         click.echo(explain(results))
         failures: list[str] = []
     else:
-        from lint.reporters.output import write_reports
+        from dra_affinity.lint.reporters.output import write_reports
 
         def render(name: str) -> str:
             if name == "json":
-                from lint.reporters.json_reporter import finding_to_json, suppressed_to_json
+                from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
 
                 data: dict[str, Any] = {"results": [result_to_json(r) for r in results],
                                         "findings": [finding_to_json(f) for f in findings]}
@@ -206,7 +205,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
                 return json.dumps(data, indent=2)
             if name in ("table", "text"):
                 return render_table(results) if results else "no claim requests matched any pool"
-            from lint.reporters import render_ci
+            from dra_affinity.lint.reporters import render_ci
 
             return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
                                                   inputs.claims, threshold=threshold, show_suppressed=show,
@@ -225,15 +224,15 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
 
 
 def _rule_ids() -> list[str]:
-    from policies.catalog import catalog
+    from dra_affinity.policies.rules.catalog import catalog
 
     return list(catalog())
 
 
 def _input_rule(rule_id: str) -> bool:
     """dry-run checks input only (SA0xx); a slice-rule suppression is `lint`'s business."""
-    from policies.catalog import catalog
-    from policies.rules.base import Scope
+    from dra_affinity.policies.rules.base import Scope
+    from dra_affinity.policies.rules.catalog import catalog
 
     rule = catalog().get(rule_id)
     return rule is not None and rule.scope is Scope.INPUT
@@ -266,8 +265,8 @@ def dry_run_result(
     usage_errors: Sequence[str] = (),
 ) -> RunResult:
     """The dry-run as the CI formats see it: failing outcomes as located results, a case per result."""
-    from lint.reporters.junit_reporter import object_cases
-    from lint.reporters.run import Notification, RunResult, TestCase
+    from dra_affinity.lint.reporters.junit_reporter import object_cases
+    from dra_affinity.lint.reporters.run import Notification, RunResult, TestCase
 
     by_name = {c.qualified_name: c for c in claims}
     outcome_findings = [_outcome_finding(r, by_name.get(r.claim), pools.get(r.pool))
@@ -305,7 +304,7 @@ def _order(finding: Finding) -> tuple[str, int, int, str]:
 
 def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool: Pool | None) -> Finding:
     """A failing outcome, located at the extractor (slice error) or the claim's config, with the other."""
-    from policies.findings import Location
+    from dra_affinity.policies.core.findings import Location
 
     error = result.error
     claim_loc: Location | None = None

@@ -14,9 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-
-from lint.inputs import Input, cluster_target, input_options, load_input, model_objects, report_problems
-from lint.options import (
+from dra_affinity.lint.inputs import (
+    Input,
+    cluster_target,
+    input_options,
+    load_input,
+    model_objects,
+    report_problems,
+)
+from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
     given,
@@ -28,18 +34,18 @@ from lint.options import (
     rule_selection_options,
     suppression_options,
 )
-from lint.report import Report, Summary
-from lint.reporters import LINT_FORMATS
-from lint.scalar_positions import resolve_inner_positions
-from policies.engine import EngineOptions, check_pools, check_slice
-from policies.findings import Finding, Severity
-from policies.limits import KubernetesVersion
+from dra_affinity.lint.report import Report, Summary
+from dra_affinity.lint.reporters import LINT_FORMATS
+from dra_affinity.lint.scalar_positions import resolve_inner_positions
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.rules.engine import EngineOptions, check_pools, check_slice
 
 if TYPE_CHECKING:
-    from lint.cluster import ClusterTarget
-    from lint.config import Config, OutputSpec
-    from lint.reporters.run import RunResult
-    from lint.suppressions import Audit
+    from dra_affinity.lint.cluster import ClusterTarget
+    from dra_affinity.lint.config import Config, OutputSpec
+    from dra_affinity.lint.reporters.run import RunResult
+    from dra_affinity.lint.suppressions import Audit
 
 @dataclass(frozen=True, slots=True)
 class Layers:
@@ -50,8 +56,8 @@ class Layers:
 
     def ran(self, rule_id: str, disabled: frozenset[str]) -> bool:
         """Whether `rule_id` was checked in a run with these layers (SA000 always is)."""
-        from policies.catalog import catalog
-        from policies.rules.base import Scope
+        from dra_affinity.policies.rules.base import Scope
+        from dra_affinity.policies.rules.catalog import catalog
 
         rule = catalog().get(rule_id)
         if rule is None or rule_id in disabled:
@@ -136,8 +142,8 @@ def lint(
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
     """
-    from lint.suppressions import audit, load_keeping_stdin
-    from policies.catalog import catalog
+    from dra_affinity.lint.suppressions import audit, load_keeping_stdin
+    from dra_affinity.policies.rules.catalog import catalog
 
     if pools_only and no_pools:
         raise click.UsageError("--pools-only and --no-pools exclude each other")
@@ -188,7 +194,7 @@ def _resolve_in_texts(findings: Sequence[Finding], texts: Mapping[str, str]) -> 
     """Map in-expression positions for input read from stdin, whose text only we kept."""
     import dataclasses
 
-    from lint.scalar_positions import locate_in_scalar
+    from dra_affinity.lint.scalar_positions import locate_in_scalar
 
     if not texts:
         return list(findings)
@@ -208,7 +214,7 @@ def _resolve_in_texts(findings: Sequence[Finding], texts: Mapping[str, str]) -> 
 
 def _version(ctx: click.Context, flag: KubernetesVersion, config: Config) -> KubernetesVersion:
     """--kubernetes-version if given, else the config's, else the default (validated on load)."""
-    from policies.limits import parse_kubernetes_version
+    from dra_affinity.policies.core.limits import parse_kubernetes_version
 
     if given(ctx, "kubernetes_version") or config.kubernetes_version is None:
         return flag
@@ -225,10 +231,10 @@ def write_lint_reports(
     show_suppressed: bool,
 ) -> list[str]:
     """Render each requested format once and write it; return what could not be written."""
-    from lint.reporters import render_ci
-    from lint.reporters.json_reporter import render as render_json
-    from lint.reporters.output import write_reports
-    from lint.reporters.text_reporter import render as render_text
+    from dra_affinity.lint.reporters import render_ci
+    from dra_affinity.lint.reporters.json_reporter import render as render_json
+    from dra_affinity.lint.reporters.output import write_reports
+    from dra_affinity.lint.reporters.text_reporter import render as render_text
 
     run: list[RunResult] = []
 
@@ -249,10 +255,10 @@ def lint_run(
     report: Report, checked: Audit, inputs: Input, *, threshold: Severity, show_suppressed: bool
 ) -> RunResult:
     """The lint run as the CI formats see it: one JUnit case per slice, findings, notes."""
-    from lint.reporters.junit_reporter import object_cases
-    from lint.reporters.run import Notification, RunResult
-    from lint.reporters.text_reporter import summary_line
-    from lint.suppressions import document_ref
+    from dra_affinity.lint.reporters.junit_reporter import object_cases
+    from dra_affinity.lint.reporters.run import Notification, RunResult
+    from dra_affinity.lint.reporters.text_reporter import summary_line
+    from dra_affinity.lint.suppressions import document_ref
 
     findings = report.sorted()
     slices = [

@@ -1,6 +1,6 @@
 """`dra-affinity policy export`: the native ValidatingAdmissionPolicy fallback, as YAML.
 
-The policy is generated from the rule catalog (`policies.vap`), never written by hand, so it
+The policy is generated from the rule catalog (`policies.rules.vap`), never written by hand, so it
 cannot drift from what `lint` and the webhook enforce; deploy/policy/ ships its output and a
 test regenerates it. Before anything is written every expression is compiled in the
 Kubernetes admission environment of the target release: a policy the API server would reject
@@ -15,9 +15,8 @@ import tempfile
 from pathlib import Path
 
 import click
-
-from lint.options import kubernetes_version_option
-from policies.limits import KubernetesVersion
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.limits import KubernetesVersion
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -35,8 +34,13 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _cost_lines(version: KubernetesVersion) -> list[str]:
-    from policies.cel.cost import UNBOUNDED_THRESHOLD
-    from policies.vap import VAP_PER_CALL_LIMIT, VAP_RUNTIME_BUDGET, estimate_policy_cost, structural_policy
+    from dra_affinity.policies.cel.cost.estimate import UNBOUNDED_THRESHOLD
+    from dra_affinity.policies.rules.vap import (
+        VAP_PER_CALL_LIMIT,
+        VAP_RUNTIME_BUDGET,
+        estimate_policy_cost,
+        structural_policy,
+    )
 
     def show(n: int) -> str:
         return "unbounded" if n >= UNBOUNDED_THRESHOLD else f"{n:,}"
@@ -76,7 +80,7 @@ def export(output: Path | None, actions: tuple[str, ...], name: str | None, show
     The API server evaluates them itself, so they hold while the webhook is down or removed.
     Compiling extractors, their cost and the pool rules still need the webhook.
     """
-    from policies.vap import (
+    from dra_affinity.policies.rules.vap import (
         POLICY_NAME,
         check_policy,
         render_policy,

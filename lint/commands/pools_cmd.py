@@ -14,21 +14,21 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-
-from lint.inputs import cluster_target, input_options, load_input, report_problems
-from lint.options import kubernetes_version_option
-from lint.reporters.json_reporter import finding_to_json
-from policies.engine import EngineOptions, check_pool
-from policies.findings import Severity
-from policies.limits import KubernetesVersion
-from policies.model import ResourceSlice, parse
-from policies.pools import PoolReport, SliceSummary, build_pools, pool_report
+from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.model.resources import ResourceSlice, parse
+from dra_affinity.policies.rules.engine import EngineOptions, check_pool
+from dra_affinity.policies.scheduler.pool_report import PoolReport, SliceSummary, pool_report
+from dra_affinity.policies.scheduler.pools import build_pools
 
 REPORT_FORMATS = ("table", "json")
 
 
 def _cost(cost: int) -> str:
-    from policies.cel.cost import MAX_UINT64
+    from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
 
     return "unbounded" if cost >= MAX_UINT64 else str(cost)
 
@@ -168,7 +168,7 @@ def pools(
         if isinstance(result.obj, ResourceSlice):
             slices.append(result.obj)
     if problems:
-        from lint.reporters.text_reporter import finding_line
+        from dra_affinity.lint.reporters.text_reporter import finding_line
 
         click.echo(
             f"dra-affinity pools: warning: {len(problems)} object(s) could not be read and are left "

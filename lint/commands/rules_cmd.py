@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import click
-
-from policies.catalog import UnknownRuleError, catalog, get_rule
-from policies.rules.base import Rule
+from dra_affinity.policies.rules.base import Rule
+from dra_affinity.policies.rules.catalog import UnknownRuleError, catalog, get_rule
 
 
 def _as_json(rule: Rule) -> dict[str, object]:

@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import click
-
-from lint.options import kubernetes_version_option
-from policies.limits import KubernetesVersion
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.limits import KubernetesVersion
 
 
 def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None) -> tuple[str, str]:
@@ -69,8 +68,8 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     (checked every --cert-check-interval seconds), without restarting or dropping requests.
     Equivalent to `gunicorn -c webhook/gunicorn_conf.py` with the matching settings.
     """
-    from webhook import tls
-    from webhook.settings import WebhookSettings
+    from dra_affinity.webhook import tls
+    from dra_affinity.webhook.settings import WebhookSettings
 
     cert, key = _tls_paths(cert_file, key_file, cert_dir)
     files = tls.TlsFiles(cert, key, client_ca_file, "1.3" if tls_min_version == "1.3" else "1.2")
@@ -87,7 +86,7 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     if metrics_dir:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
-    from webhook.server import WebhookServer
+    from dra_affinity.webhook.server import WebhookServer
 
     overrides: dict[str, object] = {
         "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],

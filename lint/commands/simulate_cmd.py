@@ -7,11 +7,16 @@ import sys
 from typing import Any
 
 import click
-
-from lint.options import kubernetes_version_option
-from policies.limits import KubernetesVersion
-from policies.locks import DeviceRef, Mode, Reason, Rejection, render_map
-from policies.simulation import Action, DeviceReport, Evaluated, SimulationReport, StepResult
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.scheduler.locks import DeviceRef, Mode, Reason, Rejection, render_map
+from dra_affinity.policies.scheduler.simulation import (
+    Action,
+    DeviceReport,
+    Evaluated,
+    SimulationReport,
+    StepResult,
+)
 
 
 def _device(ref: DeviceRef) -> dict[str, str]:
@@ -183,10 +188,10 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     input is invalid (so a CI job fails when a workload no longer fits); 2 on usage
     errors. Use `dra-affinity test` when a pending claim is the expected outcome.
     """
-    from lint.inputs import load_objects
-    from policies.findings import Severity
-    from policies.simulation import parse_order
-    from policies.simulation import simulate as run
+    from dra_affinity.lint.inputs import load_objects
+    from dra_affinity.policies.core.findings import Severity
+    from dra_affinity.policies.scheduler.simulation import parse_order
+    from dra_affinity.policies.scheduler.simulation import simulate as run
 
     inputs = load_objects(paths)
     for message in inputs.usage_errors:
@@ -206,7 +211,7 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
         where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
         click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
     if fmt == "json":
-        from lint.reporters.json_reporter import finding_to_json
+        from dra_affinity.lint.reporters.json_reporter import finding_to_json
 
         doc = report_to_json(result)
         doc["findings"] = [finding_to_json(f) for f in findings]

@@ -9,17 +9,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-
-from lint.options import FormatCommand, load_settings, output_specs, report_options
-from lint.reporters.run import ExtraRule
-from lint.suite import Case, SimulationCase, SimulationStep, Suite, SuiteError, load_suite
-from policies.extraction import ExtractionResult
-from policies.findings import Severity
-from policies.model import DeviceClass, ResourceClaim, ResourceSlice
+from dra_affinity.lint.options import FormatCommand, load_settings, output_specs, report_options
+from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.suite import Case, SimulationCase, SimulationStep, Suite, SuiteError, load_suite
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice
+from dra_affinity.policies.scheduler.extraction import ExtractionResult
 
 if TYPE_CHECKING:
-    from lint.reporters.run import RunResult
-    from policies.simulation import SimulationReport, StepResult
+    from dra_affinity.lint.reporters.run import RunResult
+    from dra_affinity.policies.scheduler.simulation import SimulationReport, StepResult
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class CaseResult:
 
 
 def _matches(result: ExtractionResult, case: Case) -> bool:
-    from policies.dryrun import Filters
+    from dra_affinity.policies.scheduler.dryrun import Filters
 
     filters = Filters(claim=case.claim, pool=case.pool, request=case.request)
     pool_ok = filters.pool_ok(result.pool)
@@ -69,8 +68,8 @@ class _Objects:
 
     def add(self, docs: tuple[dict[str, Any], ...], file: str) -> _Objects:
         """A copy with inline objects added (the suite's, or one simulation case's)."""
-        from policies.model import parse
-        from policies.source import Source
+        from dra_affinity.policies.core.source import Source
+        from dra_affinity.policies.model.resources import parse
 
         out = _Objects(list(self.slices), list(self.claims), list(self.classes), list(self.problems))
         for i, doc in enumerate(docs):
@@ -87,8 +86,8 @@ class _Objects:
 
 def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) -> list[str]:
     """Run one lock simulation and compare every step, device and metric with the case."""
-    from policies.locks import Mode
-    from policies.simulation import Action, SimulationReport, Step, simulate
+    from dra_affinity.policies.scheduler.locks import Mode
+    from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, Step, simulate
 
     steps = [Step(Action.RELEASE if s.release else Action.ALLOCATE, s.claim) for s in case.steps]
     report = simulate(objects.slices, objects.claims, steps, mode=Mode(case.mode),
@@ -107,7 +106,7 @@ def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) 
 
 
 def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
-    from policies.simulation import device_matches
+    from dra_affinity.policies.scheduler.simulation import device_matches
 
     if want.release:
         return []
@@ -133,7 +132,7 @@ def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
 
 
 def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) -> list[str]:
-    from policies.simulation import device_matches
+    from dra_affinity.policies.scheduler.simulation import device_matches
 
     found = [d for d in report.devices if device_matches(d.ref, name)]
     if len(found) != 1:
@@ -154,9 +153,9 @@ def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) 
 
 
 def run_suite(suite: Suite) -> list[CaseResult]:
-    from lint.inputs import load_objects
-    from policies.dryrun import dry_run
-    from policies.limits import parse_kubernetes_version
+    from dra_affinity.lint.inputs import load_objects
+    from dra_affinity.policies.core.limits import parse_kubernetes_version
+    from dra_affinity.policies.scheduler.dryrun import dry_run
 
     inputs = load_objects([str(p) for p in suite.resources]) if suite.resources else None
     base = _Objects(
@@ -203,9 +202,9 @@ CASE_RULE = ExtraRule(
 
 def test_run(results: list[CaseResult]) -> RunResult:
     """The suites as the CI formats see them: a JUnit case per suite case, a result per failure."""
-    from lint.reporters.run import RunResult, TestCase
-    from policies.findings import Finding, Location
-    from policies.source import Position
+    from dra_affinity.lint.reporters.run import RunResult, TestCase
+    from dra_affinity.policies.core.findings import Finding, Location
+    from dra_affinity.policies.core.source import Position
 
     cases = tuple(
         TestCase(suite=r.suite, name=r.case.name, classname=r.suite, file=r.file, line=r.case.line,
@@ -255,7 +254,7 @@ def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], out
 
     Exit code 1 when a case fails, 2 when a suite file is unusable.
     """
-    from lint.reporters.output import write_reports
+    from dra_affinity.lint.reporters.output import write_reports
 
     config = load_settings(config_path)
     specs = output_specs(ctx, fmt, output, config.for_command("test").formats, config,
@@ -273,7 +272,7 @@ def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], out
             return _json(results)
         if name == "text":
             return _text(results)
-        from lint.reporters import render_ci
+        from dra_affinity.lint.reporters import render_ci
 
         return render_ci(name, test_run(results))
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from lint.report import Report
-from lint.reporters.run import RunResult
+from dra_affinity.lint.report import Report
+from dra_affinity.lint.reporters.run import RunResult
 
 FORMATS = ("text", "json")
 """The lint report formats of `get_reporter` (SPEC §7)."""
@@ -20,18 +20,18 @@ CI_FORMATS = ("sarif", "junit", "github")
 LINT_FORMATS = (*FORMATS, *CI_FORMATS)
 
 _CI_MODULES = {
-    "sarif": "lint.reporters.sarif_reporter",
-    "junit": "lint.reporters.junit_reporter",
-    "github": "lint.reporters.github_reporter",
+    "sarif": "dra_affinity.lint.reporters.sarif_reporter",
+    "junit": "dra_affinity.lint.reporters.junit_reporter",
+    "github": "dra_affinity.lint.reporters.github_reporter",
 }
 
 
 def get_reporter(name: str) -> Callable[[Report], str]:
     if name == "json":
-        from lint.reporters.json_reporter import render as render_json
+        from dra_affinity.lint.reporters.json_reporter import render as render_json
 
         return render_json
-    from lint.reporters.text_reporter import render as render_text
+    from dra_affinity.lint.reporters.text_reporter import render as render_text
 
     return render_text
 

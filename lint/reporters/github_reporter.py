@@ -10,9 +10,9 @@ early or start another one. Files are named relative to `$GITHUB_WORKSPACE`.
 
 from __future__ import annotations
 
-from lint.reporters.paths import PathNamer
-from lint.reporters.run import RunResult
-from policies.findings import Finding, Severity
+from dra_affinity.lint.reporters.paths import PathNamer
+from dra_affinity.lint.reporters.run import RunResult
+from dra_affinity.policies.core.findings import Finding, Severity
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -28,7 +28,7 @@ def escape_property(text: str) -> str:
 
 
 def _title(finding: Finding, prefix: str = "") -> str:
-    from policies.catalog import catalog
+    from dra_affinity.policies.rules.catalog import catalog
 
     rule = catalog().get(finding.rule)
     return f"{prefix}{finding.rule} {rule.slug}" if rule is not None else f"{prefix}{finding.rule}"

@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from lint.report import Report
-from lint.suppressions import Suppressed
-from policies.findings import Finding, Location
+from dra_affinity.lint.report import Report
+from dra_affinity.lint.suppressions import Suppressed
+from dra_affinity.policies.core.findings import Finding, Location
 
 
 def _location(loc: Location) -> dict[str, Any]:

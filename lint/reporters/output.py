@@ -10,8 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import click
-
-from lint.config import OutputSpec
+from dra_affinity.lint.config import OutputSpec
 
 
 def to_stdout(spec: OutputSpec) -> bool:

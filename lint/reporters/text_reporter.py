@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import click
-
-from lint.report import Report
-from lint.suppressions import Suppressed
-from policies.findings import Finding, Location, Severity
+from dra_affinity.lint.report import Report
+from dra_affinity.lint.suppressions import Suppressed
+from dra_affinity.policies.core.findings import Finding, Location, Severity
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 

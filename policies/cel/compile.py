@@ -11,7 +11,7 @@ Steps, mirroring cel-go's `env.Compile` then `env.Program`:
 1. size limit (100,000 code points, cel-go's parser default) and the one syntax cel-cpp
    accepts that Kubernetes' parser does not (backtick-escaped identifiers);
 2. parse + type-check with cel-cpp in the environment's checker;
-3. if that passed, the Kubernetes AST validators (`policies.cel.validators`);
+3. if that passed, the Kubernetes AST validators (`dra_affinity.policies.cel.check.validators`);
 4. if those passed, the program-time checks (regex constants; type conversions of constants,
    which cel-go's `OptOptimize` folds while planning, so `int("x")` fails `env.Program()`
    even in a branch that never runs) and the program itself.
@@ -33,11 +33,8 @@ from typing import Any, NamedTuple
 
 import yaml
 from cel_expr_python import cel
-
-from policies.cel import k8s_library
-from policies.cel.ast import CheckedAst, NodeKind
-from policies.cel.ast_decode import decode_checked_expr
-from policies.cel.env import (
+from dra_affinity.policies.cel import k8s_library
+from dra_affinity.policies.cel.check.env import (
     BASE_OPTIONS,
     CelEnvironment,
     EnvKey,
@@ -46,17 +43,7 @@ from policies.cel.env import (
     _cross_numeric_extension,
     get_env,
 )
-from policies.cel.errors import (
-    CompileError,
-    ErrorStage,
-    parse_engine_errors,
-    render_errors,
-    split_status,
-)
-from policies.cel.runtime import bridge_for
-from policies.cel.runtime_conversions import CONVERSION_FUNCTIONS
-from policies.cel.runtime_cost import plan_error
-from policies.cel.validators import (
+from dra_affinity.policies.cel.check.validators import (
     format_go_type,
     program_regex_errors,
     validate_duration_literals,
@@ -65,6 +52,18 @@ from policies.cel.validators import (
     validate_regex_literals,
     validate_timestamp_literals,
 )
+from dra_affinity.policies.cel.common.ast import CheckedAst, NodeKind
+from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
+from dra_affinity.policies.cel.common.errors import (
+    CompileError,
+    ErrorStage,
+    parse_engine_errors,
+    render_errors,
+    split_status,
+)
+from dra_affinity.policies.cel.eval.runtime import bridge_for
+from dra_affinity.policies.cel.eval.runtime_conversions import CONVERSION_FUNCTIONS
+from dra_affinity.policies.cel.eval.runtime_cost import plan_error
 
 __all__ = [
     "CEL_GO_MAX_CODE_POINTS",

@@ -8,16 +8,15 @@ generator over a context, yielding `Finding`s; it never raises for bad input
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from policies.findings import Finding, Location, Severity
-from policies.source import FieldPath, Position, render_path
+from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.core.source import FieldPath, Position, render_path
 
 if TYPE_CHECKING:
-    from policies.context import SliceContext
-    from policies.pools import PoolContext
+    from dra_affinity.policies.rules.context import PoolContext, SliceContext
 
 
 class Scope(enum.Enum):
@@ -28,7 +27,7 @@ class Scope(enum.Enum):
 
 SliceCheck = Callable[["SliceContext"], Iterable[Finding]]
 PoolCheck = Callable[["PoolContext"], Iterable[Finding]]
-"""A pool rule sees one pool (all its slices) at a time; see `policies.pools`."""
+"""A pool rule sees one pool (all its slices) at a time; see `dra_affinity.policies.scheduler.pools`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,4 +83,21 @@ class Rule:
             message=f"{render_path(path)}: {body}",
             locations=(location,),
             pool=obj.pool,
+        )
+
+    def pool_finding(
+        self,
+        ctx: PoolContext,
+        message: str,
+        locations: Sequence[Location],
+        *,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding about a whole pool, pointing at every slice involved (the first is primary)."""
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            message=message,
+            locations=tuple(locations),
+            pool=ctx.pool.ref,
         )

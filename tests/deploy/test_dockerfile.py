@@ -21,9 +21,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from dra_affinity.lint.cli import main
+from dra_affinity.lint.commands.serve_cmd import serve
 
-from lint.cli import main
-from lint.commands.serve_cmd import serve
 from tests.cli import REPO
 from tests.deploy.manifests import DEPLOY, find, render
 
@@ -198,11 +198,11 @@ def test_every_copied_path_exists_and_is_in_the_build_context(dockerfile: Parsed
 
 def test_dockerignore_keeps_the_context_to_the_package() -> None:
     patterns = dockerignore_patterns()
-    for kept in ("pyproject.toml", "README.md", "policies/engine.py", "lint/cli.py", "webhook/app.py",
-                 "policies/cel/env.py"):
+    for kept in ("pyproject.toml", "README.md", "setup.py", "policies/rules/engine.py", "lint/cli.py",
+                 "webhook/app.py", "policies/cel/check/env.py"):
         assert not excluded(kept, patterns), kept
     for dropped in (".venv/bin/python", ".git/HEAD", "tests/cli.py", "deploy/Dockerfile",
-                    "bench/gen_slices.py", "policies/__pycache__/engine.cpython-311.pyc",
+                    "bench/gen_slices.py", "policies/rules/__pycache__/engine.cpython-311.pyc",
                     "examples/claims.yaml"):
         assert excluded(dropped, patterns), dropped
     # What the package build needs from the context must be in it: every package directory.
@@ -233,7 +233,7 @@ def test_entrypoint_is_the_installed_serve_command(dockerfile: Parsed) -> None:
     assert program is not None and arguments is not None, "exec form: signals reach gunicorn directly"
     script, command = program
     scripts = {ep.name: ep.value for ep in entry_points(group="console_scripts")}
-    assert scripts[script] == "lint.cli:main"
+    assert scripts[script] == "dra_affinity.lint.cli:main"
     ctx = main.make_context("dra-affinity", ["--help"], resilient_parsing=True)
     assert main.get_command(ctx, command) is serve
     params = serve.make_context("serve", list(arguments)).params

@@ -15,8 +15,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from dra_affinity.lint.commands.serve_cmd import serve
 
-from lint.commands.serve_cmd import serve
 from tests.cli import REPO
 from tests.deploy.manifests import (
     DEPLOY,
@@ -206,8 +206,8 @@ def test_service_deployment_and_webhook_point_at_each_other(base: list[Obj]) -> 
     ref = webhook["clientConfig"]["service"]
     assert (ref["name"], ref["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
     assert ref["port"] == service_port["port"]
-    from webhook.app import create_app
-    from webhook.settings import WebhookSettings
+    from dra_affinity.webhook.app import create_app
+    from dra_affinity.webhook.settings import WebhookSettings
 
     routes = {r.rule: r.methods or set() for r in create_app(WebhookSettings()).url_map.iter_rules()}
     assert "POST" in routes[ref["path"]]

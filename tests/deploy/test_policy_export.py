@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from dra_affinity.policies.rules.vap import POLICY_NAME, render_policy, structural_policy
 
-from policies.vap import POLICY_NAME, render_policy, structural_policy
 from tests.cli import run
 from tests.deploy.manifests import DEPLOY
 

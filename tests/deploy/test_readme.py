@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
+from dra_affinity.lint.cli import main
 
-from lint.cli import main
 from tests.deploy.manifests import DEPLOY, Obj, find, kubectl, render
 
 README = DEPLOY / "README.md"

@@ -2,7 +2,7 @@
 
 Each case is run three ways: the policy's CEL (in the Kubernetes admission environment, with
 `object`/`oldObject` as the API server binds them), the webhook's `Admitter` on the same request
-as an AdmissionReview, and `policies.engine.check_slice`. The structural rule ids that fire must
+as an AdmissionReview, and `policies.rules.engine.check_slice`. The structural rule ids that fire must
 be the same.
 """
 
@@ -13,16 +13,13 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from policies.catalog import catalog, get_rule
-from policies.engine import check_slice
-from policies.k8s_names import qualified_name_errors
-from policies.limits import limits_for
-from policies.model import ResourceSlice, parse
-from policies.rules.base import Scope
-from policies.vap import (
+from dra_affinity.policies.core.k8s_names import qualified_name_errors
+from dra_affinity.policies.core.limits import limits_for
+from dra_affinity.policies.model.resources import ResourceSlice, parse
+from dra_affinity.policies.rules.base import Scope
+from dra_affinity.policies.rules.catalog import catalog, get_rule
+from dra_affinity.policies.rules.engine import check_slice
+from dra_affinity.policies.rules.vap import (
     STRUCTURAL_RULE_IDS,
     VAP_PER_CALL_LIMIT,
     VAP_RUNTIME_BUDGET,
@@ -31,10 +28,13 @@ from policies.vap import (
     structural_policy,
     whitespace_class,
 )
+from dra_affinity.webhook.admission import AdmissionRequest, Admitter, Verdict, parse_review
+from dra_affinity.webhook.settings import WebhookSettings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from tests.deploy.vap_harness import VapVerdict, evaluate_policy, run_expression
 from tests.helpers import CLEAN_EXPRESSION, entry, slice_doc
-from webhook.admission import AdmissionRequest, Admitter, Verdict, parse_review
-from webhook.settings import WebhookSettings
 
 POLICY = structural_policy()
 LIMITS = limits_for(POLICY.kubernetes_version)

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from policies.cel.compile import CompileResult
-from policies.cel.jsonvalue import decode_k8s_json
-from policies.cel.runtime import EvalResult, evaluate
-from policies.limits import KubernetesVersion
-from policies.vap import (
+from dra_affinity.policies.cel.common.jsonvalue import decode_k8s_json
+from dra_affinity.policies.cel.compile import CompileResult
+from dra_affinity.policies.cel.eval.runtime import EvalResult, evaluate
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.rules.vap import (
     VAP_PER_CALL_LIMIT,
     StructuralPolicy,
     admission_environment,

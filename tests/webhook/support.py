@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dra_affinity.webhook.events import FLUSH_INTERVAL
+
 from tests.cli import REPO, SCRIPT
-from webhook.events import FLUSH_INTERVAL
 
 SERVICE, NAMESPACE = "dra-affinity-webhook", "dra-system"
 HOSTNAME = f"{SERVICE}.{NAMESPACE}.svc"
@@ -130,7 +131,7 @@ class Server:
                   timeout: float = 10.0) -> list[dict[str, Any]]:
         """The server's JSON log lines (gunicorn's first banner line is not JSON).
 
-        Request lines are written in batches, up to `webhook.events.FLUSH_INTERVAL` after the
+        Request lines are written in batches, up to `dra_affinity.webhook.events.FLUSH_INTERVAL` after the
         reply: with `until`, wait for the lines to satisfy it, then for one more batch (so a
         line that should not be there has had its chance to appear), and return them.
         """

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from cryptography import x509
 from cryptography.x509.verification import PolicyBuilder, Store, VerificationError
+from dra_affinity.webhook import certs
 
 from tests.cli import run
 from tests.webhook.support import HOSTNAME, NAMESPACE, SERVICE
-from webhook import certs
 
 NOW = dt.datetime.now(dt.UTC)
 

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dra_affinity.policies.rules.engine import check_pools, check_slice
+from dra_affinity.webhook.admission import AdmissionRequest, Admitter, parse_review
+from dra_affinity.webhook.poolcache import KubernetesSliceApi, PoolIndexChecker, SliceWatch
+from dra_affinity.webhook.settings import WebhookSettings
 
-from policies.engine import check_pools, check_slice
 from tests.helpers import entry, model, slice_doc
 from tests.webhook.fake_apiserver import FakeApiServer, write_kubeconfig
 from tests.webhook.support import Server, free_port, review, start_server, stop_server
-from webhook.admission import AdmissionRequest, Admitter, parse_review
-from webhook.poolcache import KubernetesSliceApi, PoolIndexChecker, SliceWatch
-from webhook.settings import WebhookSettings
 
 POOL = "node-a"
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dra_affinity.webhook import certs
 
 from tests.cli import SCRIPT
 from tests.helpers import entry, slice_doc
@@ -23,7 +24,6 @@ from tests.webhook.support import (
     start_server,
     stop_server,
 )
-from webhook import certs
 
 
 def _rotate(cert_dir: Path, *extra: str) -> None:

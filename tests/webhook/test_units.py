@@ -11,17 +11,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from policies.engine import EngineOptions
-from policies.findings import Finding, Location, Severity
-from policies.model import ResourceSlice
+from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.model.resources import ResourceSlice
+from dra_affinity.policies.rules.engine import EngineOptions
+from dra_affinity.webhook import certs, tls
+from dra_affinity.webhook.admission import PoolVerdict
+from dra_affinity.webhook.app import create_app
+from dra_affinity.webhook.render import MAX_WARNING_CHARS, cause_reason, fit_warnings, warning_text
+from dra_affinity.webhook.settings import WebhookSettings
+
 from tests.cli import REPO, run
 from tests.helpers import entry, slice_doc
 from tests.webhook.support import NAMESPACE, SERVICE, free_port, launch, metric_value, review, stop_server
-from webhook import certs, tls
-from webhook.admission import PoolVerdict
-from webhook.app import create_app
-from webhook.render import MAX_WARNING_CHARS, cause_reason, fit_warnings, warning_text
-from webhook.settings import WebhookSettings
 
 
 class _Clock:
@@ -174,7 +175,7 @@ def test_serve_usage_errors(tmp_path: Path) -> None:
 
 
 def test_help_does_not_import_the_webhook_stack() -> None:
-    code = ("import sys\nfrom lint.cli import main\n"
+    code = ("import sys\nfrom dra_affinity.lint.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('flask', 'gunicorn', 'prometheus_client', 'cryptography', 'webhook')"
             " if m in sys.modules]\nprint('HEAVY', heavy)")
@@ -205,9 +206,10 @@ def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Pat
 
 
 def test_findings_cache_keys_on_what_slice_rules_read() -> None:
-    from policies.engine import EngineOptions
+    from dra_affinity.policies.rules.engine import EngineOptions
+    from dra_affinity.webhook.admission import FindingsCache
+
     from tests.helpers import entry, model, slice_doc
-    from webhook.admission import FindingsCache
 
     cache = FindingsCache(maxsize=2)
     options = EngineOptions()
@@ -225,7 +227,7 @@ def test_findings_cache_keys_on_what_slice_rules_read() -> None:
 
 
 def _admitted(uid: str, doc: dict[str, object], admitter: object = None) -> object:
-    from webhook.admission import Admitter, parse_review
+    from dra_affinity.webhook.admission import Admitter, parse_review
 
     admitter = admitter or Admitter(WebhookSettings())
     request = parse_review(review(doc, uid=uid))
@@ -236,7 +238,7 @@ def _admitted(uid: str, doc: dict[str, object], admitter: object = None) -> obje
 def test_memoized_replies_equal_fresh_ones_for_every_uid() -> None:
     """`review_json` splices the uid into text kept per findings-cache entry: it must give
     exactly what serializing `review()` gives, for uids that need JSON escaping too."""
-    from webhook.admission import Admitter, Verdict
+    from dra_affinity.webhook.admission import Admitter, Verdict
 
     admitter = Admitter(WebhookSettings())
     denied = slice_doc([entry("a"), entry("a", '"x" + object.y')])
@@ -254,7 +256,7 @@ def test_memoized_replies_equal_fresh_ones_for_every_uid() -> None:
 
 
 def test_replies_with_pool_findings_are_not_memoized() -> None:
-    from webhook.admission import Admitter, Verdict
+    from dra_affinity.webhook.admission import Admitter, Verdict
 
     pool_finding = Finding("SP301", Severity.ERROR, "spec.sharingAffinity[0].name: Duplicate value: \"a\"",
                            (Location.at(None, ("spec", "sharingAffinity", 0, "name")),))
@@ -277,9 +279,9 @@ def test_event_recorder_writes_batches_samples_before_lines(capfd: object) -> No
     incremented once per label set; nothing is lost at flush."""
     import logging
 
-    from webhook import logs
-    from webhook.events import EventRecorder, ReviewEvent
-    from webhook.metrics import Metrics
+    from dra_affinity.webhook import logs
+    from dra_affinity.webhook.events import EventRecorder, ReviewEvent
+    from dra_affinity.webhook.metrics import Metrics
 
     logger = logs.configure("INFO")
     metrics = Metrics()
@@ -321,7 +323,7 @@ def test_event_lines_go_through_other_handlers_as_records() -> None:
     """An operator's own handler on the webhook logger gets ordinary records, dated by request."""
     import logging
 
-    from webhook import logs
+    from dra_affinity.webhook import logs
 
     logger = logging.getLogger("dra_affinity.test-events")
     logger.setLevel(logging.INFO)
@@ -340,9 +342,9 @@ def test_event_lines_go_through_other_handlers_as_records() -> None:
 def test_event_thread_flushes_on_its_own() -> None:
     import time
 
-    from webhook import logs
-    from webhook.events import EventRecorder, ReviewEvent
-    from webhook.metrics import Metrics
+    from dra_affinity.webhook import logs
+    from dra_affinity.webhook.events import EventRecorder, ReviewEvent
+    from dra_affinity.webhook.metrics import Metrics
 
     flushed: list[int] = []
     metrics = Metrics()
@@ -362,7 +364,7 @@ def test_batched_lines_are_the_lines_the_formatter_writes(capfd: object) -> None
     escaping included, and a field named like a shared key still replaces it."""
     import logging
 
-    from webhook import logs
+    from dra_affinity.webhook import logs
 
     logger = logs.configure("INFO")
     events = [(1795955339.0429, {"uid": 'q"u\u00e9', "rules": ["SA203"], "dry_run": False,
@@ -385,8 +387,8 @@ def test_batched_lines_are_the_lines_the_formatter_writes(capfd: object) -> None
 def test_queued_events_are_written_when_the_process_exits() -> None:
     """A worker that exits normally (gunicorn workers leave through sys.exit) writes what is
     still queued: nothing waits for the next batch."""
-    code = ("from webhook import logs\nfrom webhook.events import EventRecorder, ReviewEvent\n"
-            "from webhook.metrics import Metrics\n"
+    code = ("from webhook import logs\nfrom dra_affinity.webhook.events import EventRecorder, ReviewEvent\n"
+            "from dra_affinity.webhook.metrics import Metrics\n"
             "r = EventRecorder(logs.configure('INFO'), Metrics(), lambda: None, interval=3600)\n"
             "r.record(ReviewEvent(1.0, {'uid': 'at-exit'}, 'allowed', 'CREATE', False, 0.001, (), None))\n"
             "raise SystemExit(0)\n")
@@ -402,9 +404,9 @@ def test_event_writer_survives_failures_and_bounds_its_queue(capfd: object, monk
     logged once writing resumes; the background writer keeps going after an error."""
     import time
 
-    from webhook import events, logs
-    from webhook.events import EventRecorder, ReviewEvent
-    from webhook.metrics import Metrics
+    from dra_affinity.webhook import events, logs
+    from dra_affinity.webhook.events import EventRecorder, ReviewEvent
+    from dra_affinity.webhook.metrics import Metrics
 
     metrics = Metrics()
 

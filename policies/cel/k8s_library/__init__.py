@@ -34,9 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
-
-from policies.cel.jsonvalue import duration_text, timestamp_text
-from policies.cel.k8s_library import (
+from dra_affinity.policies.cel.common.jsonvalue import duration_text, timestamp_text
+from dra_affinity.policies.cel.k8s_library import (
     cidr,
     comprehensions,
     ip,
@@ -47,8 +46,8 @@ from policies.cel.k8s_library import (
     type_values,
     urls,
 )
-from policies.cel.k8s_library import format as format_lib
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library import format as format_lib
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     BYTES,
     DOUBLE,
@@ -69,7 +68,7 @@ from policies.cel.k8s_library._types import (
     function_configs,
     t,
 )
-from policies.cel.k8s_library.equality import (
+from dra_affinity.policies.cel.k8s_library.equality import (
     QUANTITY_RUNTIMES,
     SEMVER_RUNTIMES,
     RuntimeEnv,

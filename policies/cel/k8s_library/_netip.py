@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from policies.cel.k8s_library._types import go_quote
+from dra_affinity.policies.cel.k8s_library._types import go_quote
 
 _V4_MAPPED_PREFIX = 0xFFFF << 32
 

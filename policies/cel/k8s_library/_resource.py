@@ -15,7 +15,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from policies.cel.k8s_library._types import INT64_MAX, INT64_MIN
+from dra_affinity.policies.cel.k8s_library._types import INT64_MAX, INT64_MIN
 
 DECIMAL_EXPONENT = "DecimalExponent"
 BINARY_SI = "BinarySI"

@@ -11,9 +11,8 @@ overload", a bad CIDR string into the CIDR parse error.
 from __future__ import annotations
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._netip import NetipError, Prefix, parse_prefix
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._netip import NetipError, Prefix, parse_prefix
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     INT,
     STRING,
@@ -29,7 +28,7 @@ from policies.cel.k8s_library._types import (
     validity_check,
     want_str,
 )
-from policies.cel.k8s_library.ip import IP_TYPE, parse_ip
+from dra_affinity.policies.cel.k8s_library.ip import IP_TYPE, parse_ip
 
 NAME = "net.cidr"
 CIDR_TYPE = t("net.CIDR")

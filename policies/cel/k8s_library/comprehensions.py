@@ -14,7 +14,7 @@ inserts the update's entries in order and stops at the first such failure.
 
 cel-expr-python hands Python plain values: `uint` arrives as `int`, timestamps and durations as
 `datetime` values it will not take back inside a map, and an optional crashes the process. The
-cost walk (`policies.cel.runtime_cost`) computes these calls itself and keeps the program from
+cost walk (`policies.cel.eval.runtime_cost`) computes these calls itself and keeps the program from
 running when an argument is not plain, so these limits never show in an evaluation.
 """
 
@@ -23,8 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._types import CelError, LibrarySpec, Runtime
+from dra_affinity.policies.cel.k8s_library._types import CelError, LibrarySpec, Runtime
 
 __all__ = [
     "MAP_INSERT",

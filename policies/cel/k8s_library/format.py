@@ -19,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._gourl import UrlError, parse_request_uri
-from policies.cel.k8s_library._re2 import compile_re2
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._gourl import UrlError, parse_request_uri
+from dra_affinity.policies.cel.k8s_library._re2 import compile_re2
+from dra_affinity.policies.cel.k8s_library._types import (
     STRING,
     TAG_FORMAT,
     TAG_OPTIONAL,
@@ -39,7 +38,7 @@ from policies.cel.k8s_library._types import (
     unwrap_tagged,
     want_str,
 )
-from policies.k8s_names import (
+from dra_affinity.policies.core.k8s_names import (
     DNS1123_LABEL_FMT,
     QNAME_FMT,
     SUBDOMAIN_FMT,

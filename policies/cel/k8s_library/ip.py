@@ -9,9 +9,8 @@ rejected at parse time, so the canonical text is unique per address).
 from __future__ import annotations
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._netip import Addr, NetipError, parse_addr
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._netip import Addr, NetipError, parse_addr
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     INT,
     STRING,

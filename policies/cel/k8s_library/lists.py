@@ -23,8 +23,7 @@ import datetime
 from typing import Any
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     BYTES,
     DOUBLE,

@@ -17,8 +17,7 @@ import functools
 import math
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._resource import (
+from dra_affinity.policies.cel.k8s_library._resource import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
@@ -27,7 +26,7 @@ from policies.cel.k8s_library._resource import (
     new_quantity,
     parse_quantity,
 )
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     DOUBLE,
     INT,

@@ -9,9 +9,15 @@ evaluation; `literal_pattern_error` lets a checker report that case at compile t
 from __future__ import annotations
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._re2 import Re2Error, Regex, compile_re2, find, find_all, pattern_error
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._re2 import (
+    Re2Error,
+    Regex,
+    compile_re2,
+    find,
+    find_all,
+    pattern_error,
+)
+from dra_affinity.policies.cel.k8s_library._types import (
     INT,
     STRING,
     CelError,

@@ -16,8 +16,7 @@ import functools
 from dataclasses import dataclass
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     INT,
     STRING,

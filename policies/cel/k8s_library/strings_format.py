@@ -10,7 +10,7 @@ only differs in how a clause treats its argument.
 The parser reads the format string byte by byte, as cel-go does: the clause after a `%` is one
 UTF-8 byte, and `"%é"` reports the clause `Ã`.
 
-`render(text, args)` works on the cost walk's values (`policies.cel.jsonvalue`). It returns
+`render(text, args)` works on the cost walk's values (`policies.cel.common.jsonvalue`). It returns
 None where it cannot be faithful: timestamps and durations anywhere in the arguments (the walk
 holds them at microsecond precision), and bytes that are not UTF-8 under `%s`; the caller then
 lets cel-cpp render. Two points of the en-US printer are taken on trust from cel-go's tests and
@@ -27,8 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from policies.cel.jsonvalue import BoolKey, Duration, Opaque, OptionalValue, Timestamp, TypeValue, UInt
-from policies.cel.k8s_library._types import go_quote, go_quote_bytes
+from dra_affinity.policies.cel.common.jsonvalue import (
+    BoolKey,
+    Duration,
+    Opaque,
+    OptionalValue,
+    Timestamp,
+    TypeValue,
+    UInt,
+)
+from dra_affinity.policies.cel.k8s_library._types import go_quote, go_quote_bytes
 
 __all__ = [
     "CLAUSE_KINDS",

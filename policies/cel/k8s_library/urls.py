@@ -9,9 +9,8 @@ lenient `url.Parse`, as upstream's second parse does).
 from __future__ import annotations
 
 from cel_expr_python import cel
-
-from policies.cel.k8s_library._gourl import URL, UrlError, parse, parse_request_uri
-from policies.cel.k8s_library._types import (
+from dra_affinity.policies.cel.k8s_library._gourl import URL, UrlError, parse, parse_request_uri
+from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     STRING,
     CelError,

@@ -1,7 +1,7 @@
 """SA000: input the tool could not turn into an object (reported by loaders and the model)."""
 
-from policies.findings import Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.rules.base import Rule, Scope
 
 RULE = Rule(
     id="SA000",

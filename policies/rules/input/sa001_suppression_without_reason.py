@@ -1,7 +1,7 @@
 """SA001: a suppression that does not say why (reported by the CLI's suppression audit)."""
 
-from policies.findings import Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.rules.base import Rule, Scope
 
 RULE = Rule(
     id="SA001",

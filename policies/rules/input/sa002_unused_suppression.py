@@ -1,7 +1,7 @@
 """SA002: a suppression that silenced nothing (reported by the CLI's suppression audit)."""
 
-from policies.findings import Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.rules.base import Rule, Scope
 
 RULE = Rule(
     id="SA002",

@@ -1,7 +1,7 @@
 """SA003: a device selector the allocator cannot evaluate (reported by dry-run and simulate)."""
 
-from policies.findings import Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.rules.base import Rule, Scope
 
 RULE = Rule(
     id="SA003",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, slice_location
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -14,8 +15,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     for key in pool.duplicate_keys:
         declared = [(e, s) for e, s in pool.declarations if e.name == key]
         where = ", ".join(f"{s.name} spec.sharingAffinity[{e.index}]" for e, s in declared)
-        yield pool_finding(
-            RULE,
+        yield RULE.pool_finding(
             ctx,
             f'key "{key}" is declared by {len({id(s) for _, s in declared})} metadata slices of pool '
             f"{pool_name(pool.ref)} ({where}): the scheduler treats the pool as invalid "

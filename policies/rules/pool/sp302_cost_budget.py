@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, render_cost, slice_location
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name, render_cost
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -19,8 +20,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     if total <= budget:
         return
     parts = ", ".join(f"{s.name} {render_cost(pool.cost_of(s))}" for s in metadata)
-    yield pool_finding(
-        RULE,
+    yield RULE.pool_finding(
         ctx,
         f"total estimated cost of the sharing affinity CEL expressions of pool "
         f"{pool_name(pool.ref)} ({render_cost(total)}) exceeds cost limit {budget}: {parts}; "

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, slice_location
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -26,8 +27,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         repeated = sorted(n for n, k in Counter(s.name for s in pool.slices).items() if k > 1 and n)
         if repeated:
             what += f" (slice name {', '.join(repeated)} appears more than once in the input)"
-    yield pool_finding(
-        RULE,
+    yield RULE.pool_finding(
         ctx,
         f"pool {pool_name(pool.ref)} is incomplete: {what} at generation {pool.generation}; "
         "the scheduler skips incomplete pools, so none of its devices can be allocated"

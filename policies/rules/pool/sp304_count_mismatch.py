@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, slice_location, slice_names
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name, slice_names
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -17,8 +18,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         f"{slice_names(s for s in pool.slices if s.resource_slice_count == count)} say {count}"
         for count in pool.counts
     )
-    yield pool_finding(
-        RULE,
+    yield RULE.pool_finding(
         ctx,
         f"the {len(pool.slices)} slices of pool {pool_name(pool.ref)} at generation "
         f"{pool.generation} disagree on resourceSliceCount ({claims}): the pool can never be "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, slice_location
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -15,8 +16,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     if not pool.declares_affinity or pool.shareable_devices or devices == 0:
         return  # no devices in the input: nothing to mark, and likely partial input
     keys = ", ".join(pool.extractors) or "unnamed entries"
-    yield pool_finding(
-        RULE,
+    yield RULE.pool_finding(
         ctx,
         f"pool {pool_name(pool.ref)} declares sharingAffinity ({keys}) but none of its {devices} "
         f"device{'' if devices == 1 else 's'} sets allowMultipleAllocations: true: an affinity "

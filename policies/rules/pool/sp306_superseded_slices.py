@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.findings import Finding, Severity
-from policies.pools import PoolContext, pool_finding, pool_name, slice_location, slice_names
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.scheduler.pools import pool_name, slice_names
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:
@@ -15,8 +16,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         return
     old = sorted({s.generation for s in pool.superseded})
     count = len(pool.superseded)
-    yield pool_finding(
-        RULE,
+    yield RULE.pool_finding(
         ctx,
         f"{count} superseded slice{'' if count == 1 else 's'} of pool {pool_name(pool.ref)} "
         f"({slice_names(pool.superseded)}: generation {', '.join(map(str, old))}) "

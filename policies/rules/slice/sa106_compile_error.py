@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.context import SliceContext
-from policies.findings import Finding, Severity
-from policies.k8s_names import go_quote
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.core.k8s_names import go_quote
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import SliceContext
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

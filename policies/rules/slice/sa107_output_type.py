@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.context import SliceContext
-from policies.extraction import LIBRARY_STRING_TYPES
-from policies.findings import Finding, Severity
-from policies.k8s_names import go_quote
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.core.k8s_names import go_quote
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.scheduler.extraction import LIBRARY_STRING_TYPES
 
 ACCEPTED = frozenset({"string", "dyn"}) | LIBRARY_STRING_TYPES
 """`dyn` may be a string; the Kubernetes library types convert to one as upstream converts results."""

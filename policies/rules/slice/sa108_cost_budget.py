@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.cel.cost import MAX_UINT64, CostReport
-from policies.context import SliceContext
-from policies.findings import Finding, Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.analysis.slice_cost import slice_cost
+from dra_affinity.policies.cel.cost.estimate import CostReport
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import SliceContext
 
 _REWRITES = (
     ("concatenation", "return the field itself and let the driver derive the key, or compare it "
@@ -65,7 +66,7 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
     if single_over:
         return
-    total = slice_cost(ctx)
+    total = slice_cost(ctx.slice, ctx.limits)
     if total > budget:
         yield RULE.finding(
             ctx,
@@ -73,16 +74,6 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             "Forbidden: too complex, total estimated cost of the sharing affinity CEL expressions "
             f"in the slice ({total}) exceeds cost limit {budget}",
         )
-
-
-def slice_cost(ctx: SliceContext) -> int:
-    """Saturating sum of every analysable expression's estimated maximum in the slice."""
-    total = 0
-    for extractor in ctx.slice.sharing_affinity:
-        result = ctx.analysis(extractor)
-        if result is not None and result.cost is not None:
-            total = min(MAX_UINT64, total + result.cost.max)
-    return total
 
 
 RULE = Rule(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.context import SliceContext
-from policies.findings import Finding, Severity
-from policies.rules.base import Rule, Scope
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import SliceContext
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

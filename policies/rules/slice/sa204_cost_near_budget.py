@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from policies.context import SliceContext
-from policies.findings import Finding, Severity
-from policies.rules.base import Rule, Scope
-from policies.rules.slice.sa108_cost_budget import slice_cost
+from dra_affinity.policies.analysis.slice_cost import slice_cost
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.context import SliceContext
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     if not any(True for _ in ctx.checked_extractors()):
         return
     budget = ctx.limits.slice_cost_budget
-    total = slice_cost(ctx)
+    total = slice_cost(ctx.slice, ctx.limits)
     if budget // 2 < total <= budget:
         yield RULE.finding(
             ctx,

@@ -1,0 +1,577 @@
+"""Kubernetes' compile-time checks that cel-cpp does not perform, run on the checked AST.
+
+Why: the Kubernetes base environment adds cel-go AST validators (and one program-time check)
+that reject expressions cel-cpp happily compiles. A linter that mirrors the API server must
+reject them too, with cel-go's messages:
+
+* homogeneous aggregate literals (`cel.HomogeneousAggregateLiterals()`, in the base env since
+  1.0; in current cel-go it *is* the validator below): every element of a list literal, and
+  every key and every value of a map literal, must have an equivalent type —
+  `expected type 'int' but found 'string'`. Equivalence is strict: `[1, dyn("a")]` and
+  `["a", object.x]` fail too (`... but found 'dyn'`). Literals inside a `format(...)` call are
+  exempt (ext.Strings registers that exemption).
+* literal arguments of `duration()` / `timestamp()` and literal `matches` patterns (1.29,
+  `ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`):
+  `invalid duration argument`, `invalid timestamp argument`, `invalid matches argument`. As in
+  cel-go, the check looks at the call's first non-receiver argument, so for the global form
+  `matches(s, re)` it is `s` that must be a valid pattern.
+* regex constants of `matches`, `find` and `findAll` are compiled when the program is built
+  (`cel.OptimizeRegex`): an invalid one fails with Go's regexp error text,
+  `error parsing regexp: missing closing ): \\`(\\``.
+
+Literal checks follow the Go semantics cel-go inherits (`time.ParseDuration`,
+`time.Parse(time.RFC3339, ...)` plus cel-go's year 1..9999 range, Go's RE2 dialect) rather than
+cel-cpp's absl parsers, which accept other spellings (a lower-case `t`/`z` in timestamps) and
+reject some Go accepts (`1µs`).
+
+* constant `format` calls (ext.Strings' `stringFormatValidator`, `StringsValidateFormatCalls`,
+  on by default): `"<literal>".format([<list literal>])` must parse as a format string, name
+  no more clauses than arguments and no fewer (`too many arguments supplied to string.format
+  (expected 2, got 3)`), and give each clause an argument of a kind it formats (`error during
+  formatting: decimal clause can only be used on integers, was given double`); the parser is
+  `k8s_library.strings_format`'s, shared with evaluation.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind
+from dra_affinity.policies.cel.common.errors import CompileError, ErrorStage
+from dra_affinity.policies.cel.common.types import CelType, TypeKind, WellKnown, format_go_type
+from dra_affinity.policies.cel.k8s_library.strings_format import (
+    CLAUSE_KINDS,
+    STRING_CLAUSE_KINDS,
+    FormatFailure,
+    clause_error,
+    parse_format,
+)
+
+__all__ = [
+    "HOMOGENEOUS_EXEMPT_FUNCTIONS",
+    "MAX_UNIX_TIME",
+    "MIN_UNIX_TIME",
+    "RegexCheck",
+    "format_go_type",
+    "go_regexp_error",
+    "parse_go_duration",
+    "parse_go_rfc3339",
+    "program_regex_errors",
+    "validate_duration_literals",
+    "validate_format_calls",
+    "validate_homogeneous_literals",
+    "validate_regex_literals",
+    "validate_timestamp_literals",
+]
+
+HOMOGENEOUS_EXEMPT_FUNCTIONS: frozenset[str] = frozenset({"format"})
+"""Functions whose literal arguments may mix types (`"%s %d".format(["a", 1])`)."""
+
+MIN_UNIX_TIME = -62135596800
+"""0001-01-01T00:00:00Z, cel-go's lower timestamp bound."""
+
+MAX_UNIX_TIME = 253402300799
+"""9999-12-31T23:59:59Z, cel-go's upper timestamp bound."""
+
+RegexCheck = Callable[[str], str | None]
+"""Returns None for a valid pattern, else Go's regexp error text for it."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Types as cel-go prints them
+# ------------------------------------------------------------------------------------------------
+
+def _type_name(t: CelType) -> str:
+    """The part of a type cel-go compares besides kind and parameters (`TypeName()`)."""
+    if t.kind in (TypeKind.PRIMITIVE, TypeKind.WRAPPER):
+        return str(t.primitive)
+    if t.kind is TypeKind.WELL_KNOWN:
+        return str(t.well_known)
+    return t.name
+
+
+def is_equivalent_type(a: CelType, b: CelType) -> bool:
+    """cel-go `Type.IsEquivalentType`: same kind, same name (type params excepted), same params."""
+    if a.kind is not b.kind or len(a.params) != len(b.params):
+        return False
+    if a.kind is not TypeKind.TYPE_PARAM and _type_name(a) != _type_name(b):
+        return False
+    return all(is_equivalent_type(p, q) for p, q in zip(a.params, b.params, strict=True))
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers on the checked AST
+# ------------------------------------------------------------------------------------------------
+
+
+def _error_at(ast: CheckedAst, node_id: int, message: str, stage: ErrorStage) -> CompileError:
+    line, column = ast.location(node_id)
+    if line < 1:
+        return CompileError(-1, 0, message, stage)
+    return CompileError(line, column, message, stage)
+
+
+def _has_exempt_ancestor(ast: CheckedAst, node: Node, exempt: frozenset[str]) -> bool:
+    parent = ast.parent(node.id)
+    while parent is not None:
+        if parent.kind is NodeKind.CALL and parent.function in exempt:
+            return True
+        parent = ast.parent(parent.id)
+    return False
+
+
+def _unwrap_optional(t: CelType) -> CelType:
+    return t.params[0] if t.is_optional and t.params else t
+
+
+def _calls(ast: CheckedAst, functions: Iterable[str],
+           nodes: Sequence[Node] | None = None) -> Iterator[Node]:
+    """Calls of `functions` in pre-order: among `nodes` when given, else from the AST's index."""
+    if nodes is None:
+        yield from ast.index.calls_of(functions)
+        return
+    wanted = frozenset(functions)
+    for node in nodes:
+        if node.kind is NodeKind.CALL and node.function in wanted:
+            yield node
+
+
+def _string_literal(node: Node) -> str | None:
+    if node.kind is NodeKind.CONST and node.const is not None \
+            and node.const.kind is ConstKind.STRING and isinstance(node.const.value, str):
+        return node.const.value
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Homogeneous aggregate literals
+# ------------------------------------------------------------------------------------------------
+
+
+def validate_homogeneous_literals(
+    ast: CheckedAst, exempt: frozenset[str] = HOMOGENEOUS_EXEMPT_FUNCTIONS,
+    nodes: Sequence[Node] | None = None,
+) -> list[CompileError]:
+    """cel-go `ValidateHomogeneousAggregateLiterals` on our checked AST.
+
+    Lists stop at their first mismatch; maps report every mismatching key and value, each
+    against the types of the first entry (as cel-go does).
+    """
+    errors: list[CompileError] = []
+
+    def mismatch(node_id: int, expected: CelType, actual: CelType) -> None:
+        errors.append(_error_at(
+            ast, node_id,
+            f"expected type '{format_go_type(expected)}' but found '{format_go_type(actual)}'",
+            ErrorStage.VALIDATE))
+
+    for node in ast.index.aggregates if nodes is None else nodes:
+        if node.kind is NodeKind.LIST and node.elements:
+            if _has_exempt_ancestor(ast, node, exempt):
+                continue
+            optional = set(node.optional_indices)
+            first: CelType | None = None
+            for i, elem in enumerate(node.elements):
+                et = ast.type_of(elem.id)
+                if i in optional:
+                    et = _unwrap_optional(et)
+                if first is None:
+                    first = et
+                elif not is_equivalent_type(first, et):
+                    mismatch(elem.id, first, et)
+                    break
+        elif node.kind is NodeKind.STRUCT and not node.message_name and node.entries:
+            if _has_exempt_ancestor(ast, node, exempt):
+                continue
+            key_type: CelType | None = None
+            val_type: CelType | None = None
+            for entry in node.entries:
+                if entry.key is None:
+                    continue
+                kt = ast.type_of(entry.key.id)
+                vt = ast.type_of(entry.value.id)
+                if entry.optional_entry:
+                    vt = _unwrap_optional(vt)
+                if key_type is None or val_type is None:
+                    key_type, val_type = kt, vt
+                    continue
+                if not is_equivalent_type(key_type, kt):
+                    mismatch(entry.key.id, key_type, kt)
+                if not is_equivalent_type(val_type, vt):
+                    mismatch(entry.value.id, val_type, vt)
+    return errors
+
+
+# ------------------------------------------------------------------------------------------------
+# duration / timestamp / regex literal arguments
+# ------------------------------------------------------------------------------------------------
+
+
+def _first_literal_arg(call: Node) -> Node | None:
+    """cel-go `formatValidator`: argument 0 of the call (receiver excluded), if a literal."""
+    if not call.args:
+        return None
+    arg = call.args[0]
+    return arg if arg.kind is NodeKind.CONST else None
+
+
+def validate_duration_literals(
+    ast: CheckedAst, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """`duration('...')` with a literal that Go's `time.ParseDuration` rejects."""
+    errors: list[CompileError] = []
+    for call in _calls(ast, ("duration",), nodes):
+        arg = _first_literal_arg(call)
+        if arg is None:
+            continue
+        text = _string_literal(arg)
+        if text is not None and isinstance(parse_go_duration(text), str):
+            errors.append(_error_at(ast, arg.id, "invalid duration argument", ErrorStage.VALIDATE))
+    return errors
+
+
+def validate_timestamp_literals(
+    ast: CheckedAst, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """`timestamp('...')` / `timestamp(<int>)` literals cel-go cannot convert."""
+    errors: list[CompileError] = []
+    for call in _calls(ast, ("timestamp",), nodes):
+        arg = _first_literal_arg(call)
+        if arg is None or arg.const is None:
+            continue
+        ok = True
+        if arg.const.kind is ConstKind.STRING and isinstance(arg.const.value, str):
+            ok = parse_go_rfc3339(arg.const.value) is not None
+        elif arg.const.kind is ConstKind.INT and isinstance(arg.const.value, int):
+            ok = MIN_UNIX_TIME <= arg.const.value <= MAX_UNIX_TIME
+        if not ok:
+            errors.append(_error_at(ast, arg.id, "invalid timestamp argument",
+                                    ErrorStage.VALIDATE))
+    return errors
+
+
+def validate_regex_literals(
+    ast: CheckedAst, check: RegexCheck, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """`matches` whose first (non-receiver) argument is an invalid regex literal."""
+    errors: list[CompileError] = []
+    for call in _calls(ast, ("matches",), nodes):
+        arg = _first_literal_arg(call)
+        if arg is None:
+            continue
+        pattern = _string_literal(arg)
+        if pattern is not None and check(pattern) is not None:
+            errors.append(_error_at(ast, arg.id, "invalid matches argument", ErrorStage.VALIDATE))
+    return errors
+
+
+PROGRAM_REGEX_FUNCTIONS: tuple[str, ...] = ("matches", "find", "findAll")
+"""Functions whose regex constant cel-go compiles when building the program (`OptimizeRegex`):
+the standard `matches` (with `OptOptimize`) and Kubernetes' `find` / `findAll`."""
+
+
+def program_regex_errors(
+    ast: CheckedAst, check: RegexCheck, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """Regex constants that would make `env.Program()` fail upstream.
+
+    The regex is argument 1 counting the receiver (so `s.find(re)` and `matches(s, re)`).
+    """
+    errors: list[CompileError] = []
+    for call in _calls(ast, PROGRAM_REGEX_FUNCTIONS, nodes):
+        args = ((call.target,) if call.target is not None else ()) + call.args
+        if len(args) < 2:
+            continue
+        pattern = _string_literal(args[1])
+        if pattern is None:
+            continue
+        problem = check(pattern)
+        if problem is not None:
+            errors.append(_error_at(ast, args[1].id, problem, ErrorStage.PROGRAM))
+    return errors
+
+
+# ------------------------------------------------------------------------------------------------
+# Constant string.format() calls
+# ------------------------------------------------------------------------------------------------
+
+def _go_kind(t: CelType) -> str:
+    """cel-go's `Type.Kind()` of a checked type, as a name (`dyn`, `int`, `list`, `opaque`...)."""
+    k = t.kind
+    if k is TypeKind.DYN:
+        return "dyn"
+    if k is TypeKind.PRIMITIVE:
+        return format_go_type(t)
+    if k is TypeKind.WELL_KNOWN:
+        return {WellKnown.TIMESTAMP: "timestamp", WellKnown.DURATION: "duration"}.get(
+            t.well_known or WellKnown.UNSPECIFIED, "any")
+    return {TypeKind.LIST: "list", TypeKind.MAP: "map", TypeKind.TYPE: "type",
+            TypeKind.NULL: "null"}.get(k, "opaque")
+
+
+def _go_type_name(t: CelType) -> str:
+    """cel-go's `Type.TypeName()`: the type without its parameters (`list`, `optional_type`)."""
+    if t.kind is TypeKind.LIST:
+        return "list"
+    if t.kind is TypeKind.MAP:
+        return "map"
+    if t.kind is TypeKind.TYPE:
+        return "type"
+    if t.is_optional:
+        return "optional_type"
+    return format_go_type(t) if not t.params else t.name
+
+
+def _string_clause_problem(ast: CheckedAst, node: Node) -> Node | None:
+    """cel-go `verifyString`: the first node (the argument or, inside list and map literals, a
+    member) whose type `%s` cannot format."""
+    kind = _go_kind(ast.type_of(node.id))
+    if kind != "dyn" and kind not in STRING_CLAUSE_KINDS:
+        return node
+    members: tuple[Node, ...] = ()
+    if node.kind is NodeKind.LIST:
+        members = node.elements
+    elif node.kind is NodeKind.STRUCT and not node.message_name:
+        members = tuple(part for e in node.entries
+                        for part in ((e.key, e.value) if e.key is not None else (e.value,)))
+    for member in members:
+        bad = _string_clause_problem(ast, member)
+        if bad is not None:
+            return bad
+    return None
+
+
+def validate_format_calls(
+    ast: CheckedAst, nodes: Sequence[Node] | None = None
+) -> list[CompileError]:
+    """ext.Strings' `stringFormatValidator`: `"<literal>".format([<list literal>])` calls.
+
+    Calls whose format string is not a literal, or whose arguments are not a list literal,
+    are left to evaluation, as upstream does.
+    """
+    errors: list[CompileError] = []
+    for call in _calls(ast, ("format",), nodes):
+        if call.target is None or len(call.args) != 1 or call.args[0].kind is not NodeKind.LIST:
+            continue
+        text = _string_literal(call.target)
+        if text is None:
+            continue
+        args = call.args[0].elements
+
+        def check(index: int, clause: str, _precision: int | None,
+                  args: tuple[Node, ...] = args) -> str | FormatFailure:
+            arg = args[index]
+            if clause == "s":
+                bad = _string_clause_problem(ast, arg)
+                return "" if bad is None else clause_error(
+                    clause, _go_type_name(ast.type_of(bad.id)), bad.id)
+            kind = _go_kind(ast.type_of(arg.id))
+            if kind == "dyn" or kind in CLAUSE_KINDS[clause]:
+                return ""
+            return clause_error(clause, _go_type_name(ast.type_of(arg.id)), arg.id)
+
+        outcome = parse_format(text, len(args), check, runtime=False)
+        if isinstance(outcome, FormatFailure):
+            where = outcome.where if isinstance(outcome.where, int) else call.id
+            errors.append(_error_at(ast, where, outcome.message, ErrorStage.VALIDATE))
+        elif len(args) > outcome[1]:
+            errors.append(_error_at(
+                ast, call.id,
+                f"too many arguments supplied to string.format (expected {outcome[1]}, got "
+                f"{len(args)})", ErrorStage.VALIDATE))
+    return errors
+
+
+# ------------------------------------------------------------------------------------------------
+# Go's time.ParseDuration
+# ------------------------------------------------------------------------------------------------
+
+_NANOS = 1
+_DURATION_UNITS = {
+    "ns": _NANOS,
+    "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+}
+_INT64_LIMIT = 1 << 63
+
+
+def parse_go_duration(text: str) -> int | str:
+    """Parse like Go's `time.ParseDuration`: nanoseconds, or an error message.
+
+    Grammar `[-+]?([0-9]*(\\.[0-9]*)?[a-z]+)+` (units ns, us, µs, μs, ms, s, m, h), `0`
+    alone allowed, result within int64 nanoseconds.
+    """
+    orig = text
+    s = text
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return 0
+    if s == "":
+        return f'time: invalid duration "{orig}"'
+    total = 0
+    while s:
+        if not (s[0] == "." or (s[0].isascii() and s[0].isdigit())):
+            return f'time: invalid duration "{orig}"'
+        i = 0
+        while i < len(s) and s[i].isascii() and s[i].isdigit():
+            i += 1
+        pre = i > 0
+        whole = int(s[:i]) if pre else 0
+        if whole > _INT64_LIMIT:
+            return f'time: invalid duration "{orig}"'
+        s = s[i:]
+        frac_digits = ""
+        post = False
+        if s.startswith("."):
+            s = s[1:]
+            j = 0
+            while j < len(s) and s[j].isascii() and s[j].isdigit():
+                j += 1
+            frac_digits = s[:j]
+            post = j > 0
+            s = s[j:]
+        if not pre and not post:
+            return f'time: invalid duration "{orig}"'
+        k = 0
+        while k < len(s) and not (s[k] == "." or (s[k].isascii() and s[k].isdigit())):
+            k += 1
+        if k == 0:
+            return f'time: missing unit in duration "{orig}"'
+        unit_text = s[:k]
+        s = s[k:]
+        unit = _DURATION_UNITS.get(unit_text)
+        if unit is None:
+            return f'time: unknown unit "{unit_text}" in duration "{orig}"'
+        if whole > _INT64_LIMIT // unit:
+            return f'time: invalid duration "{orig}"'
+        value = whole * unit
+        if frac_digits:
+            # Go accumulates the fraction in float64: v += uint64(float64(f) * (unit / scale)).
+            digits = frac_digits[:19]
+            value += int(float(int(digits)) * (unit / (10 ** len(digits))))
+            if value > _INT64_LIMIT:
+                return f'time: invalid duration "{orig}"'
+        total += value
+        if total > _INT64_LIMIT:
+            return f'time: invalid duration "{orig}"'
+    if neg:
+        return -total
+    if total > _INT64_LIMIT - 1:
+        return f'time: invalid duration "{orig}"'
+    return total
+
+
+# ------------------------------------------------------------------------------------------------
+# Go's time.Parse(time.RFC3339, ...) + cel-go's range
+# ------------------------------------------------------------------------------------------------
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+    r"(?:(Z)|([+-])(\d{2}):(\d{2}))"
+)
+
+
+def parse_go_rfc3339(text: str) -> int | None:
+    """Unix seconds of an RFC 3339 timestamp as cel-go's `timestamp(string)` accepts, else None.
+
+    Go accepts a 1- or 2-digit hour, `.` or `,` before the fraction, an upper-case `T` and `Z`
+    only, offsets up to 24:60; cel-go then requires years 0001..9999 after applying the offset.
+    """
+    if not text.isascii():
+        return None
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        return None
+    year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+    if not 1 <= month <= 12 or hour > 23 or minute > 59 or second > 59:
+        return None
+    # Year 0 is a leap year in the proleptic Gregorian calendar, like 2000.
+    if not 1 <= day <= calendar.monthrange(year or 2000, month)[1]:
+        return None
+    offset = 0
+    if m.group(8) is None:
+        oh, om = int(m.group(10)), int(m.group(11))
+        if oh > 24 or om > 60:
+            return None
+        offset = (oh * 60 + om) * 60 * (-1 if m.group(9) == "-" else 1)
+    days = _days_from_civil(year, month, day)
+    unix = days * 86400 + hour * 3600 + minute * 60 + second - offset
+    if not MIN_UNIX_TIME <= unix <= MAX_UNIX_TIME:
+        return None
+    return unix
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 in the proleptic Gregorian calendar (valid for year 0 too)."""
+    y = year - (1 if month <= 2 else 0)
+    era = (y if y >= 0 else y - 399) // 400
+    yoe = y - era * 400
+    mp = (month + 9) % 12
+    doy = (153 * mp + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+# ------------------------------------------------------------------------------------------------
+# Go regexp error text from RE2's
+# ------------------------------------------------------------------------------------------------
+
+_RE2_TO_GO = (
+    ("missing )", "missing closing )"),
+    ("missing ]", "missing closing ]"),
+    ("unexpected )", "unexpected )"),
+    ("trailing \\", "trailing backslash at end of expression"),
+    ("no argument for repetition operator", "missing argument to repetition operator"),
+    ("invalid repetition size", "invalid repeat count"),
+    ("bad repetition operator", "invalid nested repetition operator"),
+    ("invalid perl operator", "invalid or unsupported Perl syntax"),
+    ("invalid named capture group", "invalid named capture"),
+    ("invalid character class range", "invalid character class range"),
+    ("invalid character class", "invalid character class"),
+    ("invalid escape sequence", "invalid escape sequence"),
+    ("invalid UTF-8", "invalid UTF-8"),
+    ("pattern too large - compile failed", "expression too large"),
+)
+_BYTE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\C")
+
+
+@dataclass(frozen=True, slots=True)
+class _GoRegexpError:
+    code: str
+    expr: str
+
+    def __str__(self) -> str:
+        return f"error parsing regexp: {self.code}: `{self.expr}`"
+
+
+def go_regexp_error(pattern: str, re2_message: str | None) -> str | None:
+    """Go's `regexp.Compile` error for `pattern`, given RE2's verdict on it.
+
+    RE2 (C++) and Go's regexp/syntax accept the same dialect but for `\\C` (any byte), which
+    Go rejects. The argument part of the message is RE2's, which matches Go's in the common
+    cases (`missing closing ): \\`(\\``).
+    """
+    byte_escape = _BYTE_ESCAPE.search(pattern)
+    if byte_escape is not None:
+        return str(_GoRegexpError("invalid escape sequence", "\\C"))
+    if re2_message is None:
+        return None
+    text = re2_message.removeprefix("invalid regular expression: ")
+    for re2_code, go_code in _RE2_TO_GO:
+        if text == re2_code or text.startswith(re2_code + ": "):
+            arg = text[len(re2_code) + 2:] if text.startswith(re2_code + ": ") else pattern
+            if go_code in ("missing closing )", "unexpected )"):
+                arg = pattern  # Go reports the whole expression for unbalanced parentheses
+            elif go_code == "trailing backslash at end of expression":
+                arg = ""
+            return str(_GoRegexpError(go_code, arg))
+    return str(_GoRegexpError(text, pattern))

@@ -1,0 +1,486 @@
+"""cel-go's runtime cost of one evaluation, computed by a tree-walking interpreter.
+
+Why an interpreter: cel-cpp (under cel-expr-python) evaluates CEL but tracks no cost, and cel-go's
+runtime cost is not a function of the expression alone: it depends on which branches run, how
+many times a comprehension loops and how large the strings and lists are that each call receives.
+So we re-walk the checked AST the way cel-go's interpreter plans and evaluates it, and charge
+exactly what cel-go's `CostObserver` charges (reference §5.4, read against cel-go
+`interpreter/{planner,interpretable,attributes,decorators,runtimecost}.go`):
+
+* an *attribute* (a variable with its chain of field selections and indexes) is one cel-go
+  instruction: the instruction costs 1 when evaluated and every qualifier costs 1 when applied,
+  also on `dyn` values and also when it fails. An optional qualifier (`.?f`, `[?k]`) is charged
+  only when the field is present. A presence test `has(a.b)` charges its qualifiers but not the
+  attribute itself (Kubernetes' `PresenceTestHasCost(false)`);
+* the branches of `?:` and an attribute used as an index (`a[b.c]`) are *resolved*, not evaluated,
+  so their base variable is free (cel-go's `conditionalAttribute` / `attrQualifier`); anything
+  else used as an operand of a select or index is wrapped in a relative attribute costing 1;
+* constants cost 0; list/map literals 10/30 once built (also when an element fails); `&&`, `||`,
+  `?:`, comprehension loops, `or`/`orValue` cost nothing themselves and short-circuit with CEL's
+  commutative error semantics; a comprehension stops when its condition evaluates to `false`;
+* a call costs what `cost_k8s_runtime.call_cost` says for its overload id and *actual* argument
+  and result values, also when it returns an error; a call with three or more arguments that
+  stops at an erroneous argument is not charged (cel-go cannot find its arguments on the stack);
+* with cel-go's `OptOptimize` (on in Kubernetes, `optimize=True`), list and map literals of
+  constants and type conversions of constants are folded at plan time and cost 0, and `x in
+  [constants]` becomes a set lookup that costs nothing beyond `x`.
+
+Every function's *semantics* are delegated through a `CallBridge` (cel-expr-python in production,
+see `runtime.py`), so no CEL function is re-implemented here, with these exceptions: control
+flow, attribute resolution (map and list access), literal construction, list concatenation for
+comprehension accumulators (to keep `map`/`filter` linear), the macro helper
+`@not_strictly_false`, and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert`
+(`transformMap`), `string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity
+and Semver values (by value, as the program after `k8s_library.equality`'s rewrite) and `type()`
+of library values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
+value the interpreter computes agrees with the one cel-expr-python computes for the whole
+expression, except where the walk computes a call the program cannot compute faithfully (a
+`format` rendering, a `cel.@mapInsert` of values Python cannot carry, an optional that must not
+reach Python code): `CostOutcome.program_unsafe` then tells the caller to use the walk's value.
+
+Evaluation stops as soon as the running cost exceeds the limit (cel-go raises `operation
+cancelled: actual cost limit exceeded` at that point), and a separate step budget bounds the work
+of loops cel-go prices at zero per iteration.
+
+This module is the public API and the planner (checked AST to steps, cached per AST and bridge);
+the steps it builds, which evaluate and charge, are in `runtime_steps`, and the plan-time folding
+of constant type conversions asks `runtime_conversions` for cel-go's verdict.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from dra_affinity.policies.cel.common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
+from dra_affinity.policies.cel.common.jsonvalue import CelError, Duration, Timestamp, TypeValue, UInt
+from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind
+from dra_affinity.policies.cel.eval.call_site import CallBridge, CallSite, PreparedCall, ResultKind
+from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, kubernetes_result_type
+from dra_affinity.policies.cel.eval.runtime_conversions import (
+    CONVERSION_FUNCTIONS,
+    conversion_verdict,
+    folds_conversion,
+)
+from dra_affinity.policies.cel.eval.runtime_steps import (
+    FIELD,
+    INDEX,
+    PRESENCE,
+    Attr,
+    Call,
+    CondBase,
+    Const,
+    ConstSetMembership,
+    CostExceeded,
+    Fail,
+    Fold,
+    Guard,
+    ListStep,
+    Logic,
+    MapStep,
+    Native,
+    NotStrictlyFalse,
+    OptionalOr,
+    PlanError,
+    Qual,
+    RelBase,
+    Run,
+    Step,
+    Var,
+    VarBase,
+    WorkExceeded,
+    build_list,
+    build_map,
+    library_kind,
+    library_type_equality,
+    map_insert_unfaithful,
+    native_add_list,
+    native_format,
+    native_map_insert,
+    optional_guard,
+    scalar_equality,
+    value_equality,
+)
+from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
+from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
+
+__all__ = [
+    "COST_LIMIT_EXCEEDED",
+    "CallBridge",
+    "CallSite",
+    "CostOutcome",
+    "PreparedCall",
+    "ResultKind",
+    "plan_error",
+    "track_cost",
+]
+
+#: cel-go's exact error text when the running cost passes the limit.
+COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+
+_PLAN_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True, slots=True)
+class CostOutcome:
+    """Result of the cost walk.
+
+    `status`: `ok` (value computed), `cost_exceeded` (stopped above the limit; `cost` is the
+    first running total above it, as cel-go reports), `work_exceeded` (the step budget ran out in
+    loops cel-go prices at zero), `plan_error` (cel-go could not even build the program, e.g. a
+    constant conversion that fails at plan time).
+
+    `program_unsafe`: a call handed (or would have handed) Python code a value cel-expr-python
+    cannot carry there faithfully, or at all (it crashes on optionals); the program must not
+    run, and `value` is the evaluation's value.
+    """
+
+    status: Literal["ok", "cost_exceeded", "work_exceeded", "plan_error"]
+    cost: int
+    value: object = None
+    message: str = ""
+    program_unsafe: bool = False
+
+
+def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: CallBridge, *,
+               limit: int = 1_000_000, optimize: bool = True, kubernetes: bool = True,
+               max_steps: int | None = None) -> CostOutcome:
+    """Evaluate `checked` with cel-go's runtime cost tracking.
+
+    `optimize` mirrors cel-go's `OptOptimize` (on in every Kubernetes program), `kubernetes`
+    installs Kubernetes' call pricing. `max_steps` bounds loop iterations plus calls (default:
+    four per unit of cost limit, at least 100,000).
+    """
+    steps = max_steps if max_steps is not None else max(100_000, 4 * limit)
+    run = Run(dict(variables), limit, steps)
+    try:
+        root = _plan_for(checked, bridge, optimize, kubernetes)
+        value = root.eval(run)
+    except PlanError as exc:
+        return CostOutcome("plan_error", 0, message=str(exc))
+    except CostExceeded:
+        return CostOutcome("cost_exceeded", run.cost, message=COST_LIMIT_EXCEEDED)
+    except WorkExceeded:
+        return CostOutcome("work_exceeded", run.cost,
+                           message=f"dry-run step budget of {steps} exhausted")
+    except RecursionError:
+        # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
+        return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
+    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe)
+
+
+def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = True,
+               nodes: Sequence[Node] | None = None) -> tuple[str, int] | None:
+    """Why cel-go could not build the program of `checked` with `OptOptimize` (message and the
+    id of the node that failed, 0 if unknown), or None.
+
+    cel-go folds type conversions of constants while planning (`int("x")`, `uint(-1)`, also in
+    a branch that never runs), and a failing one makes `env.Program()` fail. The plan is
+    cached, so a later `track_cost` of the same AST reuses it. Without a conversion of a
+    constant among `nodes` (the AST's nodes, when the caller has them) nothing can fail.
+    """
+    if nodes is not None and not any(folds_conversion(n) for n in nodes):
+        return None
+    try:
+        _plan_for(checked, bridge, True, kubernetes)
+    except PlanError as exc:
+        return str(exc), exc.node_id
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Planning (cel-go's planner + decorators, reduced to what changes values or costs)
+# ------------------------------------------------------------------------------------------------
+
+_plan_lock = threading.Lock()
+_plans: OrderedDict[tuple[int, int, bool, bool], tuple[CheckedAst, CallBridge, Step]] = (
+    OrderedDict())
+
+
+def _plan_for(checked: CheckedAst, bridge: CallBridge, optimize: bool, kubernetes: bool
+              ) -> Step:
+    """Plans are cached (bounded, oldest planned first out); the entry keeps its AST alive so
+    ids stay unique. A hit is read without the lock (a dict read is atomic) and does not
+    reorder the cache: it is on every evaluation, and a re-plan after eviction is cheap."""
+    key = (id(checked), id(bridge), optimize, kubernetes)
+    hit = _plans.get(key)
+    if hit is not None and hit[0] is checked and hit[1] is bridge:
+        return hit[2]
+    root = _Planner(checked, bridge, optimize, kubernetes).plan(checked.root, frozenset())
+    with _plan_lock:
+        _plans[key] = (checked, bridge, root)
+        while len(_plans) > _PLAN_CACHE_SIZE:
+            _plans.popitem(last=False)
+    return root
+
+
+class _Planner:
+    def __init__(self, ast: CheckedAst, bridge: CallBridge, optimize: bool,
+                 kubernetes: bool) -> None:
+        self.ast = ast
+        self.bridge = bridge
+        self.optimize = optimize
+        self.kubernetes = kubernetes
+
+    def plan(self, n: Node, scope: frozenset[str]) -> Step:
+        kind = n.kind
+        if kind is NodeKind.CONST:
+            return Const(const_value(n.const))
+        if kind is NodeKind.IDENT:
+            return self._ident(n.id, n.name, scope)
+        if kind is NodeKind.SELECT:
+            return self._select(n, scope)
+        if kind is NodeKind.CALL:
+            return self._call(n, scope)
+        if kind is NodeKind.LIST:
+            return self._list(n, scope)
+        if kind is NodeKind.STRUCT:
+            return self._struct(n, scope)
+        if kind is NodeKind.COMPREHENSION:
+            return self._comprehension(n, scope)
+        return Fail(f"unsupported expression #{n.id}")
+
+    # --- identifiers and attributes ------------------------------------------------------------
+
+    def _ident(self, node_id: int, name: str, scope: frozenset[str]) -> Step:
+        ref = self.ast.references.get(node_id)
+        if ref is not None and ref.value is not None:
+            return Const(const_value(ref.value))
+        if name in scope:
+            return Var(name)
+        resolved = ref.name if ref is not None and ref.name else name
+        if self.ast.type_of(node_id).kind is TypeKind.TYPE:
+            return Const(TypeValue(resolved))
+        return Var(resolved)
+
+    def _select(self, n: Node, scope: frozenset[str]) -> Step:
+        if n.id in self.ast.references and not n.test_only:
+            return self._ident(n.id, n.field, scope)
+        assert n.operand is not None
+        operand = _as_attr(self.plan(n.operand, scope), watched=True)
+        if n.test_only:
+            return Attr(operand.base, (*operand.quals, Qual(PRESENCE, key=n.field)),
+                         watched=False)
+        return Attr(operand.base, (*operand.quals, Qual(FIELD, key=n.field)),
+                     operand.watched)
+
+    def _index(self, target: Step, index: Step, optional: bool, field: bool) -> Step:
+        operand = _as_attr(target, watched=True)
+        kind = FIELD if field else INDEX
+        if isinstance(index, Const):
+            qual = Qual(kind, key=index.value, optional=optional)
+        elif isinstance(index, Attr | Var):
+            qual = Qual(kind, attr=_as_attr(index, watched=False), optional=optional)
+        else:
+            qual = Qual(kind, step=index, optional=optional)
+        return Attr(operand.base, (*operand.quals, qual), operand.watched)
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    def _call(self, n: Node, scope: frozenset[str]) -> Step:
+        fn = n.function
+        arg_nodes = ([n.target] if n.target is not None else []) + list(n.args)
+        args = tuple(self.plan(a, scope) for a in arg_nodes)
+        candidates = self.ast.overload_ids(n.id)
+        if fn == "_&&_" and len(args) == 2:
+            return Logic(*args, absorbing=False)
+        if fn == "_||_" and len(args) == 2:
+            return Logic(*args, absorbing=True)
+        if fn == "_?_:_" and len(args) == 3:
+            return Attr(CondBase(args[0], _as_attr(args[1], watched=False),
+                                   _as_attr(args[2], watched=False)), (), watched=False)
+        if fn in ("_[_]", "_[?_]") and len(args) == 2:
+            return self._index(args[0], args[1], fn == "_[?_]", field=False)
+        if fn == "_?._" and len(args) == 2:
+            return self._index(args[0], args[1], True, field=True)
+        if fn == "@not_strictly_false" and len(args) == 1:
+            return NotStrictlyFalse(args[0])
+        overload = go_overload_id(fn, candidates)
+        result_type = self.ast.type_of(n.id)
+        declared = kubernetes_result_type(overload) if self.kubernetes else None
+        if declared is not None:
+            site = CallSite(fn, candidates, n.target is not None, len(args), "opaque", declared)
+        else:
+            site = CallSite(fn, candidates, n.target is not None, len(args),
+                            result_kind(result_type), _opaque_name(result_type))
+        if fn in ("or", "orValue") and len(args) == 2 and overload in (
+                "", "optional_or_optional", "optional_orValue_value"):
+            return OptionalOr(args[0], args[1], fn == "orValue", self.bridge.prepare(site))
+        if self.optimize:
+            folded = self._fold_call(n.id, site, overload, args)
+            if folded is not None:
+                return folded
+        if fn == "format" and n.target is not None and len(n.args) == 1:
+            return Call(site, args, self.bridge.prepare(site), native_format, self.kubernetes,
+                         overrides=True)
+        native, guard = self._native(n, fn, overload)
+        return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
+
+    def _native(self, n: Node, fn: str, overload: str) -> tuple[Native | None, Guard | None]:
+        """What the walk computes itself for this call, and when the program must not run."""
+        if overload == "add_list":
+            return native_add_list, None
+        if fn == MAP_INSERT:
+            return native_map_insert, map_insert_unfaithful
+        if fn == "type" and n.target is None and len(n.args) == 1:
+            arg_type = self.ast.type_of(n.args[0].id)
+            if arg_type.kind is TypeKind.ABSTRACT and arg_type.name in LIBRARY_TYPES:
+                # As the program's renamed `type()`: the static library type, by name.
+                value = TypeValue(arg_type.name)
+                return (lambda _values: value), None
+        if fn in ("_==_", "_!=_", "@in") and n.target is None and len(n.args) == 2:
+            left = library_kind(self.ast.type_of(n.args[0].id))
+            right_type = self.ast.type_of(n.args[1].id)
+            if fn == "@in":
+                right = library_kind(right_type.elem) if right_type.kind is TypeKind.LIST \
+                    and right_type.params else None
+            else:
+                right = library_kind(right_type)
+            if left is not None and left == right:
+                return value_equality(fn, left), None
+            if fn != "@in" and any(self.ast.type_of(a.id).kind in (TypeKind.TYPE, TypeKind.DYN)
+                                   for a in n.args):
+                return library_type_equality(fn == "_==_"), None
+            if fn != "@in":
+                return scalar_equality(fn == "_==_"), None
+        kinds = getattr(self.bridge, "python_parameter_kinds", None)
+        signatures = kinds(fn) if callable(kinds) else ()
+        return None, optional_guard(signatures) if signatures else None
+
+    def _fold_call(self, node_id: int, site: CallSite, overload: str, args: tuple[Step, ...]
+                   ) -> Step | None:
+        if site.function in CONVERSION_FUNCTIONS and len(args) == 1 and isinstance(args[0], Const):
+            verdict = conversion_verdict(site.function, args[0].value)
+            if isinstance(verdict, str):
+                raise PlanError(verdict, node_id)
+            value = self.bridge.prepare(site).call([args[0].value])
+            if isinstance(value, CelError):
+                if verdict is False:
+                    raise PlanError(value.message, node_id)
+                # cel-go converts it, cel-cpp cannot (`duration("1µs")`): not folded, so the
+                # program fails only if it gets there.
+                return None
+            return Const(value)
+        if overload == "in_list" and len(args) == 2 and isinstance(args[1], Const):
+            items = args[1].value
+            if isinstance(items, list):
+                if not items:
+                    return Const(False)
+                if all(_is_primitive(v) for v in items):
+                    return ConstSetMembership(args[0], items, self.bridge.prepare(site))
+        return None
+
+    # --- literals ------------------------------------------------------------------------------
+
+    def _list(self, n: Node, scope: frozenset[str]) -> Step:
+        elements = tuple(self.plan(e, scope) for e in n.elements)
+        optional = frozenset(n.optional_indices)
+        if self.optimize and all(isinstance(e, Const) for e in elements):
+            value = build_list([e.value for e in elements if isinstance(e, Const)], optional)
+            # cel-go folds the literal into a constant even when building it fails (the error
+            # is then the constant's value), unlike a failing conversion.
+            return Const(value)
+        return ListStep(elements, optional)
+
+    def _struct(self, n: Node, scope: frozenset[str]) -> Step:
+        if n.message_name:
+            return Fail(f"message construction is not supported: {n.message_name}")
+        entries: list[tuple[Step, Step, bool]] = []
+        for e in n.entries:
+            if e.key is None:
+                return Fail("map entry without a key")
+            entries.append((self.plan(e.key, scope), self.plan(e.value, scope), e.optional_entry))
+        if self.optimize and all(isinstance(k, Const) and isinstance(v, Const)
+                                 for k, v, _ in entries):
+            value = build_map([(k.value, v.value, o) for k, v, o in entries
+                                if isinstance(k, Const) and isinstance(v, Const)])
+            return Const(value)  # an error value too, as for lists
+        return MapStep(tuple(entries))
+
+    def _comprehension(self, n: Node, scope: frozenset[str]) -> Step:
+        parts = (n.iter_range, n.accu_init, n.loop_condition, n.loop_step, n.result)
+        if any(p is None for p in parts):
+            return Fail("incomplete comprehension")
+        assert n.iter_range is not None and n.accu_init is not None
+        assert n.loop_condition is not None and n.loop_step is not None and n.result is not None
+        loop_scope = scope | {v for v in (n.iter_var, n.iter_var2, n.accu_var) if v}
+        result_scope = scope | ({n.accu_var} if n.accu_var else set())
+        return Fold(n, (self.plan(n.iter_range, scope), self.plan(n.accu_init, scope),
+                         self.plan(n.loop_condition, loop_scope),
+                         self.plan(n.loop_step, loop_scope), self.plan(n.result, result_scope)))
+
+
+def _as_attr(step: Step, *, watched: bool) -> Attr:
+    """The attribute cel-go builds around an operand of a select, index or `?:` branch."""
+    if isinstance(step, Attr):
+        if watched:
+            return step
+        return Attr(step.base, step.quals, watched=False)
+    if isinstance(step, Var):
+        return Attr(VarBase(step.name), (), watched)
+    return Attr(RelBase(step), (), watched)
+
+
+def _is_primitive(value: object) -> bool:
+    """cel-go `types.IsPrimitiveType`: bool, bytes, double, int, string, uint."""
+    return isinstance(value, bool | bytes | float | int | str)
+
+
+def result_kind(t: CelType) -> ResultKind:
+    """How a bridge should decode a call result of checked type `t`."""
+    if t.is_optional:
+        return "optional"
+    if _opaque_name(t):
+        return "opaque"
+    return "plain" if _plain_type(t) else "any"
+
+
+def _opaque_name(t: CelType) -> str:
+    if (t.kind is TypeKind.ABSTRACT and not t.is_optional) or t.kind is TypeKind.MESSAGE:
+        return t.name
+    return ""
+
+
+def _plain_type(t: CelType) -> bool:
+    if t.kind is TypeKind.NULL:
+        return True
+    if t.kind is TypeKind.PRIMITIVE:
+        return t.primitive in (Primitive.BOOL, Primitive.INT64, Primitive.DOUBLE, Primitive.STRING)
+    if t.kind is TypeKind.LIST:
+        return _plain_type(t.elem)
+    if t.kind is TypeKind.MAP:
+        return (t.key.kind is TypeKind.PRIMITIVE and t.key.primitive is Primitive.STRING
+                and _plain_type(t.value))
+    return False
+
+
+def const_value(c: Constant | None) -> object:
+    """Interpreter value of a literal."""
+    if c is None:
+        return CelError("missing constant")
+    kind, value = c.kind, c.value
+    if kind is ConstKind.NULL:
+        return None
+    if kind is ConstKind.UINT:
+        assert isinstance(value, int)
+        return UInt(value)
+    if kind in (ConstKind.BOOL, ConstKind.INT, ConstKind.DOUBLE, ConstKind.STRING,
+                ConstKind.BYTES):
+        return value
+    if kind in (ConstKind.DURATION, ConstKind.TIMESTAMP):
+        assert isinstance(value, tuple)
+        seconds, nanos = value
+        if kind is ConstKind.DURATION:
+            return Duration(f"{seconds + nanos / 1e9:g}s")
+        return Timestamp(_epoch_text(seconds, nanos))
+    return CelError("unsupported constant")
+
+
+def _epoch_text(seconds: int, nanos: int) -> str:
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
+    base = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{base}.{nanos:09d}Z".replace(".000000000Z", "Z") if nanos else f"{base}Z"

@@ -1,0 +1,914 @@
+"""The evaluation steps of the runtime cost walk: what `runtime_cost`'s planner builds and runs.
+
+Why apart from the planner: planning reads the checked AST once per program and decides what
+cel-go's planner decides (which attributes group, which constants fold, which calls are computed
+here), while these steps run on every evaluation and see only values. Each `Step` mirrors a cel-go
+interpretable and charges what cel-go's `CostObserver` charges for it (the rules are listed in
+`runtime_cost`'s docstring): attributes and their qualifiers, `&&`/`||`/`?:` and optional
+`or`/`orValue`, calls (with the natives computed here rather than through the bridge), list and
+map literals, and comprehensions. `Run` is one evaluation's state: variables, running cost and
+step budget; it raises `CostExceeded` / `WorkExceeded` when one runs out. The planner raises
+`PlanError` when cel-go could not build the program.
+
+Values follow `jsonvalue`'s model and mirror cel-cpp's semantics. Nothing here is public API:
+callers go through `runtime_cost.track_cost`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
+
+from dra_affinity.policies.cel.common.ast import Node
+from dra_affinity.policies.cel.common.jsonvalue import (
+    NONE,
+    BoolKey,
+    CelError,
+    Opaque,
+    OptionalValue,
+    TypeValue,
+    UInt,
+    holds_optional,
+)
+from dra_affinity.policies.cel.common.types import CelType, TypeKind
+from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
+from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
+from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
+from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
+from dra_affinity.policies.cel.k8s_library.strings_format import FormatFailure
+from dra_affinity.policies.cel.k8s_library.strings_format import render as render_format
+from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
+
+if TYPE_CHECKING:
+    from dra_affinity.policies.cel.eval.call_site import CallSite, PreparedCall
+
+_MACRO_ACCUMULATORS = frozenset({"@result", "__result__"})
+
+
+# ------------------------------------------------------------------------------------------------
+# Run state
+# ------------------------------------------------------------------------------------------------
+
+
+class CostExceeded(Exception):
+    """Internal: the running cost passed the limit (cel-go panics with EvalCancelledError)."""
+
+
+class WorkExceeded(Exception):
+    """Internal: the step budget is exhausted."""
+
+
+class PlanError(Exception):
+    """Internal: cel-go would fail to build the program (at node `node_id`, 0 if unknown)."""
+
+    def __init__(self, message: str, node_id: int = 0) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
+_MISSING = object()
+
+
+class Run:
+    __slots__ = ("cost", "limit", "max_steps", "steps", "unsafe", "vars")
+
+    def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
+        self.vars = variables
+        self.limit = limit
+        self.max_steps = max_steps
+        self.cost = 0
+        self.steps = 0
+        self.unsafe = False
+
+    def charge(self, amount: int) -> None:
+        self.cost += amount
+        if self.cost > self.limit:
+            raise CostExceeded
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps > self.max_steps:
+            raise WorkExceeded
+
+    def lookup(self, name: str) -> object:
+        value = self.vars.get(name, _MISSING)
+        if value is _MISSING:
+            return CelError(f"no such attribute(s): {name}")
+        return value
+
+
+# ------------------------------------------------------------------------------------------------
+# Plan steps
+# ------------------------------------------------------------------------------------------------
+
+
+class Step:
+    __slots__ = ()
+
+    def eval(self, rt: Run) -> object:
+        raise NotImplementedError
+
+
+class Const(Step):
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def eval(self, rt: Run) -> object:
+        return self.value
+
+
+class Fail(Step):
+    """A construct the interpreter cannot evaluate; yields an error value."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def eval(self, rt: Run) -> object:
+        return CelError(self.message)
+
+
+class Var(Step):
+    """A variable with no qualifiers: an attribute costing 1."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def eval(self, rt: Run) -> object:
+        value = rt.lookup(self.name)
+        rt.charge(1)
+        return value
+
+
+# --- attributes -----------------------------------------------------------------------------------
+
+FIELD, INDEX, PRESENCE = 0, 1, 2
+
+
+class Qual:
+    """One qualifier: a field, a constant key, an attribute key or a computed key."""
+
+    __slots__ = ("attr", "key", "kind", "optional", "step")
+
+    def __init__(self, kind: int, *, key: object = None, attr: Attr | None = None,
+                 step: Step | None = None, optional: bool = False) -> None:
+        self.kind = kind
+        self.key = key
+        self.attr = attr
+        self.step = step
+        self.optional = optional
+
+    def key_value(self, rt: Run) -> object:
+        if self.attr is not None:
+            return self.attr.resolve(rt)
+        if self.step is not None:
+            return self.step.eval(rt)
+        return self.key
+
+
+class _Base:
+    __slots__ = ()
+
+    def resolve(self, rt: Run) -> object:
+        raise NotImplementedError
+
+
+class VarBase(_Base):
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def resolve(self, rt: Run) -> object:
+        return rt.lookup(self.name)
+
+
+class RelBase(_Base):
+    """Relative attribute: the operand is evaluated (with its own costs)."""
+
+    __slots__ = ("step",)
+
+    def __init__(self, step: Step) -> None:
+        self.step = step
+
+    def resolve(self, rt: Run) -> object:
+        return self.step.eval(rt)
+
+
+class CondBase(_Base):
+    """`c ? t : f`: the chosen branch is resolved, so its base variable is not charged."""
+
+    __slots__ = ("cond", "falsy", "truthy")
+
+    def __init__(self, cond: Step, truthy: Attr, falsy: Attr) -> None:
+        self.cond = cond
+        self.truthy = truthy
+        self.falsy = falsy
+
+    def resolve(self, rt: Run) -> object:
+        c = self.cond.eval(rt)
+        if c is True:
+            return self.truthy.resolve(rt)
+        if c is False:
+            return self.falsy.resolve(rt)
+        if isinstance(c, CelError):
+            return c
+        return CelError("no such overload: _?_:_")
+
+
+class Attr(Step):
+    """An attribute: a base plus qualifiers, evaluated as one cel-go instruction."""
+
+    __slots__ = ("base", "keys", "quals", "watched")
+
+    def __init__(self, base: _Base, quals: tuple[Qual, ...], watched: bool) -> None:
+        self.base = base
+        self.quals = quals
+        self.watched = watched
+        # Constant, non-optional field/index keys take a fast path (the common `a.b.c`).
+        simple = all(q.attr is None and q.step is None and not q.optional
+                     and q.kind != PRESENCE for q in quals)
+        self.keys = tuple((q.key, q.kind) for q in quals) if simple and quals else None
+
+    def eval(self, rt: Run) -> object:
+        value = self.resolve(rt)
+        if self.watched:
+            rt.charge(1)
+        return value
+
+    def resolve(self, rt: Run) -> object:
+        obj = self.base.resolve(rt)
+        keys = self.keys
+        if keys is not None and not isinstance(obj, OptionalValue | CelError):
+            for key, kind in keys:
+                rt.charge(1)
+                if type(obj) is dict and type(key) is str:
+                    found = obj.get(key, _MISSING)
+                    if found is _MISSING:
+                        return CelError(f"no such key: {key}")
+                    obj = found
+                    continue
+                ok, value = _qualify(obj, key, kind)
+                if not ok:
+                    return value if isinstance(value, CelError) else _missing(obj, key)
+                obj = value
+            return obj
+        if not self.quals:
+            return obj
+        return _apply_qualifiers(rt, obj, self.quals)
+
+
+def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
+    """cel-go `applyQualifiers` with the observer's charges (see `runtime_cost`'s docstring)."""
+    if isinstance(obj, CelError):
+        return obj
+    optional = False
+    if isinstance(obj, OptionalValue):
+        if not obj.has_value:
+            return obj
+        obj, optional = obj.value, True
+    for q in quals:
+        optional = optional or q.optional
+        key = q.key_value(rt)
+        if isinstance(key, CelError):
+            if not optional:
+                rt.charge(1)
+            return key
+        if q.kind == PRESENCE:
+            rt.charge(1)
+            return _presence(obj, key)
+        found, value = _qualify(obj, key, q.kind)
+        if optional:
+            if isinstance(value, CelError):
+                return value
+            if not found:
+                return NONE
+            rt.charge(1)
+        else:
+            rt.charge(1)
+            if not found:
+                return value if isinstance(value, CelError) else _missing(obj, key)
+        obj = value
+    return OptionalValue(obj, True) if optional else obj
+
+
+def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
+    """Field selection / indexing with cel-cpp's value semantics: (found, value-or-error)."""
+    if isinstance(obj, dict):
+        mkey = _map_key(key)
+        if isinstance(mkey, CelError):
+            return False, mkey
+        if mkey in obj:
+            return True, obj[mkey]
+        return False, None
+    if isinstance(obj, list):
+        if kind == FIELD:
+            return False, CelError(f"no such key: {_key_text(key)}")
+        index = _list_index(key)
+        if isinstance(index, CelError):
+            return False, index
+        if 0 <= index < len(obj):
+            return True, obj[index]
+        return False, None
+    if isinstance(obj, CelError):
+        return False, obj
+    if kind == FIELD:
+        # cel-go: "no such key" (refQualify's default case); cel-cpp also fails here.
+        return False, CelError(f"no such key: {_key_text(key)}")
+    return False, CelError(f"no such overload: index of {_type_text(obj)}")
+
+
+def _presence(obj: object, field: object) -> object:
+    if isinstance(obj, dict):
+        return _map_key(field) in obj
+    if isinstance(obj, CelError):
+        return obj
+    # cel-cpp rejects presence tests on non-maps (cel-go would answer false for scalars).
+    return CelError("Applying SELECT to non-message type")
+
+
+def _missing(obj: object, key: object) -> CelError:
+    if isinstance(obj, list):
+        return CelError(f"index out of bounds: {_key_text(key)}")
+    return CelError(f"no such key: {_key_text(key)}")
+
+
+def _map_key(key: object) -> object:
+    if isinstance(key, str):
+        return key
+    if key is True or key is False:
+        return BoolKey(key)
+    if isinstance(key, int):
+        return key
+    if isinstance(key, float) and key.is_integer():
+        return int(key)
+    if isinstance(key, BoolKey):
+        return key
+    if isinstance(key, float):
+        return key  # never a key: lookups simply miss
+    return CelError(f"unsupported key type: {_type_text(key)}")
+
+
+def _list_index(key: object) -> int | CelError:
+    if key is True or key is False:
+        return CelError("unsupported index type: bool")
+    if isinstance(key, int):
+        return int(key)
+    if isinstance(key, float) and key.is_integer():
+        return int(key)
+    return CelError(f"unsupported index type: {_type_text(key)}")
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, BoolKey):
+        key = key.value
+    if key is True:
+        return "true"
+    if key is False:
+        return "false"
+    return str(int(key)) if isinstance(key, UInt) else str(key)
+
+
+def _type_text(value: object) -> str:
+    if value is None:
+        return "null_type"
+    if value is True or value is False:
+        return "bool"
+    names = {UInt: "uint", int: "int", float: "double", str: "string", bytes: "bytes",
+             list: "list", dict: "map"}
+    for t, n in names.items():
+        if isinstance(value, t):
+            return n
+    return type(value).__name__
+
+
+# --- logic ---------------------------------------------------------------------------------------
+
+
+class Logic(Step):
+    """`&&` (`absorbing` False) or `||` (`absorbing` True): CEL's commutative short circuit —
+    the absorbing value wins over an error on either side; otherwise an error propagates."""
+
+    __slots__ = ("absorbing", "lhs", "op", "rhs")
+
+    def __init__(self, lhs: Step, rhs: Step, *, absorbing: bool) -> None:
+        self.lhs = lhs
+        self.rhs = rhs
+        self.absorbing = absorbing
+        self.op = "_||_" if absorbing else "_&&_"
+
+    def eval(self, rt: Run) -> object:
+        stop = self.absorbing
+        left = self.lhs.eval(rt)
+        if left is stop:
+            return stop
+        right = self.rhs.eval(rt)
+        if right is stop:
+            return stop
+        if left is (not stop) and right is (not stop):
+            return not stop
+        return _logic_error(left, right, self.op)
+
+
+def _logic_error(left: object, right: object, op: str) -> CelError:
+    if isinstance(left, CelError):
+        return left
+    if isinstance(right, CelError):
+        return right
+    return CelError(f"no such overload: {op}")
+
+
+class NotStrictlyFalse(Step):
+    """Macro helper: true unless its argument is `false`; costs 1 like any call."""
+
+    __slots__ = ("arg",)
+
+    def __init__(self, arg: Step) -> None:
+        self.arg = arg
+
+    def eval(self, rt: Run) -> object:
+        value = self.arg.eval(rt)
+        rt.charge(1)
+        return value if value is True or value is False else True
+
+
+class OptionalOr(Step):
+    """`a.or(b)` / `a.orValue(b)`: short-circuits, and cel-go charges nothing for it."""
+
+    __slots__ = ("fallback", "lhs", "rhs", "unwrap")
+
+    def __init__(self, lhs: Step, rhs: Step, unwrap: bool, fallback: PreparedCall) -> None:
+        self.lhs = lhs
+        self.rhs = rhs
+        self.unwrap = unwrap
+        self.fallback = fallback
+
+    def eval(self, rt: Run) -> object:
+        left = self.lhs.eval(rt)
+        if isinstance(left, Opaque):
+            # An extension library's own optional carrier: let the library answer.
+            right = self.rhs.eval(rt)
+            return right if isinstance(right, CelError) else self.fallback.call([left, right])
+        if not isinstance(left, OptionalValue):
+            return left
+        if left.has_value:
+            return left.value if self.unwrap else left
+        return self.rhs.eval(rt)
+
+
+# --- calls ---------------------------------------------------------------------------------------
+
+
+Native = Callable[[list[object]], object | None]
+Guard = Callable[[list[object]], bool]
+
+
+class Call(Step):
+    """A function call; `native` computes it here (None: ask the bridge), and `guard` says
+    when its arguments must not reach the bridge's (and the program's) Python code."""
+
+    __slots__ = ("args", "guard", "native", "overrides", "precheck", "prepared", "price",
+                 "varargs")
+
+    def __init__(self, site: CallSite, args: tuple[Step, ...], prepared: PreparedCall,
+                 native: Native | None, kubernetes: bool, guard: Guard | None = None,
+                 overrides: bool = False) -> None:
+        overload = go_overload_id(site.function, site.overload_ids)
+        self.args = args
+        self.prepared = prepared
+        self.price = pricer_for(site.function, overload, kubernetes=kubernetes)
+        self.native = native
+        self.guard = guard
+        self.overrides = overrides  # a native result differs from the program's: use ours
+        self.varargs = len(args) >= 3
+        self.precheck = overload == "lists_range"
+
+    def eval(self, rt: Run) -> object:
+        args = self.args
+        if len(args) == 2:
+            lhs = args[0].eval(rt)
+            rhs = args[1].eval(rt)
+            values: list[object] = [lhs, rhs]
+            error = lhs if isinstance(lhs, CelError) else (
+                rhs if isinstance(rhs, CelError) else None)
+        else:
+            values = []
+            error = None
+            last = len(args) - 1
+            for i, arg in enumerate(args):
+                value = arg.eval(rt)
+                values.append(value)
+                if isinstance(value, CelError):
+                    if self.varargs and i < last:
+                        return value  # cel-go stops here and cannot price the call
+                    if error is None:
+                        error = value
+        rt.tick()
+        result: object
+        if error is not None:
+            result = error
+        else:
+            if self.precheck:
+                _precheck_range(rt, values)
+            guarded = self.guard is not None and self.guard(values)
+            if guarded:
+                rt.unsafe = True
+            native = self.native(values) if self.native is not None else None
+            if native is not None:
+                result = native
+                if self.overrides:
+                    rt.unsafe = True
+            elif guarded:
+                result = CelError("no such overload")
+            else:
+                result = self.prepared.call(values)
+        rt.charge(self.price(values, result))
+        return result
+
+
+def _precheck_range(rt: Run, values: list[object]) -> None:
+    """`lists.range(n)` costs n + 11: refuse to build a list whose price is already too high."""
+    n = values[0] if values else 0
+    if isinstance(n, int) and not isinstance(n, bool) and rt.cost + max(n, 0) + 11 > rt.limit:
+        rt.charge(max(n, 0) + 11)
+
+
+def native_add_list(values: list[object]) -> object | None:
+    lhs, rhs = values
+    if not isinstance(lhs, list) or not isinstance(rhs, list):
+        return None
+    if type(lhs) is _Accumulator:
+        lhs.extend(rhs)
+        return lhs
+    return lhs + rhs
+
+
+class _Accumulator(list[object]):
+    """The list a comprehension builds; cel-go appends to it in place (a mutable list)."""
+
+
+class _MapAccumulator(dict[object, object]):
+    """The map `transformMap`/`transformMapEntry` build; cel-go inserts into it in place."""
+
+
+def native_map_insert(values: list[object]) -> object | None:
+    """cel-go `cel.@mapInsert` (`types.InsertMapKeyValue`): (map, key, value) or (map, map)."""
+    target = values[0]
+    if not isinstance(target, dict):
+        return None
+    if len(values) == 3:
+        pairs: list[tuple[object, object]] = [(values[1], values[2])]
+    elif len(values) == 2 and isinstance(values[1], dict):
+        pairs = list(values[1].items())
+    else:
+        return None
+    out: dict[object, object]
+    if type(target) is _MapAccumulator:
+        # In place, as cel-go's mutable map, unless the map is also among the new values.
+        out = target if all(v is not target for _, v in pairs) else _MapAccumulator(target)
+    else:
+        out = dict(target)
+    for key, value in pairs:
+        mkey = key if isinstance(key, BoolKey) else _literal_key(key)
+        if isinstance(mkey, CelError):
+            return mkey
+        if mkey in out:
+            return CelError(duplicate_key_message(_key_text(mkey)))
+        out[mkey] = value
+    return out
+
+
+def native_format(values: list[object]) -> object | None:
+    """cel-go's `string.format` (`k8s_library.strings_format`), which renders doubles and the
+    `%f`/`%e` clauses unlike cel-cpp; None (cel-cpp renders) where it cannot be faithful."""
+    text, args = values
+    if not isinstance(text, str) or not isinstance(args, list):
+        return None
+    rendered = render_format(text, args)
+    if isinstance(rendered, FormatFailure):
+        return CelError(rendered.message)
+    return rendered
+
+
+def _python_faithful(value: object) -> bool:
+    """Whether cel-expr-python carries `value` into Python and back unchanged: null, bool,
+    int, double, string, bytes, and lists and maps of them (string or int keys)."""
+    if value is None or type(value) in (bool, int, float, str, bytes):
+        return True
+    if isinstance(value, list):
+        return all(_python_faithful(v) for v in value)
+    if isinstance(value, dict):
+        return all(type(k) in (str, int) and _python_faithful(v) for k, v in value.items())
+    return False
+
+
+def map_insert_unfaithful(values: list[object]) -> bool:
+    """Whether the program's `cel.@mapInsert` would see a value it cannot carry faithfully.
+
+    Only the new entries are looked at: the map itself holds entries inserted (and looked at)
+    before. Bool keys count as unfaithful, since Python merges `true` with `1`.
+    """
+    if len(values) == 3:
+        return type(values[1]) not in (str, int) or not _python_faithful(values[2])
+    return len(values) != 2 or not _python_faithful(values[1])
+
+
+def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
+    """A guard tripping when an optional could reach one of the Python overloads `signatures`
+    (cel-expr-python crashes converting it): itself as a `dyn` argument, or inside a list or
+    map argument of a `dyn`, list or map parameter."""
+    kinds: dict[int, set[str]] = {}
+    for sig in signatures:
+        for i, kind in enumerate(sig):
+            if kind != "other":
+                kinds.setdefault(i, set()).add(kind)
+    if not kinds:
+        return None
+
+    def reaches(value: object, accepted: set[str]) -> bool:
+        if isinstance(value, OptionalValue):
+            return "dyn" in accepted
+        if isinstance(value, list):
+            return bool(accepted & {"dyn", "list"}) and holds_optional(value)
+        if isinstance(value, dict):
+            return bool(accepted & {"dyn", "map"}) and holds_optional(value)
+        return False
+
+    def guard(values: list[object]) -> bool:
+        return any(i in kinds and reaches(v, kinds[i]) for i, v in enumerate(values))
+    return guard
+
+
+def _carrier(value: object) -> object:
+    """The library carrier inside walk values (what the program's values are)."""
+    if isinstance(value, Opaque):
+        return value.token
+    if isinstance(value, list):
+        return [_carrier(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _carrier(v) for k, v in value.items()}
+    return value
+
+
+def value_equality(function: str, type_name: str) -> Native:
+    """Upstream `==`/`!=`/`in` for Quantity and Semver operands (by value, not by carrier), as
+    `k8s_library.equality` makes the program compare them."""
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = _carrier(values[0]), _carrier(values[1])
+        if function == "@in":
+            if not isinstance(rhs, list):
+                return None
+            found = [equal_by_type(type_name, lhs, item) for item in rhs]
+            return None if None in found else any(found)
+        equal = equal_by_type(type_name, lhs, rhs)
+        if equal is None:
+            return None
+        return equal if function == "_==_" else not equal
+    return native
+
+
+def library_type_equality(equal: bool) -> Native:
+    """`==`/`!=` when an operand is the type value of a library type (which the bridge cannot
+    encode): equal exactly to the same type value."""
+    scalar = scalar_equality(equal)
+
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = values
+        if not ((isinstance(lhs, TypeValue) and lhs.name in LIBRARY_TYPES)
+                or (isinstance(rhs, TypeValue) and rhs.name in LIBRARY_TYPES)):
+            return scalar(values)
+        same = isinstance(lhs, TypeValue) and isinstance(rhs, TypeValue) and lhs.name == rhs.name
+        return same if equal else not same
+    return native
+
+
+_SCALARS = (str, int, float)
+
+
+def scalar_equality(equal: bool) -> Native:
+    """`==`/`!=` of two strings, two ints or two doubles, computed here: CEL's equality on
+    them is Python's, and the bridge's round trip costs more than the rest of a typical
+    extractor. Anything else (bools, uints, mixed types, containers) goes to the bridge."""
+    def native(values: list[object]) -> object | None:
+        lhs, rhs = values
+        kind = type(lhs)
+        if kind is not type(rhs) or kind not in _SCALARS:
+            return None
+        same = lhs == rhs
+        return same if equal else not same
+    return native
+
+
+_VALUE_EQUALITY_TYPES = frozenset({"kubernetes.Quantity", "kubernetes.Semver"})
+
+
+def library_kind(t: CelType) -> str | None:
+    """The Quantity/Semver type `t` is, or holds in lists and map values (as the program's
+    equality rewrite reads it)."""
+    if t.kind is TypeKind.ABSTRACT and t.name in _VALUE_EQUALITY_TYPES and not t.params:
+        return t.name
+    if t.kind is TypeKind.LIST and t.params:
+        return library_kind(t.elem)
+    if t.kind is TypeKind.MAP and len(t.params) == 2:
+        return library_kind(t.value)
+    return None
+
+
+class ConstSetMembership(Step):
+    """`x in [constants]` under OptOptimize: only `x` is charged."""
+
+    __slots__ = ("arg", "items", "prepared")
+
+    def __init__(self, arg: Step, items: list[object], prepared: PreparedCall) -> None:
+        self.arg = arg
+        self.items = items
+        self.prepared = prepared
+
+    def eval(self, rt: Run) -> object:
+        value = self.arg.eval(rt)
+        if isinstance(value, CelError):
+            return value
+        return self.prepared.call([value, self.items])
+
+
+# --- literals ------------------------------------------------------------------------------------
+
+
+class ListStep(Step):
+    __slots__ = ("elements", "optional")
+
+    def __init__(self, elements: tuple[Step, ...], optional: frozenset[int]) -> None:
+        self.elements = elements
+        self.optional = optional
+
+    def eval(self, rt: Run) -> object:
+        result = self._build(rt)
+        rt.charge(LIST_CREATE_BASE_COST)
+        return result
+
+    def _build(self, rt: Run) -> object:
+        out: list[object] = []
+        for i, element in enumerate(self.elements):
+            value = element.eval(rt)
+            item = _list_item(value, i in self.optional)
+            if isinstance(item, CelError):
+                return item
+            if item is not _SKIP:
+                out.append(item)
+        return out
+
+
+_SKIP = object()
+
+
+def _list_item(value: object, optional: bool) -> object:
+    if isinstance(value, CelError):
+        return value
+    if not optional:
+        return value
+    if not isinstance(value, OptionalValue):
+        return CelError("cannot initialize optional list element from non-optional value")
+    return value.value if value.has_value else _SKIP
+
+
+def build_list(values: list[object], optional: frozenset[int]) -> object:
+    out: list[object] = []
+    for i, value in enumerate(values):
+        item = _list_item(value, i in optional)
+        if isinstance(item, CelError):
+            return item
+        if item is not _SKIP:
+            out.append(item)
+    return out
+
+
+class MapStep(Step):
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: tuple[tuple[Step, Step, bool], ...]) -> None:
+        self.entries = entries
+
+    def eval(self, rt: Run) -> object:
+        pairs: list[tuple[object, object, bool]] = []
+        result: object = None
+        for key_step, value_step, optional in self.entries:
+            key = key_step.eval(rt)
+            if isinstance(key, CelError):
+                result = key
+                break
+            value = value_step.eval(rt)
+            if isinstance(value, CelError):
+                result = value
+                break
+            pairs.append((key, value, optional))
+        else:
+            result = build_map(pairs)
+        rt.charge(MAP_CREATE_BASE_COST)
+        return result
+
+
+def build_map(pairs: list[tuple[object, object, bool]]) -> object:
+    out: dict[object, object] = {}
+    for key, value, optional in pairs:
+        mkey = _literal_key(key)
+        if isinstance(mkey, CelError):
+            return mkey
+        if optional:
+            if not isinstance(value, OptionalValue):
+                return CelError(f"cannot initialize optional entry '{_key_text(key)}' from "
+                                f"non-optional value")
+            if not value.has_value:
+                continue
+            value = value.value
+        if mkey in out:
+            return CelError("duplicate key in map")
+        out[mkey] = value
+    return out
+
+
+def _literal_key(key: object) -> object:
+    if isinstance(key, str) or (isinstance(key, int) and key is not True and key is not False):
+        return key
+    if key is True or key is False:
+        return BoolKey(key)
+    return CelError(f"Invalid map key type: '{_type_text(key)}'")
+
+
+# --- comprehensions ------------------------------------------------------------------------------
+
+
+class Fold(Step):
+    __slots__ = ("accu_init", "accu_var", "cond", "iter_range", "iter_var", "iter_var2",
+                 "result", "step")
+
+    def __init__(self, node: Node, parts: tuple[Step, Step, Step, Step, Step]) -> None:
+        self.iter_var = node.iter_var
+        self.iter_var2 = node.iter_var2
+        self.accu_var = node.accu_var
+        self.iter_range, self.accu_init, self.cond, self.step, self.result = parts
+
+    def eval(self, rt: Run) -> object:
+        rng = self.iter_range.eval(rt)
+        if not isinstance(rng, list | dict):
+            if isinstance(rng, CelError):
+                return rng
+            return CelError("No matching overloads found : <iter_range>")
+        accu = self.accu_init.eval(rt)
+        if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list | dict) and not accu:
+            # Only macro accumulators (which user text cannot name) may grow in place.
+            accu = _Accumulator() if isinstance(accu, list) else _MapAccumulator()
+        names = (self.accu_var, self.iter_var, self.iter_var2)
+        saved = [rt.vars.get(n, _MISSING) for n in names]
+        scope = rt.vars
+        scope[self.accu_var] = accu
+        try:
+            for first, second in _iterate(rng, bool(self.iter_var2)):
+                rt.tick()
+                scope[self.iter_var] = first
+                if self.iter_var2:
+                    scope[self.iter_var2] = second
+                if self.cond.eval(rt) is False:
+                    break
+                scope[self.accu_var] = self.step.eval(rt)
+            _restore(scope, names[1:], saved[1:])
+            result = self.result.eval(rt)
+        finally:
+            _restore(scope, names, saved)
+        if type(result) is _Accumulator:
+            result = list(result)
+        elif type(result) is _MapAccumulator:
+            result = dict(result)
+        return result
+
+
+def _iterate(rng: list[object] | dict[object, object], two: bool
+             ) -> Iterator[tuple[object, object]]:
+    """(first, second) loop variables: (element, -) / (index, element) / (key, value)."""
+    if isinstance(rng, list):
+        if two:
+            yield from enumerate(rng)
+        else:
+            for item in rng:
+                yield item, None
+        return
+    for key, value in list(rng.items()):
+        yield _key_value(key), value
+
+
+def _key_value(key: object) -> object:
+    return key.value if isinstance(key, BoolKey) else key
+
+
+def _restore(scope: dict[str, object], names: Sequence[str], saved: Sequence[object]) -> None:
+    for name, old in zip(names, saved, strict=True):
+        if not name:
+            continue
+        if old is _MISSING:
+            scope.pop(name, None)
+        else:
+            scope[name] = old

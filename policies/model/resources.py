@@ -1,0 +1,386 @@
+"""Typed, immutable views of the Kubernetes objects the rules reason about.
+
+Views are built from plain dicts (what YAML, JSON or an AdmissionReview decode
+to) after a structural check (`dra_affinity.policies.model.schema`), so rule code can rely on types
+and never guards against a mistyped field itself. Each view keeps its `Source`,
+which turns field paths into file:line:column, and its raw dict, for rules that
+need to know whether a field was present at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef, Severity
+from dra_affinity.policies.core.k8s_names import go_string
+from dra_affinity.policies.core.source import Source
+from dra_affinity.policies.model import schema
+
+RESOURCE_GROUP = "resource.k8s.io"
+SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
+CLAIM_VERSIONS = frozenset({"v1"})
+CLASS_VERSIONS = frozenset({"v1", "v1beta2"})
+_VERSIONS_BY_KIND = {"ResourceSlice": SLICE_VERSIONS, "DeviceClass": CLASS_VERSIONS}
+INPUT_ERROR = "SA000"
+
+
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    """One `spec.sharingAffinity[i]` entry; name/expression may be missing (SA103/SA104)."""
+
+    index: int
+    name: str | None
+    expression: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    value: str
+    request_policy: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    index: int
+    name: str
+    allow_multiple_allocations: bool = False
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    capacity: Mapping[str, Capacity] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSlice:
+    api_version: str
+    name: str
+    driver: str
+    pool_name: str
+    generation: int
+    resource_slice_count: int
+    devices: tuple[Device, ...]
+    sharing_affinity: tuple[Extractor, ...]
+    devices_set: bool
+    """`spec.devices` present and not null (upstream's mutual exclusion tests non-nil)."""
+    sharing_affinity_set: bool
+    source: Source
+    raw: Mapping[str, Any]
+
+    @property
+    def pool(self) -> PoolRef:
+        return PoolRef(self.driver, self.pool_name)
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef("ResourceSlice", self.name)
+
+    @property
+    def is_metadata_slice(self) -> bool:
+        return self.sharing_affinity_set and not self.devices_set
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSelector:
+    index: int
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """A request (`exactly`) or one `firstAvailable` sub-request, named `parent/sub`."""
+
+    name: str
+    parent: str | None
+    device_class_name: str
+    selectors: tuple[DeviceSelector, ...] = ()
+    count: int | None = None
+    allocation_mode: str | None = None
+    capacity_requests: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    index: int
+    name: str
+    exactly: DeviceRequest | None
+    first_available: tuple[DeviceRequest, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueConfig:
+    driver: str
+    parameters: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    index: int
+    requests: tuple[str, ...]
+    opaque: OpaqueConfig | None
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedDevice:
+    request: str
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaim:
+    """A ResourceClaim, or a ResourceClaimTemplate (whose claim spec sits under `spec.spec`)."""
+
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    requests: tuple[Request, ...]
+    configs: tuple[Config, ...]
+    allocation: tuple[AllocatedDevice, ...]
+    source: Source
+    raw: Mapping[str, Any]
+    spec_path: tuple[str, ...] = ("spec",)
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef(self.kind, self.name, self.namespace)
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceClass:
+    """A DeviceClass: the selectors every request naming it adds (cluster-scoped)."""
+
+    name: str
+    selectors: tuple[DeviceSelector, ...]
+    source: Source
+    raw: Mapping[str, Any]
+
+    @property
+    def ref(self) -> ObjectRef:
+        return ObjectRef("DeviceClass", self.name)
+
+
+Model = ResourceSlice | ResourceClaim | DeviceClass
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """The view (None when the object is unusable or of another kind) and input findings."""
+
+    obj: Model | None
+    findings: tuple[Finding, ...] = ()
+    recognised: bool = False
+    """True for kinds we model, even when they failed the structural check."""
+
+
+def _name(doc: Mapping[str, Any]) -> str | None:
+    meta = doc.get("metadata")
+    if isinstance(meta, Mapping):
+        name = meta.get("name") or meta.get("generateName")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def _input_errors(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Finding, ...]:
+    ref = ObjectRef(kind, _name(doc))
+    return tuple(
+        Finding(
+            rule=INPUT_ERROR,
+            severity=Severity.ERROR,
+            message=f"{_render(v.path)}: {v.message}",
+            locations=(Location.at(source, v.path, ref),),
+        )
+        for v in schema.validate(kind, doc)
+    )
+
+
+def _render(path: tuple[str | int, ...]) -> str:
+    from dra_affinity.policies.core.source import render_path
+
+    return render_path(path) or "<object>"
+
+
+def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> Finding | None:
+    api_version = doc.get("apiVersion")
+    allowed = _VERSIONS_BY_KIND.get(kind, CLAIM_VERSIONS)
+    group, _, version = str(api_version).partition("/")
+    if group == RESOURCE_GROUP and version in allowed:
+        return None
+    wanted = ", ".join(f"{RESOURCE_GROUP}/{v}" for v in sorted(allowed))
+    return Finding(
+        rule=INPUT_ERROR,
+        severity=Severity.ERROR,
+        message=f"apiVersion: Unsupported value: {api_version!r}: supported values for {kind}: {wanted}",
+        locations=(Location.at(source, ("apiVersion",), ObjectRef(kind, _name(doc))),),
+    )
+
+
+_NO_SOURCE = Source()
+"""The source of objects that come from no file (the webhook's): immutable, so shared."""
+
+
+def parse(
+    doc: Mapping[str, Any], source: Source | None = None, *, trusted: bool = False,
+    with_devices: bool = True,
+) -> ParseResult:
+    """Build the view of one decoded object; other kinds give `ParseResult(None)`.
+
+    `trusted`: the object already passed the API server's own validation (a validating
+    admission webhook runs after it), so the structural check — the costliest step for a
+    128-device slice — is skipped unless building the view trips over the input, in which
+    case the full check runs and reports it. `with_devices=False` leaves `devices` empty
+    (`devices_set` still tells whether the field is there): slice rules never read device
+    contents, and building 128 device views is most of the webhook's work on a device slice.
+    """
+    source = source or _NO_SOURCE
+    kind = doc.get("kind")
+    if kind not in schema.SCHEMAS:
+        return ParseResult(None)
+    problem = _api_version_problem(doc, str(kind), source)
+    if problem is not None:
+        return ParseResult(None, (problem,), recognised=True)
+    if trusted:
+        try:
+            return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            pass  # not what the API server would have let through: say precisely why below
+    errors = _input_errors(str(kind), doc, source)
+    if errors:
+        return ParseResult(None, errors, recognised=True)
+    return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)
+
+
+def _build(doc: Mapping[str, Any], source: Source, kind: str, with_devices: bool = True) -> Model:
+    if kind == "ResourceSlice":
+        return _slice(doc, source, with_devices)
+    if kind == "DeviceClass":
+        return _device_class(doc, source)
+    return _claim(doc, source, kind)
+
+
+def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) -> ResourceSlice:
+    spec = doc["spec"]
+    pool = spec["pool"]
+    raw_devices = spec.get("devices")
+    raw_affinity = spec.get("sharingAffinity")
+    return ResourceSlice(
+        api_version=doc["apiVersion"],
+        name=_name(doc) or "",
+        driver=spec["driver"],
+        pool_name=pool["name"],
+        generation=pool["generation"],
+        resource_slice_count=pool["resourceSliceCount"],
+        devices=tuple(_device(i, d) for i, d in enumerate(raw_devices or ())) if with_devices else (),
+        sharing_affinity=_extractors(tuple([(e.get("name"), e.get("expression"))
+                                            for e in raw_affinity or ()])),
+        devices_set=raw_devices is not None,
+        sharing_affinity_set=raw_affinity is not None,
+        source=source,
+        raw=doc,
+    )
+
+
+def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
+    return tuple(
+        DeviceSelector(i, s["cel"]["expression"])
+        for i, s in enumerate(raw or ())
+        if isinstance(s.get("cel"), Mapping)
+    )
+
+
+def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
+    return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
+
+
+@lru_cache(maxsize=4096)
+def _extractors(entries: tuple[tuple[str | None, str | None], ...]) -> tuple[Extractor, ...]:
+    """The `Extractor`s of a `sharingAffinity` list of (name, expression) pairs.
+
+    An explicit bounded cache: drivers publish the same extractors in slice after slice, and
+    the webhook models each slice it admits; building the views is most of modelling a
+    metadata slice. The views are immutable, so slices share them. (A pair that is not
+    hashable — not a string — raises TypeError, which `parse` treats as any malformed input.)
+    """
+    return tuple([Extractor(i, _text(name), _text(expression))
+                  for i, (name, expression) in enumerate(entries)])
+
+
+def _text(value: str | None) -> str | None:
+    return go_string(value) if value is not None else None
+
+
+def _device(index: int, raw: Mapping[str, Any]) -> Device:
+    capacity = {
+        name: Capacity(str(c["value"]), c.get("requestPolicy"))
+        for name, c in (raw.get("capacity") or {}).items()
+    }
+    return Device(
+        index=index,
+        name=raw["name"],
+        allow_multiple_allocations=bool(raw.get("allowMultipleAllocations", False)),
+        attributes=raw.get("attributes") or {},
+        capacity=capacity,
+    )
+
+
+def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
+    is_template = kind == "ResourceClaimTemplate"
+    spec = doc["spec"]["spec"] if is_template else doc["spec"]
+    devices = spec.get("devices") or {}
+    meta = doc.get("metadata") or {}
+    results = (((doc.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+    return ResourceClaim(
+        kind=kind,
+        api_version=doc["apiVersion"],
+        namespace=meta.get("namespace") or "default",
+        name=_name(doc) or "",
+        requests=tuple(_request(i, r) for i, r in enumerate(devices.get("requests") or ())),
+        configs=tuple(_config(i, c) for i, c in enumerate(devices.get("config") or ())),
+        allocation=tuple(
+            AllocatedDevice(r["request"], r["driver"], r["pool"], r["device"]) for r in results or ()
+        ),
+        source=source,
+        raw=doc,
+        spec_path=("spec", "spec") if is_template else ("spec",),
+    )
+
+
+def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> DeviceRequest:
+    selectors = _selectors(raw.get("selectors"))
+    return DeviceRequest(
+        name=name,
+        parent=parent,
+        device_class_name=raw["deviceClassName"],
+        selectors=selectors,
+        count=raw.get("count"),
+        allocation_mode=raw.get("allocationMode"),
+        capacity_requests=(raw.get("capacity") or {}).get("requests") or {},
+    )
+
+
+def _request(index: int, raw: Mapping[str, Any]) -> Request:
+    name = raw["name"]
+    exactly = raw.get("exactly")
+    return Request(
+        index=index,
+        name=name,
+        exactly=_device_request(name, None, exactly) if isinstance(exactly, Mapping) else None,
+        first_available=tuple(
+            _device_request(f"{name}/{sub['name']}", name, sub) for sub in raw.get("firstAvailable") or ()
+        ),
+    )
+
+
+def _config(index: int, raw: Mapping[str, Any]) -> Config:
+    opaque = raw.get("opaque")
+    return Config(
+        index=index,
+        requests=tuple(raw.get("requests") or ()),
+        opaque=OpaqueConfig(opaque["driver"], opaque["parameters"]) if isinstance(opaque, Mapping) else None,
+    )

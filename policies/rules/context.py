@@ -1,0 +1,91 @@
+"""What a rule sees: a slice rule one slice (and the old one on UPDATE), a pool rule one pool."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from dra_affinity.policies.analysis.slice_cost import analysable
+from dra_affinity.policies.core.findings import Location, Severity
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.core.source import FieldPath
+from dra_affinity.policies.model.resources import Extractor, ResourceSlice
+from dra_affinity.policies.scheduler.pools import Pool
+
+if TYPE_CHECKING:  # the CEL engine loads on the first expression, not on `--help`
+    from dra_affinity.policies.analysis.expression import ExpressionAnalysis
+
+
+@dataclass(frozen=True)
+class SliceContext:
+    slice: ResourceSlice
+    limits: Limits
+    old: ResourceSlice | None = None
+    options: dict[str, object] = field(default_factory=dict)
+
+    @cached_property
+    def _old_expressions(self) -> frozenset[str]:
+        if self.old is None:
+            return frozenset()
+        return frozenset(e.expression for e in self.old.sharing_affinity if e.expression is not None)
+
+    def ratcheted(self, extractor: Extractor) -> bool:
+        """True when the expression was already stored byte for byte: not re-checked (SPEC §2)."""
+        return extractor.expression is not None and extractor.expression in self._old_expressions
+
+    def analysis(self, extractor: Extractor) -> ExpressionAnalysis | None:
+        """Compilation and cost of the extractor's expression (None where SA104/SA105 apply)."""
+        return analysable(extractor.expression, self.limits)
+
+    @cached_property
+    def _checked(self) -> tuple[tuple[Extractor, ExpressionAnalysis], ...]:
+        pairs = []
+        for extractor in self.slice.sharing_affinity:
+            if self.ratcheted(extractor):
+                continue
+            result = self.analysis(extractor)
+            if result is not None:
+                pairs.append((extractor, result))
+        return tuple(pairs)
+
+    def checked_extractors(self) -> tuple[tuple[Extractor, ExpressionAnalysis], ...]:
+        """Extractors subject to expression rules: analysable and not ratcheted (computed once)."""
+        return self._checked
+
+    def compiled_extractors(self) -> Iterator[tuple[Extractor, ExpressionAnalysis]]:
+        """`checked_extractors` that compiled (the advisories' input)."""
+        for extractor, result in self._checked:
+            if result.ok and result.compiled.checked is not None:
+                yield extractor, result
+
+
+PARTIAL_INPUT_HINT = (
+    "this is a warning because files may have been left out: pass --complete-pools when the "
+    "input holds every slice of the pool to make it an error"
+)
+"""Why SP303/SP304 are only warnings on partial input, and how to make them errors."""
+
+
+@dataclass(frozen=True)
+class PoolContext:
+    """What one pool rule sees: the pool, the limits, and whether the input is complete."""
+
+    pool: Pool
+    limits: Limits
+    complete_pools: bool = False
+    """The input holds every slice of every pool (`--complete-pools`, a cluster, the webhook)."""
+
+    @property
+    def completeness_severity(self) -> Severity:
+        """SP303/SP304: an error on complete input, else a warning (files may be missing)."""
+        return Severity.ERROR if self.complete_pools else Severity.WARNING
+
+    def completeness_hint(self) -> str:
+        return "" if self.complete_pools else f"; {PARTIAL_INPUT_HINT}"
+
+
+def slice_location(slice_: ResourceSlice, path: FieldPath) -> Location:
+    """Where a pool finding points inside one of the pool's slices."""
+    return Location.at(slice_.source, path, slice_.ref)

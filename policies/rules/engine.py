@@ -1,0 +1,86 @@
+"""Runs the rules. Both doors (CLI and webhook) come here; nothing here knows which called.
+
+`check_slice(new, old)` is the API server's view (one slice, with UPDATE
+ratcheting); `check_pools(slices)` is the scheduler's view across slices (SPEC §4),
+which no API server has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.core.limits import (
+    DEFAULT_KUBERNETES_VERSION,
+    KubernetesVersion,
+    Limits,
+    limits_for,
+)
+from dra_affinity.policies.model.resources import ResourceSlice
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.catalog import catalog, slice_rules
+from dra_affinity.policies.rules.context import PoolContext, SliceContext
+from dra_affinity.policies.scheduler.pools import Pool, build_pools
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    kubernetes_version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION
+    disabled_rules: frozenset[str] = frozenset()
+
+    @property
+    def limits(self) -> Limits:
+        return limits_for(self.kubernetes_version)
+
+
+def check_slice(
+    new: ResourceSlice, old: ResourceSlice | None = None, options: EngineOptions | None = None
+) -> list[Finding]:
+    """Every slice-rule finding for `new` (CREATE) or `new` against `old` (UPDATE)."""
+    options = options or EngineOptions()
+    ctx = SliceContext(slice=new, old=old, limits=options.limits)
+    findings: list[Finding] = []
+    for rule in slice_rules():
+        if rule.id in options.disabled_rules or rule.check is None:
+            continue
+        findings.extend(rule.check(ctx))
+    return findings
+
+
+def pool_rules() -> tuple[Rule, ...]:
+    """Implemented pool rules in id order."""
+    return tuple(r for r in catalog().values() if r.scope is Scope.POOL and r.pool_check is not None)
+
+
+def check_pool(
+    pool: Pool, options: EngineOptions | None = None, *, complete_pools: bool = False
+) -> list[Finding]:
+    """Every pool-rule finding for one pool built by `dra_affinity.policies.scheduler.pools.build_pools`.
+
+    `complete_pools` says the input holds every slice of the pool (a full dump, a cluster):
+    only then are SP303/SP304 errors rather than warnings.
+    """
+    options = options or EngineOptions()
+    ctx = PoolContext(pool=pool, limits=options.limits, complete_pools=complete_pools)
+    findings: list[Finding] = []
+    for rule in pool_rules():
+        if rule.id in options.disabled_rules or rule.pool_check is None:
+            continue
+        findings.extend(rule.pool_check(ctx))
+    return findings
+
+
+def check_pools(
+    slices: Iterable[ResourceSlice], options: EngineOptions | None = None, *, complete_pools: bool = False
+) -> list[Finding]:
+    """Every pool-rule finding over `slices`, grouped into pools as the scheduler does."""
+    options = options or EngineOptions()
+    findings: list[Finding] = []
+    for pool in build_pools(slices, options.limits).values():
+        findings.extend(check_pool(pool, options, complete_pools=complete_pools))
+    return findings
+
+
+def worst(findings: Iterable[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), default=None)

@@ -1,0 +1,185 @@
+"""Candidate pools: which pools the allocator would consider for a request.
+
+Why: a dry run or simulation that tries every pool for every request reports outcomes the
+scheduler never produces (a NIC claim "not satisfied" by an FPGA pool). The allocator only
+offers a request the devices that satisfy its DeviceClass's selectors and then its own, in that
+order, each a CEL expression over `device` (reference §3, §6.1). So a pool is a *candidate* for
+a request when at least one of its devices satisfies all of them. When no DeviceClass is given
+at all, every pool is a candidate (callers decide that; `match_pool` agrees).
+
+Evaluation follows the scheduler: selectors are compiled in the StoredExpressions `dra-device`
+environment of the target release without a cost estimate (each once, through
+`dra_affinity.policies.analysis.device`'s cache), each evaluation has its own runtime limit of
+`CELSelectorExpressionMaxCost`, a false selector ends the device's checks, and the first
+matching device ends the pool's.
+
+Errors. A selector that does not compile, or fails at run time on a device (a missing
+attribute read without `has()`, the cost limit, a non-bool result), is an *error* for the
+allocator, which aborts scheduling of the pod — not a non-match. `match_pool` returns it as a
+value (`CandidateMatch.failure`); `pool_is_candidate`, the boolean filter of
+`scheduler.dryrun` and `scheduler.simulation`, raises `SelectorError` carrying that value, which
+callers must turn into a finding or a failed placement (see `SelectorError`).
+
+A request naming a DeviceClass that is not in `classes` is matched by its own selectors only,
+and the result says `class_missing` (the allocator would fail the claim: the class does not
+exist; a dry run more likely was not given that class's file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from dra_affinity.policies.analysis.device import (
+    DeviceValue,
+    DeviceValueError,
+    compile_selector,
+    device_value,
+    evaluate_selector,
+)
+from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
+from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, DeviceSelector
+from dra_affinity.policies.scheduler.pools import Pool
+
+__all__ = [
+    "CandidateMatch",
+    "SelectorError",
+    "SelectorFailure",
+    "match_pool",
+    "pool_is_candidate",
+]
+
+Source = Literal["class", "request"]
+Stage = Literal["compile", "runtime", "engine"]
+
+_STAGE_WORDS = {"compile": "CEL compile error", "runtime": "CEL runtime error",
+                "engine": "cannot be evaluated by this tool"}
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorFailure:
+    """Why the allocator would abort instead of matching: one selector on one device.
+
+    `source`/`owner`/`index`: `spec.selectors[index]` of DeviceClass `owner`, or of request
+    `owner` of the claim; `stage`: `compile` (also the output-type rule), `runtime` (also a
+    device whose attributes cannot be converted), or `engine` (the expression exceeds our CEL
+    engine, not Kubernetes); `detail`: the upstream error text; `device`: the device being
+    evaluated (`driver/pool/device`), None for compile errors.
+    """
+
+    source: Source
+    owner: str
+    index: int
+    stage: Stage
+    detail: str
+    pool: PoolRef
+    device: str | None = None
+
+    def message(self, claim: str | None = None) -> str:
+        """The allocator's error text: `class <name>: selector #<i>: CEL runtime error: <err>`,
+        or `claim <ns>/<name>: ...` for a request's own selector when `claim` is given."""
+        if self.source == "class":
+            who = f"class {self.owner}"
+        elif claim is not None:
+            who = f"claim {claim}"
+        else:
+            who = f"request {self.owner}"
+        return f"{who}: selector #{self.index}: {_STAGE_WORDS[self.stage]}: {self.detail}"
+
+
+class SelectorError(Exception):
+    """Raised by `pool_is_candidate` where the allocator would fail, not skip, the pool.
+
+    What a caller must do: catch it around the `candidate(request, classes, pool)` call and
+    stop treating the request as schedulable — the scheduler aborts scheduling of the pod.
+    Report `error.failure.message(claim.qualified_name)` (a finding against the claim, or the
+    DeviceClass when `failure.source == "class"`), and do not evaluate the remaining pools for
+    that (claim, request): any result for them would be one the scheduler never reaches.
+    """
+
+    def __init__(self, failure: SelectorFailure) -> None:
+        super().__init__(failure.message())
+        self.failure = failure
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateMatch:
+    """Whether a pool is a candidate for a request, as a value.
+
+    `device`: the first matching device (None when not a candidate or when nothing was
+    evaluated); `failure`: set when the allocator would abort (then `candidate` is False);
+    `class_missing`: the request's DeviceClass was not among the given classes;
+    `evaluations`: selector evaluations performed.
+    """
+
+    candidate: bool
+    device: str | None = None
+    failure: SelectorFailure | None = None
+    class_missing: bool = False
+    evaluations: int = 0
+
+
+def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
+               kubernetes_version: KubernetesVersion | None = None) -> CandidateMatch:
+    """Match `request` against `pool`'s devices as the allocator does (errors as values)."""
+    if not classes:
+        return CandidateMatch(True)
+    version = kubernetes_version or DEFAULT_VERSION
+    key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
+    cost_limit = limits_for(version).runtime_cost_per_evaluation
+    device_class = classes.get(request.device_class_name)
+    selectors: list[tuple[Source, str, DeviceSelector]] = []
+    if device_class is not None:
+        selectors += [("class", device_class.name, s) for s in device_class.selectors]
+    selectors += [("request", request.name, s) for s in request.selectors]
+    missing = device_class is None
+    evaluations = 0
+    for device, slice_ in pool.devices:
+        where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
+        value: DeviceValue | DeviceValueError | None = None
+        matched = True
+        for source, owner, selector in selectors:
+            compiled = compile_selector(selector.expression, key)
+            if not compiled.ok:
+                stage: Stage = "engine" if compiled.engine_limited else "compile"
+                failure = SelectorFailure(source, owner, selector.index, stage,
+                                          compiled.detail or "", pool.ref)
+                return CandidateMatch(False, failure=failure, class_missing=missing,
+                                      evaluations=evaluations)
+            if value is None:
+                value = device_value(device, slice_.driver)
+            if isinstance(value, DeviceValueError):
+                failure = SelectorFailure(source, owner, selector.index, "runtime",
+                                          value.message, pool.ref, where)
+                return CandidateMatch(False, failure=failure, class_missing=missing,
+                                      evaluations=evaluations)
+            result = evaluate_selector(compiled, value, cost_limit=cost_limit)
+            evaluations += 1
+            if result.error is not None:
+                failure = SelectorFailure(source, owner, selector.index, "runtime",
+                                          result.error, pool.ref, where)
+                return CandidateMatch(False, failure=failure, class_missing=missing,
+                                      evaluations=evaluations)
+            if not result.matched:
+                matched = False
+                break
+        if matched:
+            return CandidateMatch(True, device.name, class_missing=missing,
+                                  evaluations=evaluations)
+    return CandidateMatch(False, class_missing=missing, evaluations=evaluations)
+
+
+def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
+                      kubernetes_version: KubernetesVersion | None = None) -> bool:
+    """True when some device of `pool` satisfies the request's class and own selectors.
+
+    Raises `SelectorError` where the allocator would fail instead (see its docstring for
+    what callers must do); `match_pool` is the same check returning the failure as a value.
+    """
+    match = match_pool(request, classes, pool, kubernetes_version=kubernetes_version)
+    if match.failure is not None:
+        raise SelectorError(match.failure)
+    return match.candidate

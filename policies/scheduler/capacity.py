@@ -1,0 +1,149 @@
+"""KEP-5075 consumable capacity: what one request consumes of a shareable device.
+
+A lock (SPEC §6) only matters while a device still has room, so the lock simulator
+needs the allocator's capacity arithmetic too. The rules are upstream's API
+documentation (`CapacityRequirements`, `CapacityRequestPolicy`):
+
+* a capacity the request names must exist on the device; with a `requestPolicy`
+  the amount is rounded up to the next valid value (`validValues`: the smallest
+  listed value at least as large; `validRange`: at least `min`, then
+  `min + n*step`, never above `max`), else the device cannot serve the request;
+* a capacity the request does not name consumes the policy's `default`, and the
+  *whole* capacity when there is no policy (or no default): such a device is
+  effectively exclusive for that capacity;
+* a device fits when, per capacity, the sum of what its holders consume plus the
+  new amount is at most the capacity's value.
+
+Amounts are exact `Fraction`s of values parsed by the Kubernetes quantity parser the CEL
+quantity library uses (`dra_affinity.policies.cel.k8s_library._resource`), so `500m + 500m == 1` exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dra_affinity.policies.cel.k8s_library._resource import (
+    DECIMAL_SI,
+    Quantity,
+    QuantityError,
+    parse_quantity,
+)
+from dra_affinity.policies.model.resources import Device, DeviceRequest
+
+Amounts = Mapping[str, Fraction]
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityProblem:
+    """Why a device cannot serve a request's capacity (a value, never raised)."""
+
+    capacity: str
+    message: str
+
+
+def amount(text: object) -> Fraction | None:
+    """A Kubernetes quantity (string or number) as an exact value; None when it does not parse."""
+    return _amount(str(text).strip())
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(text: str) -> Fraction | None:
+    """Bounded cache: Filter reads the same few capacity values for every device and claim."""
+    try:
+        q = parse_quantity(text)
+    except QuantityError:
+        return None
+    return Fraction(q.unscaled) * Fraction(10) ** q.scale
+
+
+def render(value: Fraction) -> str:
+    """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`)."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    digits = 0
+    while (value * 10**digits).denominator != 1 and digits < 30:
+        digits += 1
+    scaled = value * 10**digits
+    if scaled.denominator != 1:  # not decimal: cannot come from quantities, shown as a float
+        return repr(float(value))
+    return str(Quantity(True, scaled.numerator, -digits, DECIMAL_SI))
+
+
+def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any]) -> Fraction | CapacityProblem:
+    """Round a requested amount up to what the device's request policy allows."""
+    values = policy.get("validValues")
+    if values:
+        parsed = sorted(v for v in (amount(x) for x in values) if v is not None)
+        fitting = [v for v in parsed if v >= requested]
+        if not fitting:
+            return CapacityProblem(name, f"requested {render(requested)} exceeds every valid value "
+                                         f"({', '.join(render(v) for v in parsed)})")
+        return fitting[0]
+    valid_range = policy.get("validRange")
+    if isinstance(valid_range, Mapping):
+        low = amount(valid_range.get("min", 0)) or Fraction(0)
+        value = max(requested, low)
+        step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
+        if step:
+            value = low + math.ceil((value - low) / step) * step
+        high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
+        if high is not None and value > high:
+            return CapacityProblem(name, f"requested {render(requested)} (rounded to {render(value)}) "
+                                         f"exceeds the policy's maximum {render(high)}")
+        return value
+    return requested
+
+
+def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | CapacityProblem:
+    """What allocating `request` on `device` consumes, per capacity name (policies applied)."""
+    for name, raw in request.capacity_requests.items():
+        if name not in device.capacity:
+            return CapacityProblem(name, f"the device has no capacity {name!r}")
+        if amount(raw) is None:
+            return CapacityProblem(name, f"requested amount {raw!r} is not a quantity")
+    consumed: dict[str, Fraction] = {}
+    for name, capacity in device.capacity.items():
+        total = amount(capacity.value)
+        if total is None:
+            return CapacityProblem(name, f"the device's capacity value {capacity.value!r} is not a quantity")
+        policy = capacity.request_policy or {}
+        if name in request.capacity_requests:
+            requested = amount(request.capacity_requests[name])
+            assert requested is not None  # checked above
+            value = _policy_amount(name, requested, policy)
+            if isinstance(value, CapacityProblem):
+                return value
+            consumed[name] = value
+        elif policy.get("default") is not None and amount(policy["default"]) is not None:
+            consumed[name] = amount(policy["default"]) or Fraction(0)
+        else:
+            consumed[name] = total
+    return consumed
+
+
+def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:
+    """The per-capacity sum of several holders' consumption."""
+    out: dict[str, Fraction] = {}
+    for item in amounts:
+        for name, value in item.items():
+            out[name] = out.get(name, Fraction(0)) + value
+    return out
+
+
+def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem | None:
+    """None when `wanted` fits next to what is `consumed` already; else the first capacity short."""
+    for name, value in wanted.items():
+        capacity = device.capacity.get(name)
+        limit = amount(capacity.value) if capacity is not None else None
+        if limit is None:
+            continue
+        used = consumed.get(name, Fraction(0))
+        if used + value > limit:
+            return CapacityProblem(name, f"{name}: {render(used)} of {render(limit)} consumed, "
+                                         f"the request needs {render(value)}")
+    return None

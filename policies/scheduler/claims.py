@@ -1,0 +1,42 @@
+"""Claim checks the API server makes that extraction depends on (reported as SA000).
+
+A claim the API server would reject never reaches the scheduler; when one shows up in
+a dry-run input, say so precisely instead of extracting from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.core.k8s_names import go_quote
+from dra_affinity.policies.core.source import FieldPath, render_path
+from dra_affinity.policies.model.resources import INPUT_ERROR, ResourceClaim
+from dra_affinity.policies.scheduler.extraction import request_names
+
+
+def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:
+    """Config entries naming unknown requests, and configs without `opaque`."""
+    known = {r.name for r in claim.requests} | set(request_names(claim))
+    spec: FieldPath = (*claim.spec_path, "devices", "config")
+    for config in claim.configs:
+        base: FieldPath = (*spec, config.index)
+        if config.opaque is None:
+            yield _finding(claim, (*base, "opaque"), "Required value")
+        for i, name in enumerate(config.requests):
+            if name not in known:
+                yield _finding(
+                    claim,
+                    (*base, "requests", i),
+                    f"Invalid value: {go_quote(name)}: must be the name of a request in the claim "
+                    "or the name of a request and its subrequest separated with '/'",
+                )
+
+
+def _finding(claim: ResourceClaim, path: FieldPath, body: str) -> Finding:
+    return Finding(
+        rule=INPUT_ERROR,
+        severity=Severity.ERROR,
+        message=f"{render_path(path)}: {body}",
+        locations=(Location.at(claim.source, path, claim.ref),),
+    )

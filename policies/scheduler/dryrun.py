@@ -1,0 +1,137 @@
+"""Dry-run: every claim × request × candidate pool, extracted as the scheduler would.
+
+The one orchestration behind `dra-affinity dry-run` and `dra-affinity test`: it
+takes model objects (from files or a cluster), builds pools the way the pool rules
+do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools per request and runs
+`dra_affinity.policies.scheduler.extraction.extract` once per (claim, request, pool).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
+from dra_affinity.policies.scheduler.claims import claim_problems
+from dra_affinity.policies.scheduler.extraction import (
+    ExtractionPool,
+    ExtractionResult,
+    PoolExtractor,
+    extract,
+    request_names,
+)
+from dra_affinity.policies.scheduler.pools import Pool, build_pools
+
+SELECTOR_ERROR = "SA003"
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """`--claim ns/name`, `--pool driver/name` (or just name), `--request name`."""
+
+    claim: str | None = None
+    pool: str | None = None
+    request: str | None = None
+
+    def claim_ok(self, claim: ResourceClaim) -> bool:
+        if self.claim is None:
+            return True
+        wanted = self.claim if "/" in self.claim else f"default/{self.claim}"
+        return claim.qualified_name in {self.claim, wanted}
+
+    def pool_ok(self, ref: PoolRef) -> bool:
+        return self.pool is None or self.pool in {ref.name, f"{ref.driver}/{ref.name}"}
+
+    def request_ok(self, name: str) -> bool:
+        return self.request is None or self.request in {name, name.split("/", 1)[0]}
+
+
+@dataclass(frozen=True, slots=True)
+class DryRunReport:
+    results: tuple[ExtractionResult, ...]
+    findings: tuple[Finding, ...]
+    pools: Mapping[PoolRef, Pool]
+
+
+def to_extraction_pool(pool: Pool) -> ExtractionPool:
+    """The scheduler-facing summary of a pool that extraction needs."""
+    return ExtractionPool(
+        ref=pool.ref,
+        generation=pool.generation,
+        extractors=tuple(PoolExtractor(e, s.name) for e, s in pool.extractors.values()),
+        complete=pool.complete,
+        incomplete_reason=pool.incomplete_reason,
+        duplicate_keys=pool.duplicate_keys,
+        total_cost=pool.total_cost,
+    )
+
+
+def _device_requests(claim: ResourceClaim) -> Iterable[DeviceRequest]:
+    for request in claim.requests:
+        if request.first_available:
+            yield from request.first_available
+        elif request.exactly is not None:
+            yield request.exactly
+
+
+def dry_run(
+    slices: Sequence[ResourceSlice],
+    claims: Sequence[ResourceClaim],
+    classes: Sequence[DeviceClass] = (),
+    *,
+    kubernetes_version: KubernetesVersion | None = None,
+    filters: Filters | None = None,
+) -> DryRunReport:
+    """Extract for every claim request against every candidate pool.
+
+    With DeviceClasses, a pool is a candidate for a request when one of its devices
+    satisfies the class's and the request's selectors (`dra_affinity.policies.scheduler.candidates`); without
+    any, every pool is a candidate (SPEC §5). A selector the allocator cannot evaluate
+    aborts the pod: it becomes an SA003 finding and that request gets no results.
+    """
+    from dra_affinity.policies.scheduler.candidates import match_pool
+
+    filters = filters or Filters()
+    limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
+    pools = build_pools(slices, limits)
+    summaries = {ref: to_extraction_pool(pool) for ref, pool in pools.items()}
+    by_class = {c.name: c for c in classes}
+    findings: list[Finding] = []
+    results: list[ExtractionResult] = []
+    for claim in claims:
+        findings.extend(claim_problems(claim))
+        if not filters.claim_ok(claim):
+            continue
+        requests = {r.name: r for r in _device_requests(claim)}
+        for name in request_names(claim):
+            if not filters.request_ok(name):
+                continue
+            request = requests.get(name)
+            for ref, pool in pools.items():
+                if not filters.pool_ok(ref):
+                    continue
+                if by_class and request is not None:
+                    match = match_pool(request, by_class, pool,
+                                       kubernetes_version=limits.kubernetes_version)
+                    if match.failure is not None:
+                        findings.append(_selector_finding(claim, match.failure.message(
+                            claim.qualified_name), by_class.get(request.device_class_name)))
+                        break  # the allocator aborts the pod: no further pool is tried
+                    if not match.candidate:
+                        continue
+                results.append(
+                    extract(claim, name, summaries[ref], kubernetes_version=limits.kubernetes_version)
+                )
+    return DryRunReport(tuple(results), tuple(findings), pools)
+
+
+def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceClass | None) -> Finding:
+    """Point at the class when its selector failed, else at the claim."""
+    if device_class is not None and message.startswith("class "):
+        location = Location.at(device_class.source, ("spec", "selectors"), device_class.ref)
+    else:
+        location = Location.at(claim.source, (*claim.spec_path, "devices", "requests"), claim.ref)
+    return Finding(rule=SELECTOR_ERROR, severity=Severity.ERROR, message=message,
+                   locations=(location,))

@@ -1,0 +1,273 @@
+"""SPEC §5: what the scheduler extracts from one claim request for one pool.
+
+Computed once per (claim, request, pool), never per device: per-device work is a
+dictionary comparison against the result's affinity map (`dra_affinity.policies.scheduler.locks`).
+Errors are values; the order of checks is the KEP's: pool-level failures first,
+then every extractor against every in-scope config, slice errors dominating claim
+errors, claim errors dominating strict gating.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
+from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
+from dra_affinity.policies.model.resources import Config, Extractor, ResourceClaim
+from dra_affinity.policies.scheduler.diagnostics import Diagnostic
+
+KIND_NON_STRING = "cel expression returned non-string"
+KIND_COST = KIND_COST_EXCEEDED
+KIND_COLLISION = "slice key collision"
+KIND_CLAIM = "claim self-inconsistent"
+
+LIBRARY_STRING_TYPES = frozenset(
+    {"net.IP", "net.CIDR", "kubernetes.Quantity", "kubernetes.URL", "kubernetes.Semver"}
+)
+"""Results upstream's ConvertToNative(string) accepts besides `string`."""
+
+
+class Outcome(enum.Enum):
+    OK = "ok"
+    NOT_SATISFIED = "not-satisfied"
+    CLAIM_INCONSISTENT = "claim-inconsistent"
+    SLICE_ERROR = "slice-error"
+    NOT_APPLICABLE = "not-applicable"
+    POOL_INCOMPLETE = "pool-incomplete"
+
+    @property
+    def diagnostic(self) -> Diagnostic | None:
+        return {
+            Outcome.NOT_SATISFIED: Diagnostic.NO_KEYS_EXTRACTED,
+            Outcome.SLICE_ERROR: Diagnostic.CEL_EVALUATION_FAILURE,
+        }.get(self)
+
+
+@dataclass(frozen=True, slots=True)
+class PoolExtractor:
+    """One extractor of a pool, with where it came from (the union over metadata slices)."""
+
+    extractor: Extractor
+    slice_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionPool:
+    """What extraction needs to know about a pool (built by `dra_affinity.policies.scheduler.pools`)."""
+
+    ref: PoolRef
+    generation: int
+    extractors: tuple[PoolExtractor, ...]
+    complete: bool = True
+    incomplete_reason: str = ""
+    duplicate_keys: tuple[str, ...] = ()
+    total_cost: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One extractor run against one config's parameters."""
+
+    extractor: str
+    config: int
+    value: object
+    type: str
+    runtime_cost: int
+    error_kind: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionError:
+    kind: str
+    message: str
+    extractor: str | None = None
+    config: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionResult:
+    claim: str
+    request: str
+    pool: PoolRef
+    outcome: Outcome
+    affinity: Mapping[str, str] | None = None
+    unsatisfied: tuple[str, ...] = ()
+    error: ExtractionError | None = None
+    evaluations: tuple[Evaluation, ...] = ()
+    configs: tuple[int, ...] = ()
+    """Indexes (in `spec.devices.config`) of the configs in scope."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def _prefix(kind: str, pool: ExtractionPool, request: str, extractor: int | None,
+            key: str | None) -> str:
+    """Upstream's error rendering: kind, pool, request, extractor, key, each when known."""
+    text = f'{kind} for pool "{pool.ref.driver}"/"{pool.ref.name}" generation {pool.generation}'
+    text += f', request "{request}"'
+    if extractor is not None:
+        text += f", extractor {extractor}"
+    if key is not None:
+        text += f', key "{key}"'
+    return text
+
+
+def in_scope_configs(claim: ResourceClaim, request: str, driver: str) -> tuple[Config, ...]:
+    """SPEC §5.1: opaque configs of the pool's driver for the request (or its parent), or claim-wide."""
+    parent = request.split("/", 1)[0] if "/" in request else None
+    names = {request} | ({parent} if parent else set())
+    return tuple(
+        c for c in claim.configs
+        if c.opaque is not None and c.opaque.driver == driver
+        and (not c.requests or names & set(c.requests))
+    )
+
+
+def request_names(claim: ResourceClaim) -> tuple[str, ...]:
+    """Every name a request can be allocated under: `req`, or `req/sub` for firstAvailable."""
+    names: list[str] = []
+    for request in claim.requests:
+        if request.first_available:
+            names.extend(sub.name for sub in request.first_available)
+        else:
+            names.append(request.name)
+    return tuple(names)
+
+
+def extract(
+    claim: ResourceClaim,
+    request: str,
+    pool: ExtractionPool,
+    *,
+    kubernetes_version: KubernetesVersion | None = None,
+) -> ExtractionResult:
+    """The outcome of SPEC §5 for one (claim, request, pool)."""
+    limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
+
+    def done(outcome: Outcome, **details: Any) -> ExtractionResult:
+        return ExtractionResult(claim.qualified_name, request, pool.ref, outcome, **details)
+
+    if not pool.extractors:
+        return done(Outcome.NOT_APPLICABLE)
+    if not pool.complete:
+        notes = (pool.incomplete_reason,) if pool.incomplete_reason else ()
+        return done(Outcome.POOL_INCOMPLETE, notes=notes)
+    if pool.duplicate_keys:
+        key = pool.duplicate_keys[0]
+        message = _prefix(KIND_COLLISION, pool, request, None, key) + \
+            f": key {key!r} is declared by more than one extractor of the pool"
+        return done(Outcome.SLICE_ERROR, error=ExtractionError(KIND_COLLISION, message, key))
+    if pool.total_cost > limits.pool_cost_budget:
+        message = _prefix(KIND_COST, pool, request, None, None) + (
+            f": cost limit exceeded: estimated cost {pool.total_cost} of the pool's extractors "
+            f"exceeds limit {limits.pool_cost_budget}"
+        )
+        return done(Outcome.SLICE_ERROR, error=ExtractionError(KIND_COST, message))
+    compile_error = _compile_errors(pool, request, limits)
+    if compile_error is not None:
+        return done(Outcome.SLICE_ERROR, error=compile_error)
+
+    configs = in_scope_configs(claim, request, pool.ref.driver)
+    scope = tuple(c.index for c in configs)
+    evaluations, first_error = _evaluate_all(pool, request, configs, limits)
+    if first_error is not None:
+        return done(Outcome.SLICE_ERROR, error=first_error, evaluations=evaluations, configs=scope)
+    values: dict[str, str] = {}
+    for ev in evaluations:
+        if not isinstance(ev.value, str) or ev.value == "":
+            continue
+        if ev.extractor in values and values[ev.extractor] != ev.value:
+            message = (
+                f"{KIND_CLAIM} for request \"{request}\": key \"{ev.extractor}\" has the values "
+                f"{values[ev.extractor]!r} and {ev.value!r} in different configs"
+            )
+            return done(
+                Outcome.CLAIM_INCONSISTENT,
+                error=ExtractionError(KIND_CLAIM, message, ev.extractor, ev.config),
+                evaluations=evaluations, configs=scope,
+            )
+        values[ev.extractor] = ev.value
+    names = [p.extractor.name or "" for p in pool.extractors]
+    unsatisfied = tuple(n for n in names if n not in values)
+    if unsatisfied:
+        return done(Outcome.NOT_SATISFIED, unsatisfied=unsatisfied, evaluations=evaluations, configs=scope)
+    return done(Outcome.OK, affinity=dict(sorted(values.items())), evaluations=evaluations, configs=scope)
+
+
+def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionError | None:
+    """The scheduler cannot compile an extractor (SA106) or rejects its estimated cost (SA108)."""
+    from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
+
+    for index, item in enumerate(pool.extractors):
+        expression = item.extractor.expression or ""
+        compiled, cost_max = scheduler_compile(expression, limits.kubernetes_version)
+        key = item.extractor.name
+        if not compiled.ok and not compiled.engine_limited:
+            message = _prefix(KIND_FAILED, pool, request, index, key) + \
+                f": compile CEL expression: {compiled.error_text}"
+            return ExtractionError(KIND_FAILED, message, key)
+        if cost_max is not None and cost_max > limits.runtime_cost_per_evaluation:
+            message = _prefix(KIND_COST, pool, request, index, key) + (
+                f": cost limit exceeded: estimated cost {cost_max} exceeds limit "
+                f"{limits.runtime_cost_per_evaluation}"
+            )
+            return ExtractionError(KIND_COST, message, key)
+    return None
+
+
+def _evaluate_all(
+    pool: ExtractionPool, request: str, configs: Sequence[Config], limits: Limits
+) -> tuple[tuple[Evaluation, ...], ExtractionError | None]:
+    from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
+    from dra_affinity.policies.cel.common.jsonvalue import try_decode_k8s_json
+    from dra_affinity.policies.cel.eval.runtime import evaluate
+
+    evaluations: list[Evaluation] = []
+    first_error: ExtractionError | None = None
+    decoded: list[tuple[Config, object]] = []
+    for config in configs:
+        assert config.opaque is not None
+        value, problem = try_decode_k8s_json(config.opaque.parameters)
+        if problem is None and not isinstance(value, dict):
+            problem = "must be a valid JSON object"
+        if problem is not None:
+            message = _prefix(KIND_FAILED, pool, request, None, None) + \
+                f": unmarshal opaque parameters: {problem}"
+            return (), ExtractionError(KIND_FAILED, message, None, config.index)
+        decoded.append((config, value))
+    for index, item in enumerate(pool.extractors):
+        key: str = item.extractor.name or ""
+        compiled, _ = scheduler_compile(item.extractor.expression or "", limits.kubernetes_version)
+        for config, params in decoded:
+            result = evaluate(compiled, {"object": params},
+                              cost_limit=limits.runtime_cost_per_evaluation)
+            kind, detail, value = _classify(result)
+            evaluations.append(Evaluation(key, config.index, value, result.cel_type,
+                                          result.runtime_cost, kind, detail))
+            if kind is not None and first_error is None:
+                full = _prefix(kind, pool, request, index, key) + f": {detail}"
+                first_error = ExtractionError(kind, full, key, config.index)
+    return tuple(evaluations), first_error
+
+
+def _classify(result: Any) -> tuple[str | None, str | None, object]:
+    """Upstream's classification of an evaluation: error kind and message, or the string value."""
+    from dra_affinity.policies.cel.k8s_library import display_value, native_string
+
+    if result.error is not None:
+        return result.error.kind, result.error.message, None
+    if result.cel_type == "string":
+        return None, None, result.value
+    if result.cel_type in LIBRARY_STRING_TYPES:
+        text = native_string(result.value)
+        if text is not None:
+            return None, None, text
+    return (
+        KIND_NON_STRING,
+        f"non-string result: CEL result of type {result.cel_type} could not be converted to string",
+        display_value(result.value),
+    )

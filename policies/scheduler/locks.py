@@ -1,0 +1,379 @@
+"""SPEC §6: the scheduler's per-device affinity locks, and why a device is (not) viable.
+
+The KEP keeps, per device of a pool that declares `sharingAffinity`, an
+`AffinityState`: clean, locked to a key map, or unreconstructable. This module
+holds that state as immutable values and the transitions on it (Reserve sets or
+joins a lock, releasing the last holder clears it, restart reconstruction
+re-derives it from bound claims), the Filter's per-device viability check and
+the device choice of alpha (first-fit) and beta (affinity-aware preference).
+
+Extraction is not done here: `dra_affinity.policies.scheduler.extraction.extract` runs once per
+(claim, request, pool) and `pool_verdict` turns its result into what every
+device of the pool inherits; per device, the remaining work is a capacity sum
+and a dictionary comparison. Orchestration over many claims is
+`dra_affinity.policies.scheduler.simulation`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.model.resources import Device
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, fits
+from dra_affinity.policies.scheduler.capacity import total as total_amounts
+from dra_affinity.policies.scheduler.diagnostics import Diagnostic, describe
+from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
+
+
+class LockStatus(enum.Enum):
+    """The KEP's `AffinityStatus`, plus the devices for which the scheduler keeps none."""
+
+    CLEAN = "clean"
+    LOCKED = "locked"
+    UNRECONSTRUCTABLE = "unreconstructable"
+    UNTRACKED = "untracked"
+    """No lock is kept: the pool declares no sharingAffinity (permissive), is incomplete,
+    or the feature gate is off in the scheduler."""
+
+
+class Reason(enum.Enum):
+    """Why one device is not viable for one request. The four KEP classes reuse their names."""
+
+    FEATURE_GATE_OFF = "feature gate off"
+    POOL_INCOMPLETE = "pool incomplete"
+    IN_USE = "allocated exclusively"
+    CAPACITY = "insufficient capacity"
+    UNKNOWN_LOCK_STATE = Diagnostic.UNKNOWN_LOCK_STATE.value
+    CEL_EVALUATION_FAILURE = Diagnostic.CEL_EVALUATION_FAILURE.value
+    CLAIM_INCONSISTENT = "claim inconsistent"
+    NO_KEYS_EXTRACTED = Diagnostic.NO_KEYS_EXTRACTED.value
+    LOCK_MISMATCH = Diagnostic.LOCK_MISMATCH.value
+    NO_CANDIDATES = "no candidate devices"
+
+    @property
+    def diagnostic(self) -> Diagnostic | None:
+        """The KEP's per-pod class, for the four affinity reasons; None for the others."""
+        try:
+            return Diagnostic(self.value)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One reason a device is not viable, with the sentence a person reads."""
+
+    reason: Reason
+    message: str
+
+    @property
+    def diagnostic(self) -> Diagnostic | None:
+        return self.reason.diagnostic
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class DeviceRef:
+    driver: str
+    pool: str
+    device: str
+
+    @property
+    def pool_ref(self) -> PoolRef:
+        return PoolRef(self.driver, self.pool)
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+@dataclass(frozen=True, slots=True)
+class Holder:
+    """One allocation on a device: a claim's request, and what it consumes."""
+
+    claim: str
+    request: str
+    consumed: Mapping[str, Fraction] = field(default_factory=dict)
+    bound: bool = False
+    """True when it comes from `status.allocation` (reconstructed), not from this run."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """The KEP's `AffinityState` of one device, with its holders (for capacity and release)."""
+
+    status: LockStatus
+    lock: Mapping[str, str] | None = None
+    holders: tuple[Holder, ...] = ()
+    reason: str = ""
+    """Why the device is unreconstructable (empty otherwise)."""
+    consumed: Mapping[str, Fraction] = field(init=False, compare=False, repr=False)
+    """The holders' summed consumption: computed once per state, read by every Filter check."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
+
+    @property
+    def tracked(self) -> bool:
+        return self.status is not LockStatus.UNTRACKED
+
+
+CLEAN = DeviceState(LockStatus.CLEAN)
+UNTRACKED = DeviceState(LockStatus.UNTRACKED)
+
+
+def render_map(values: Mapping[str, str] | None) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted((values or {}).items())) or "-"
+
+
+# -- transitions ------------------------------------------------------------------------------
+
+
+def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | None,
+             device: str = "") -> DeviceState | Rejection:
+    """Reserve: a clean device takes the request's map as its lock; a locked one is joined on a match.
+
+    The lock is re-checked here even after Filter, as the KEP's Reserve does (another pod
+    may have locked the device in between).
+    """
+    if not state.tracked:
+        return replace(state, holders=(*state.holders, holder))
+    if state.status is LockStatus.UNRECONSTRUCTABLE:
+        return Rejection(Reason.UNKNOWN_LOCK_STATE,
+                         describe(Diagnostic.UNKNOWN_LOCK_STATE, device=device or None, detail=state.reason))
+    if affinity is None:
+        return Rejection(Reason.NO_KEYS_EXTRACTED, describe(Diagnostic.NO_KEYS_EXTRACTED))
+    if state.status is LockStatus.CLEAN:
+        return DeviceState(LockStatus.LOCKED, dict(affinity), (holder,))
+    if dict(state.lock or {}) != dict(affinity):
+        return Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, affinity, device))
+    return replace(state, holders=(*state.holders, holder))
+
+
+def release(state: DeviceState, claim: str) -> DeviceState:
+    """Drop every holder of `claim`; a tracked device without holders is clean again.
+
+    An unreconstructable device stays so while any of its claims remain (the KEP: "until
+    all claims on it drain"), even if the remaining ones would now agree.
+    """
+    holders = tuple(h for h in state.holders if h.claim != claim)
+    if state.tracked and not holders:
+        return CLEAN
+    return replace(state, holders=holders)
+
+
+def reconstruct(bound: Sequence[tuple[Holder, ExtractionResult]]) -> DeviceState:
+    """Restart reconstruction: every bound claim's request must yield one and the same map.
+
+    Any slice error, unsatisfied extractor, self-inconsistent claim or disagreement
+    between claims makes the device unreconstructable: the scheduler never infers a lock
+    from ambiguous data.
+    """
+    if not bound:
+        return CLEAN
+    holders = tuple(h for h, _ in bound)
+    first: tuple[Holder, Mapping[str, str]] | None = None
+    for holder, result in bound:
+        who = f"claim {holder.claim} request {holder.request!r}"
+        if result.outcome is not Outcome.OK or result.affinity is None:
+            return DeviceState(LockStatus.UNRECONSTRUCTABLE, None, holders,
+                               f"{who}: {_extraction_problem(result)}")
+        if first is None:
+            first = (holder, result.affinity)
+        elif dict(first[1]) != dict(result.affinity):
+            other = f"claim {first[0].claim} request {first[0].request!r}"
+            return DeviceState(
+                LockStatus.UNRECONSTRUCTABLE, None, holders,
+                f"bound claims disagree: {other} extracts {render_map(first[1])}, "
+                f"{who} extracts {render_map(result.affinity)}",
+            )
+    assert first is not None
+    return DeviceState(LockStatus.LOCKED, dict(first[1]), holders)
+
+
+def _extraction_problem(result: ExtractionResult) -> str:
+    if result.outcome is Outcome.NOT_SATISFIED:
+        return "no value extracted for " + ", ".join(result.unsatisfied)
+    if result.error is not None:
+        return f"{result.outcome.value}: {result.error.message}"
+    return result.outcome.value
+
+
+def mismatch_message(state: DeviceState, affinity: Mapping[str, str], device: str) -> str:
+    return describe(
+        Diagnostic.LOCK_MISMATCH, device=device or None,
+        detail=f"locked to {render_map(state.lock)}, the request extracts {render_map(affinity)}",
+    )
+
+
+# -- Filter -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PoolVerdict:
+    """What one (claim request, pool) gives every device of the pool, computed once.
+
+    `tracked`: the scheduler keeps locks for the pool's devices. `affinity`: the
+    request's effective map (None for a permissive pool). `rejection`: a reason that
+    rules out every device of the pool; a CEL evaluation failure aborts the pod.
+    """
+
+    tracked: bool
+    affinity: Mapping[str, str] | None = None
+    rejection: Rejection | None = None
+    extraction: ExtractionResult | None = None
+
+    @property
+    def aborts(self) -> bool:
+        return self.rejection is not None and self.rejection.reason is Reason.CEL_EVALUATION_FAILURE
+
+    @property
+    def pool_level(self) -> bool:
+        """The pool is skipped before any device is looked at (gate off, incomplete)."""
+        return self.rejection is not None and self.rejection.reason in (
+            Reason.FEATURE_GATE_OFF, Reason.POOL_INCOMPLETE)
+
+
+def pool_precheck(*, declares_affinity: bool, complete: bool, incomplete_reason: str,
+                  feature_gate: bool) -> PoolVerdict | None:
+    """The pool-level verdict when no CEL may run: incomplete pool, or gate off on an affinity pool."""
+    if not complete:
+        return PoolVerdict(False, rejection=Rejection(
+            Reason.POOL_INCOMPLETE, f"the pool is incomplete ({incomplete_reason}): the scheduler skips it"))
+    if declares_affinity and not feature_gate:
+        return PoolVerdict(False, rejection=Rejection(
+            Reason.FEATURE_GATE_OFF,
+            "the pool declares sharingAffinity and the DRASharingAffinity feature gate is off in the "
+            "scheduler: its devices are unallocatable (fail closed)"))
+    if not declares_affinity:
+        return PoolVerdict(False)
+    return None
+
+
+def pool_verdict(result: ExtractionResult) -> PoolVerdict:
+    """The verdict of an affinity pool from the request's extraction (SPEC §5 outcome)."""
+    outcome = result.outcome
+    if outcome is Outcome.OK:
+        return PoolVerdict(True, affinity=dict(result.affinity or {}), extraction=result)
+    if outcome is Outcome.NOT_APPLICABLE:
+        return PoolVerdict(False, extraction=result)
+    if outcome is Outcome.NOT_SATISFIED:
+        detail = "no value for " + ", ".join(result.unsatisfied)
+        rejection = Rejection(Reason.NO_KEYS_EXTRACTED,
+                              describe(Diagnostic.NO_KEYS_EXTRACTED, detail=detail))
+    elif outcome is Outcome.SLICE_ERROR:
+        message = result.error.message if result.error else "slice error"
+        rejection = Rejection(Reason.CEL_EVALUATION_FAILURE,
+                              describe(Diagnostic.CEL_EVALUATION_FAILURE, detail=message))
+    elif outcome is Outcome.CLAIM_INCONSISTENT:
+        message = result.error.message if result.error else "claim self-inconsistent"
+        rejection = Rejection(Reason.CLAIM_INCONSISTENT,
+                              f"the claim is self-inconsistent (UnschedulableAndUnresolvable): {message}")
+    else:  # POOL_INCOMPLETE: precheck normally catches it first
+        rejection = Rejection(Reason.POOL_INCOMPLETE, "the pool is incomplete: the scheduler skips it")
+    return PoolVerdict(True, rejection=rejection, extraction=result)
+
+
+def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+                 wanted: Mapping[str, Fraction] | CapacityProblem) -> tuple[Rejection, ...]:
+    """Every reason `device` is not viable for the request, in the KEP's Filter order.
+
+    1 capacity (KEP-5075), 2 not unreconstructable, 3 extraction succeeded, 4 every
+    extractor satisfied, 5 lock empty or equal to the request's map. The first reason
+    is the one the scheduler reports and counts; empty means viable.
+    """
+    if verdict.pool_level:
+        assert verdict.rejection is not None
+        return (verdict.rejection,)
+    name = str(ref)
+    reasons: list[Rejection] = []
+    if not device.allow_multiple_allocations and state.holders:
+        holders = ", ".join(sorted({h.claim for h in state.holders}))
+        reasons.append(Rejection(Reason.IN_USE, f"device {name} does not allow multiple allocations and "
+                                                f"is allocated to {holders}"))
+    elif isinstance(wanted, CapacityProblem):
+        reasons.append(Rejection(Reason.CAPACITY, f"device {name}: {wanted.message}"))
+    else:
+        short = fits(device, state.consumed, wanted)
+        if short is not None:
+            reasons.append(Rejection(Reason.CAPACITY, f"device {name} has not enough capacity left: "
+                                                      f"{short.message}"))
+    if verdict.tracked and state.status is LockStatus.UNRECONSTRUCTABLE:
+        reasons.append(Rejection(Reason.UNKNOWN_LOCK_STATE,
+                                 describe(Diagnostic.UNKNOWN_LOCK_STATE, device=name, detail=state.reason)))
+    if verdict.rejection is not None:
+        reasons.append(verdict.rejection)
+    elif (verdict.tracked and verdict.affinity is not None and state.status is LockStatus.LOCKED
+          and dict(state.lock or {}) != dict(verdict.affinity)):
+        reasons.append(Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, verdict.affinity, name)))
+    return tuple(reasons)
+
+
+# -- device choice ----------------------------------------------------------------------------
+
+
+class Mode(enum.Enum):
+    ALPHA = "alpha"
+    """First-fit in slice/device order: no affinity-aware preference (the KEP's alpha)."""
+    BETA = "beta"
+    """Prefer a compatibly locked device over a clean one; pools with unknown lock state last."""
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """A viable device, with what beta's preference looks at."""
+
+    ref: DeviceRef
+    state: DeviceState
+    position: int
+    """Slice/device order over the candidate pools: first-fit's order."""
+    pool_has_unknown: bool = False
+    """Some device of the same pool (node) is unreconstructable."""
+
+
+def preference(mode: Mode, option: Option) -> tuple[int, ...]:
+    """Sort key: lower is chosen first. Alpha only looks at the position."""
+    if mode is Mode.ALPHA:
+        return (option.position,)
+    reuse = 0 if option.state.status is LockStatus.LOCKED else 1
+    return (reuse, int(option.pool_has_unknown), option.position)
+
+
+def rank(mode: Mode, options: Sequence[Option]) -> list[Option]:
+    """The viable devices in the order the allocator tries them."""
+    return sorted(options, key=lambda o: preference(mode, o))
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+METRIC_NAMES = (
+    "sharing_affinity_locked_devices",
+    "sharing_affinity_unreconstructable_devices",
+    "sharing_affinity_extractor_evaluations_total",
+    "sharing_affinity_lock_conflict_total",
+    "sharing_affinity_no_keys_extracted_total",
+    "sharing_affinity_compatible_reuse_total",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """The KEP's gauges (from the final states) and counters (accumulated over a run)."""
+
+    locked_devices: int = 0
+    unreconstructable_devices: int = 0
+    extractor_evaluations_total: int = 0
+    lock_conflict_total: int = 0
+    no_keys_extracted_total: int = 0
+    compatible_reuse_total: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name.removeprefix("sharing_affinity_")) for name in METRIC_NAMES}
+
+
+def gauges(states: Mapping[DeviceRef, DeviceState]) -> tuple[int, int]:
+    """(locked devices, unreconstructable devices)."""
+    statuses = [s.status for s in states.values()]
+    return statuses.count(LockStatus.LOCKED), statuses.count(LockStatus.UNRECONSTRUCTABLE)

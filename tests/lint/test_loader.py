@@ -1,0 +1,580 @@
+"""The CLI loader: documents, positions, List unpacking and input errors (SA000)."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import dra_affinity.lint.loader as loader_module
+import pytest
+import yaml
+from dra_affinity.lint.loader import LoadedDocument, LoadResult, load_paths, load_text
+from dra_affinity.lint.yaml_positions import allowed_alias_ratio
+from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.core.source import FieldPath, Position
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+SLICE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: meta
+spec:
+  driver: networking.example.com
+  pool:
+    name: node-a
+    generation: 7
+    resourceSliceCount: 2
+  sharingAffinity:
+    - name: subnet
+      expression: |
+        object.kind == "NICConfig" ? object.subnetID : ""
+    - name: pkey
+      expression: 'object.?ibPKey.orValue("")'
+"""
+
+
+def where(text: str, needle: str, nth: int = 0) -> Position:
+    """1-based line and column of the `nth` occurrence of `needle` in `text`."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(needle, offset + 1)
+    line_start = text.rfind("\n", 0, offset) + 1
+    return Position(text.count("\n", 0, offset) + 1, offset - line_start + 1)
+
+
+def only_doc(result: LoadResult) -> LoadedDocument:
+    assert not result.findings, [f.message for f in result.findings]
+    assert len(result.documents) == 1
+    return result.documents[0]
+
+
+def messages(result: LoadResult) -> list[str]:
+    return [f.message for f in result.findings]
+
+
+def sa000(result: LoadResult) -> list[Finding]:
+    assert all(f.rule == "SA000" and f.severity is Severity.ERROR for f in result.findings)
+    return result.findings
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# -- values and positions ------------------------------------------------------------------
+
+
+def test_positions_of_nested_list_items_point_at_value_and_key() -> None:
+    doc = only_doc(load_text(SLICE, name="s.yaml"))
+    src = doc.source
+    expr: FieldPath = ("spec", "sharingAffinity", 1, "expression")
+    assert src.positions[expr] == where(SLICE, "'object.?ibPKey")
+    assert src.key_positions[expr] == where(SLICE, "expression", 1)
+    assert src.positions[("spec", "sharingAffinity", 0)] == where(SLICE, "name: subnet")
+    assert ("spec", "sharingAffinity", 0) not in src.key_positions  # list items have no key
+    assert src.positions[("spec", "sharingAffinity", 0, "expression")] == where(SLICE, "|")
+    assert src.key_positions[("spec", "pool", "generation")] == where(SLICE, "generation")
+    assert src.positions[()] == Position(1, 1)
+    assert doc.data["spec"]["sharingAffinity"][0]["expression"].startswith("object.kind ==")
+    assert (doc.kind, doc.api_version, doc.item, src.file, src.document) == (
+        "ResourceSlice", "resource.k8s.io/v1", None, "s.yaml", 0,
+    )  # fmt: skip
+
+
+def test_location_of_a_missing_field_falls_back_to_its_parent_key() -> None:
+    doc = only_doc(load_text(SLICE, name="s.yaml"))
+    location = Location.at(doc.source, ("spec", "sharingAffinity", 0, "missing"))
+    assert location.position == where(SLICE, "name: subnet")
+    assert location.file == "s.yaml"
+    assert location.field_path == "spec.sharingAffinity[0].missing"
+
+
+def test_flow_style_positions() -> None:
+    text = "a: {b: [1, {c: x}], d: 'q'}\n"
+    doc = only_doc(load_text(text))
+    assert doc.source.positions[("a", "b", 1, "c")] == where(text, "x")
+    assert doc.source.key_positions[("a", "d")] == where(text, "d:")
+    assert doc.data == {"a": {"b": [1, {"c": "x"}], "d": "q"}}
+
+
+def test_multi_document_positions_are_absolute_and_documents_are_numbered() -> None:
+    text = f"{SLICE}---\n# comment\n\n---\n{SLICE}...\n---\n{SLICE}"
+    result = load_text(text, name="multi.yaml")
+    assert not result.findings
+    assert [d.source.document for d in result.documents] == [0, 2, 3]
+    path: FieldPath = ("spec", "sharingAffinity", 1, "name")
+    for nth, doc in enumerate(result.documents):
+        assert doc.source.positions[path] == where(text, "pkey", nth)
+
+
+def test_scalar_types_follow_safe_load_except_timestamps() -> None:
+    text = """\
+int: 42
+neg: -7
+hex: 0x1F
+octal: 017
+under: 1_000
+sexagesimal: 1:30
+float: 1.5
+exp: 1.0e+3
+inf: .inf
+bool: true
+y1: yes
+o1: Off
+null1: ~
+null2:
+str: "42"
+exp_plain: 1e5
+date: 2024-01-02
+stamp: 2024-01-02T03:04:05Z
+set: !!set {a, b}
+custom: !mine value
+forced: !!str 12
+"""
+    data = only_doc(load_text(text)).data
+    # safe_load refuses unknown tags (Kubernetes keeps the value) and makes datetimes.
+    expected = yaml.safe_load(text.replace("!mine ", ""))
+    assert (data.pop("date"), data.pop("stamp")) == ("2024-01-02", "2024-01-02T03:04:05Z")
+    del expected["date"], expected["stamp"]
+    assert (data.pop("set"), expected.pop("set")) == ({"a": None, "b": None}, {"a", "b"})
+    assert data == expected
+    assert [type(data[k]) for k in ("int", "float", "bool", "null1", "str", "exp_plain")] == [
+        int, float, bool, type(None), str, str,
+    ]  # fmt: skip
+
+
+json_leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+json_values = st.recursive(
+    json_leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.text(min_size=1, max_size=8), json_values, max_size=5))
+def test_built_values_equal_safe_load_and_every_path_has_a_position(data: dict[str, Any]) -> None:
+    for text in (
+        yaml.safe_dump(data, sort_keys=False),
+        yaml.safe_dump(data, sort_keys=False, default_flow_style=True),
+    ):
+        doc = only_doc(load_text(text))
+        assert doc.data == yaml.safe_load(text)
+
+        def paths(value: object, prefix: FieldPath) -> list[FieldPath]:
+            out = [prefix]
+            if isinstance(value, dict):
+                for key, child in value.items():
+                    out += paths(child, (*prefix, key))
+            elif isinstance(value, list):
+                for index, child in enumerate(value):
+                    out += paths(child, (*prefix, index))
+            return out
+
+        lines = text.count("\n") + 1
+        for path in paths(doc.data, ()):
+            position = doc.source.positions[path]
+            assert 1 <= position.line <= lines
+            if path and isinstance(path[-1], str):
+                assert path in doc.source.key_positions
+
+
+def test_json_file_positions_and_json_number_semantics(tmp_path: Path) -> None:
+    obj = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "spec": {"sharingAffinity": [{"name": "a", "expression": "x"}], "n": 1e5, "m": 3},
+    }
+    text = json.dumps(obj, indent=2).replace("100000.0", "1e5")
+    path = write(tmp_path / "slice.json", text)
+    doc = only_doc(load_paths([str(path)]))
+    assert doc.data == obj and isinstance(doc.data["spec"]["n"], float)
+    assert doc.source.positions[("spec", "sharingAffinity", 0, "expression")] == where(text, '"x"')
+    assert doc.source.key_positions[("spec", "m")] == where(text, '"m"')
+
+    minified = json.dumps(obj, separators=(",", ":"))
+    doc = only_doc(load_text(minified))  # sniffed as JSON on stdin
+    assert doc.data == obj
+    assert doc.source.positions[("spec", "m")] == where(minified, "3")
+
+
+def test_json_syntax_error_is_reported_with_the_json_decoder_position(tmp_path: Path) -> None:
+    text = '{\n  "kind": "ResourceSlice",\n  "spec": {"a": 1,}\n}\n'
+    result = load_paths([str(write(tmp_path / "bad.json", text))])
+    (finding,) = sa000(result)
+    assert finding.message.startswith("invalid JSON: ")
+    assert finding.primary.position == where(text, "}\n}")
+    assert finding.primary.file == str(tmp_path / "bad.json")
+    assert result.documents == [] and result.files == 1
+
+
+def test_json_that_yaml_cannot_read_falls_back_to_the_json_decoder(tmp_path: Path) -> None:
+    text = '\n{"kind": "ResourceSlice", "metadata": {"name": "\\ud83d\\ude00"}}\n{"kind": "X"}'
+    result = load_paths([str(write(tmp_path / "emoji.json", text))])
+    assert not result.findings
+    first, second = result.documents
+    assert first.data["metadata"]["name"] == "\U0001f600"
+    assert first.source.locate(("metadata", "name")) == Position(2, 1)
+    assert (second.kind, second.source.document) == ("X", 1)
+    assert second.source.locate(()) == Position(3, 1)
+
+
+def test_yaml_file_that_looks_like_yaml_flow_is_not_forced_into_json(tmp_path: Path) -> None:
+    result = load_paths([str(write(tmp_path / "flow.yaml", "{kind: X, n: 1e5}\n"))])
+    assert only_doc(result).data == {"kind": "X", "n": "1e5"}
+
+
+# -- List unpacking -------------------------------------------------------------------------
+
+
+LIST = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSliceList
+metadata:
+  resourceVersion: "42"
+items:
+- metadata:
+    name: first
+  spec:
+    driver: d
+- 7
+- apiVersion: resource.k8s.io/v1beta2
+  kind: ResourceSlice
+  metadata:
+    name: second
+  spec:
+    sharingAffinity:
+    - name: k
+      expression: x
+"""
+
+
+def test_typed_list_items_are_unpacked_with_positions_relative_to_themselves() -> None:
+    result = load_text(LIST, name="dump.yaml")
+    (finding,) = sa000(result)
+    expected = "item 1 of the ResourceSliceList is not an object: found a scalar ('7')"
+    assert finding.message == expected
+    assert finding.primary.position == where(LIST, "7")
+    first, second = result.documents
+    assert (first.item, second.item) == (0, 2)
+    assert first.data["kind"] == "ResourceSlice" and first.kind == "ResourceSlice"
+    assert first.api_version == "resource.k8s.io/v1"  # from the list
+    assert second.api_version == "resource.k8s.io/v1beta2"  # its own
+    assert first.source.positions[("metadata", "name")] == where(LIST, "first")
+    assert first.source.positions[()] == where(LIST, "metadata:\n    name: first")
+    expr: FieldPath = ("spec", "sharingAffinity", 0, "expression")
+    assert second.source.positions[expr] == where(LIST, "x\n")
+    assert second.source.key_positions[("metadata",)] == where(LIST, "metadata", 2)
+    assert all(path[0] != "items" for path in second.source.positions if path)
+
+
+def test_kind_list_keeps_each_items_kind_and_rejects_non_list_items() -> None:
+    text = "apiVersion: v1\nkind: List\nitems:\n- {kind: A}\n- {apiVersion: v9}\n"
+    result = load_text(text)
+    assert [(d.kind, d.api_version, d.item) for d in result.documents] == [
+        ("A", None, 0), (None, "v9", 1),
+    ]  # fmt: skip
+    bad = load_text("kind: List\nitems: {a: 1}\n")
+    assert messages(bad) == ["List items must be a list"]
+    assert load_text("kind: List\nitems: []\n").documents == []
+
+
+def test_json_list_fallback_still_unpacks_items(tmp_path: Path) -> None:
+    text = '{"kind": "ResourceSliceList", "apiVersion": "v1", "items": [{"x": "\\ud83d\\ude00"}]}'
+    (doc,) = load_paths([str(write(tmp_path / "l.json", text))]).documents
+    assert (doc.kind, doc.api_version, doc.item, doc.data["x"]) == (
+        "ResourceSlice", "v1", 0, "\U0001f600",
+    )  # fmt: skip
+
+
+# -- content errors -------------------------------------------------------------------------
+
+
+def test_syntax_error_in_one_document_does_not_hide_the_others() -> None:
+    broken = "kind: Broken\nspec:\n  a: [1, 2\n  b: 3\n"
+    text = f"{SLICE}---\n{broken}---\n{SLICE}"
+    result = load_text(text, name="m.yaml")
+    (finding,) = sa000(result)
+    assert finding.message.startswith("YAML syntax error: ")
+    assert finding.primary.file == "m.yaml"
+    error_line = finding.primary.position.line if finding.primary.position else 0
+    first_broken = where(text, "kind: Broken").line
+    assert first_broken <= error_line < where(text, "apiVersion", 1).line
+    assert [d.source.document for d in result.documents] == [0, 2]
+    path: FieldPath = ("spec", "sharingAffinity", 1, "name")
+    assert result.documents[1].source.positions[path] == where(text, "pkey", 1)
+
+
+def test_documents_that_are_not_objects_and_empty_documents() -> None:
+    text = "---\n- a\n---\n\n---\njust text\n---\n~\n---\nkind: K\n"
+    result = load_text(text)
+    assert messages(result) == [
+        "document is not an object: found a list",
+        "document is not an object: found a scalar ('just text')",
+    ]
+    assert [f.primary.position for f in result.findings] == [Position(2, 1), Position(6, 1)]
+    assert [d.kind for d in result.documents] == ["K"]
+
+
+def test_duplicate_keys_are_reported_and_the_last_value_wins() -> None:
+    text = "kind: K\nspec:\n  a: 1\n  b: 2\n  a: 3\n"
+    result = load_text(text)
+    (finding,) = sa000(result)
+    assert finding.message.startswith('duplicate key "a" (first at line 3)')
+    assert finding.primary.position == Position(5, 3)
+    assert finding.primary.field_path == "spec.a"
+    assert finding.primary.object is not None and finding.primary.object.kind == "K"
+    (doc,) = result.documents
+    assert doc.data["spec"] == {"a": 3, "b": 2}
+    assert doc.source.positions[("spec", "a")] == Position(5, 6)
+
+
+def test_anchors_aliases_and_merge_keys_are_resolved() -> None:
+    text = """\
+base: &base
+  driver: d
+  pool: {name: p}
+other: &other {driver: o, extra: 1}
+spec:
+  <<: [*base, *other]
+  pool: {name: q}
+copy: *base
+"""
+    doc = only_doc(load_text(text))
+    assert doc.data["spec"] == {"pool": {"name": "q"}, "driver": "d", "extra": 1}
+    assert doc.data["copy"] == {"driver": "d", "pool": {"name": "p"}}
+    assert doc.source.positions[("spec", "pool", "name")] == where(text, "q}")
+    assert doc.source.positions[("spec", "driver")] == where(text, "d\n")
+    assert doc.source.positions[("copy", "pool", "name")] == where(text, "p}")
+
+
+def test_billion_laughs_is_refused_quickly() -> None:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [{', '.join([f'*{prev}'] * 9)}]")
+    text = "kind: Bomb\n" + "\n".join(lines) + "\n---\nkind: After\n"
+    started = time.perf_counter()
+    result = load_text(text)
+    assert time.perf_counter() - started < 5
+    (finding,) = sa000(result)
+    assert "excessive aliasing" in finding.message
+    assert [d.kind for d in result.documents] == ["After"]
+
+
+def test_alias_ratio_follows_the_kubernetes_decoder() -> None:
+    assert allowed_alias_ratio(1000) == 0.99
+    assert allowed_alias_ratio(4_000_000) == pytest.approx(0.10)
+    assert allowed_alias_ratio(2_200_000) == pytest.approx(0.545)
+    # A modest, legitimate reuse of an anchor is fine.
+    text = "d: &d {a: 1, b: 2}\n" + "".join(f"k{i}: *d\n" for i in range(50))
+    assert only_doc(load_text(text)).data["k49"] == {"a": 1, "b": 2}
+
+
+def test_recursive_alias_is_refused() -> None:
+    result = load_text("kind: K\na: &a [1, *a]\n")
+    assert messages(result) == ["recursive YAML alias: a node contains itself"]
+    assert result.documents == []
+
+
+def test_bad_tags_keys_and_merges_are_reported_but_the_document_is_kept() -> None:
+    text = "n: !!int abc\nb: !!bool maybe\n? [x]\n: 1\n1: one\ntrue: t\nm:\n  <<: 3\n"
+    result = load_text(text)
+    assert messages(result) == [
+        'cannot read "abc" as !!int',
+        'cannot read "maybe" as !!bool',
+        "a mapping key must be a string, found a list",
+        "merge key (<<) needs a mapping or a list of mappings, found a scalar",
+    ]
+    (doc,) = result.documents
+    assert doc.data == {"n": "abc", "b": "maybe", "1": "one", "true": "t", "m": {}}
+
+
+def test_too_deep_nesting_is_a_finding() -> None:
+    result = load_text("a: " + "[" * 1200 + "]" * 1200 + "\n")
+    (finding,) = sa000(result)
+    assert "nesting depth" in finding.message
+    deep = load_text("a: " + "[" * 900 + "]" * 900 + "\n")
+    assert messages(deep) == ["document is nested too deeply to load"]
+
+
+def test_control_characters_and_tabs_are_reported_with_positions() -> None:
+    result = load_text("kind: K\nname: a\x07b\n")
+    (finding,) = sa000(result)
+    assert finding.message.startswith("unacceptable character #x0007")
+    assert finding.primary.position == Position(2, 8)
+    tabs = load_text("kind: K\nspec:\n\tdriver: d\n")
+    assert sa000(tabs)[0].primary.position == Position(3, 1)
+
+
+# -- bytes ----------------------------------------------------------------------------------
+
+
+def test_binary_and_non_utf8_files(tmp_path: Path) -> None:
+    binary = tmp_path / "blob.yaml"
+    binary.write_bytes(b"kind: K\n\x00\x01\x02")
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("kind: K\nmetadata:\n  name: caf\u00e9\n".encode("latin-1"))
+    result = load_paths([str(binary), str(latin1)])
+    first, second = sa000(result)
+    assert first.message.startswith("binary file (NUL byte at offset 8)")
+    assert first.primary.position == Position(1, 1)
+    assert second.message == "file is not UTF-8 text: invalid byte 0xE9"
+    assert second.primary.position == Position(3, 12)
+    assert result.documents == [] and result.files == 2 and not result.usage_errors
+
+
+def test_byte_order_marks(tmp_path: Path) -> None:
+    utf8 = tmp_path / "bom8.yaml"
+    utf8.write_bytes(codecs.BOM_UTF8 + b"kind: K\nname: x\n")
+    utf16 = tmp_path / "bom16.yaml"
+    utf16.write_bytes("kind: L\nname: y\n".encode("utf-16"))
+    result = load_paths([str(utf8), str(utf16)])
+    assert not result.findings
+    assert [d.kind for d in result.documents] == ["K", "L"]
+    assert result.documents[0].source.positions[("name",)] == Position(2, 7)
+
+
+def test_five_megabyte_file(tmp_path: Path) -> None:
+    parts: list[str] = []
+    size = index = 0
+    while size < 5_000_000:
+        parts.append(SLICE.replace("name: meta", f"name: meta-{index}") + "---\n")
+        size += len(parts[-1])
+        index += 1
+    text = "".join(parts)
+    result = load_paths([str(write(tmp_path / "big.yaml", text))])
+    assert not result.findings and len(result.documents) == index
+    last = result.documents[-1]
+    assert last.data["metadata"]["name"] == f"meta-{index - 1}"
+    assert last.source.positions[("metadata", "name")] == where(text, f"meta-{index - 1}")
+
+
+# -- paths, directories, stdin --------------------------------------------------------------
+
+
+def test_directories_are_walked_recursively_sorted_and_filtered(tmp_path: Path) -> None:
+    write(tmp_path / "b.yaml", "kind: B\n")
+    write(tmp_path / "a.yml", "kind: A\n")
+    write(tmp_path / "sub" / "c.json", '{"kind": "C"}')
+    write(tmp_path / "sub" / "deeper" / "d.YAML", "kind: D\n")
+    write(tmp_path / "notes.txt", "kind: Ignored\n")
+    write(tmp_path / "z.yaml", "kind: [unclosed\n")
+    (tmp_path / "dir.yaml").mkdir()
+    write(tmp_path / "dir.yaml" / "inner.yaml", "kind: Inner\n")
+    result = load_paths([str(tmp_path)])
+    assert [d.kind for d in result.documents] == ["A", "B", "Inner", "C", "D"]
+    assert result.documents[0].source.file == str(tmp_path / "a.yml")
+    (finding,) = sa000(result)
+    assert finding.primary.file == str(tmp_path / "z.yaml")
+    assert result.files == 6 and not result.usage_errors
+    explicit = load_paths([str(tmp_path / "notes.txt")])
+    assert [d.kind for d in explicit.documents] == ["Ignored"]
+
+
+def test_symlink_loops_are_reported_and_files_are_read_once(tmp_path: Path) -> None:
+    write(tmp_path / "a.yaml", "kind: A\n")
+    os.symlink(".", tmp_path / "loop")
+    os.symlink("self.yaml", tmp_path / "self.yaml")
+    os.symlink("a.yaml", tmp_path / "same.yaml")
+    result = load_paths([str(tmp_path), str(tmp_path / "a.yaml")])
+    assert [d.kind for d in result.documents] == ["A"]
+    assert sorted(messages(result)) == [
+        "cannot read file: Too many levels of symbolic links",
+        "symlink loop: this directory contains itself; not walked again",
+    ]
+    assert result.files == 1
+
+
+def test_unreadable_entries_inside_a_directory_are_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "ok.yaml", "kind: Ok\n")
+    secret = write(tmp_path / "secret.yaml", "kind: Secret\n")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    real_open = open
+
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(file) == str(secret):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(loader_module, "open", guarded_open, raising=False)
+    result = load_paths([str(tmp_path)])
+    assert [d.kind for d in result.documents] == ["Ok"]
+    assert [(f.primary.file, f.message) for f in sa000(result)] == [
+        (str(tmp_path / "pipe.yaml"), "not a regular file (a FIFO, socket or device); skipped"),
+        (str(secret), "cannot read file: Permission denied"),
+    ]
+    assert not result.usage_errors
+
+    explicit = load_paths([str(secret), str(tmp_path / "missing.yaml")])
+    assert explicit.usage_errors == [
+        f"{secret}: Permission denied",
+        f"{tmp_path / 'missing.yaml'}: No such file or directory",
+    ]
+    assert explicit.findings == [] and explicit.files == 0
+
+
+def test_stdin_text_and_bytes() -> None:
+    result = load_paths(["-"], stdin=io.StringIO(SLICE))
+    doc = only_doc(result)
+    assert doc.source.file == "<stdin>" and result.files == 1
+    raw = io.TextIOWrapper(io.BytesIO(codecs.BOM_UTF8 + SLICE.encode()), encoding="utf-8")
+    assert only_doc(load_paths(["-"], stdin=raw)).data == doc.data
+    bad = io.TextIOWrapper(io.BytesIO(b"kind: K\nx: \xff\n"), encoding="utf-8")
+    (finding,) = sa000(load_paths(["-"], stdin=bad))
+    assert finding.primary.file == "<stdin>" and finding.primary.position == Position(2, 4)
+
+
+def test_files_and_stdin_mix_in_argument_order(tmp_path: Path) -> None:
+    path = write(tmp_path / "x.yaml", "kind: File\n")
+    result = load_paths([str(path), "-"], stdin=io.StringIO("kind: Stdin\n"))
+    assert [(d.kind, d.source.file) for d in result.documents] == [
+        ("File", str(path)), ("Stdin", "<stdin>"),
+    ]  # fmt: skip
+    assert result.files == 2
+
+
+def test_undecodable_file_names_are_printable(tmp_path: Path) -> None:
+    raw_dir = os.fsencode(tmp_path)
+    with open(os.path.join(raw_dir, b"caf\xe9.yaml"), "wb") as handle:
+        handle.write(b"kind: K\n")
+    (doc,) = load_paths([str(tmp_path)]).documents
+    assert doc.source.file == str(tmp_path / "caf\ufffd.yaml")
+    assert doc.source.file is not None and doc.source.file.isprintable()
+
+
+def test_benchmark_generator_is_deterministic_and_loads_cleanly(tmp_path: Path) -> None:
+    from bench.gen_slices import generate
+
+    first = generate(40, tmp_path / "a", seed=3)
+    second = generate(40, tmp_path / "b", seed=3)
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+    result = load_paths([str(tmp_path / "a")])
+    assert not result.findings and len(result.documents) == 40
+    pools: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for doc in result.documents:
+        spec = doc.data["spec"]
+        pools.setdefault((spec["driver"], spec["pool"]["name"]), []).append(spec)
+        assert ("devices" in spec) != ("sharingAffinity" in spec)
+        assert 1 <= len(spec.get("devices", spec.get("sharingAffinity"))) <= 128
+        assert len(spec.get("sharingAffinity", [])) <= 8
+    for slices in pools.values():
+        assert {s["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}

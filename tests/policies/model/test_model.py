@@ -1,0 +1,47 @@
+"""The object model: views, List-free parsing, the trusted (post-API-server) fast path."""
+
+from __future__ import annotations
+
+from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+
+from tests.helpers import entry, slice_doc
+
+
+def test_trusted_parse_builds_the_same_view_without_the_structural_check() -> None:
+    doc = slice_doc([entry("subnet")], devices=None)
+    assert parse(doc, trusted=True).obj == parse(doc).obj
+
+
+def test_trusted_parse_falls_back_to_located_input_errors() -> None:
+    doc = slice_doc([entry("subnet")])
+    del doc["spec"]["pool"]
+    for trusted in (False, True):
+        result = parse(doc, trusted=trusted)
+        assert result.obj is None
+        assert [f.message for f in result.findings] == ["spec.pool: Required value"]
+
+
+def test_kinds() -> None:
+    assert isinstance(parse(slice_doc([entry("a")])).obj, ResourceSlice)
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+             "metadata": {"name": "t"}, "spec": {"spec": {"devices": {"requests": []}}}}
+    parsed = parse(claim).obj
+    assert isinstance(parsed, ResourceClaim)
+    assert parsed.qualified_name == "default/t"
+    assert parsed.spec_path == ("spec", "spec")
+    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "c"},
+           "spec": {"selectors": [{"cel": {"expression": "true"}}]}}
+    parsed_class = parse(cls).obj
+    assert isinstance(parsed_class, DeviceClass)
+    assert parsed_class.selectors[0].expression == "true"
+    other = parse({"apiVersion": "v1", "kind": "ConfigMap"})
+    assert other.obj is None and not other.recognised
+
+
+def test_without_devices_keeps_their_presence_only() -> None:
+    doc = slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}])
+    full = parse(doc).obj
+    light = parse(doc, trusted=True, with_devices=False).obj
+    assert isinstance(full, ResourceSlice) and isinstance(light, ResourceSlice)
+    assert len(full.devices) == 1 and light.devices == ()
+    assert light.devices_set and full.devices_set

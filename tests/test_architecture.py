@@ -1,0 +1,161 @@
+"""The plan of the house, checked: stages import only downward, and no module cycle exists.
+
+`policies/` is a stack of stages (ARCHITECTURE.md draws it). A module may import its own stage
+or any stage below it; `lint` and `webhook` are front ends over `policies`, and `webhook`
+never imports `lint`. Every import counts, including those inside functions and under
+`TYPE_CHECKING`: a lazy import is still a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli import REPO
+
+NAMESPACE = "dra_affinity"
+FOLDERS = ("policies", "lint", "webhook")
+
+STAGES: tuple[str, ...] = (
+    "policies.core",
+    "policies.model",
+    "policies.cel.common",
+    "policies.cel.k8s_library",
+    "policies.cel.check",
+    "policies.cel.cost",
+    "policies.cel.eval",
+    "policies.cel",
+    "policies.analysis",
+    "policies.scheduler",
+    "policies.rules",
+    "policies",
+    "webhook",
+    "lint",
+)
+"""Lowest first. A module belongs to the longest stage that prefixes its name."""
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for folder in FOLDERS:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
+    """(imported project module, line) for every import in `path`, wherever it stands."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+                targets = [f"{NAMESPACE}.{name}"]
+            else:
+                targets = [node.module or ""]
+            submodules = [f"{targets[0]}.{a.name}" for a in node.names]
+            named = [s for s in submodules if s.removeprefix(f"{NAMESPACE}.") in MODULES]
+            # `from pkg import mod` depends on `mod`; `from pkg import name` on `pkg`
+            targets = named + (targets if len(named) < len(node.names) else [])
+        for target in targets:
+            if not target.startswith(f"{NAMESPACE}."):
+                continue
+            name = target.removeprefix(f"{NAMESPACE}.")
+            if name in MODULES:
+                yield name, node.lineno
+
+
+def _stage(module: str) -> int:
+    best = max((s for s in STAGES if module == s or module.startswith(s + ".")), key=len)
+    return STAGES.index(best)
+
+
+GRAPH = {m: sorted({t for t, _ in _imports(m, p) if t != m}) for m, p in MODULES.items()}
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    assert all(_stage(m) >= 0 for m in MODULES)
+    assert {m.split(".")[1] for m in MODULES if m.startswith("policies.") and "." in m[9:]} <= {
+        s.split(".")[1] for s in STAGES if s.startswith("policies.")
+    } | {"py"}
+
+
+def test_policies_root_holds_only_stage_packages() -> None:
+    root = REPO / "policies"
+    loose = sorted(p.name for p in root.glob("*.py") if p.name != "__init__.py")
+    assert loose == [], f"policies/ keeps only its stage packages; move {loose} into a stage"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_go_down(module: str) -> None:
+    upward = [
+        f"{MODULES[module].relative_to(REPO)}:{line} imports {target} ({STAGES[_stage(target)]})"
+        for target, line in _imports(module, MODULES[module])
+        if _stage(target) > _stage(module)
+    ]
+    assert not upward, f"{module} ({STAGES[_stage(module)]}) reaches up: " + "; ".join(upward)
+
+
+def test_no_import_cycle() -> None:
+    """Tarjan's strongly connected components over every project import."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in GRAPH[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in sorted(GRAPH):
+        if module not in index:
+            visit(module)
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_old_top_level_import_names() -> None:
+    """Every project import goes through the `dra_affinity` namespace."""
+    offenders = []
+    for path in sorted(p for folder in (*FOLDERS, "tests", "bench") for p in (REPO / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] in FOLDERS:
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} imports {name}")
+    assert not offenders, offenders
