@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -178,14 +177,13 @@ def test_cost_limit_aborts_with_cel_go_text() -> None:
     assert ev("object.spec.subnet + object.spec.subnet", NIC, cost_limit=7).error is None
 
 
-def test_large_ranges_stop_quickly() -> None:
-    started = time.perf_counter()
+def test_large_ranges_stop_at_the_cost_limit() -> None:
+    """The cost limit, not the machine's speed, bounds these (no timing: see bench/)."""
     result = ev("lists.range(1000000).map(x, x).size() > 0", {})
     assert result.error is not None and result.error.kind == KIND_COST_EXCEEDED
     assert result.runtime_cost == 1_000_011
     nested = ev("lists.range(1000).map(i, lists.range(1000).filter(j, j == i)).size()", {})
     assert nested.error is not None and nested.error.kind == KIND_COST_EXCEEDED
-    assert time.perf_counter() - started < 10
 
 
 def test_non_string_results_are_left_to_the_caller() -> None:
