@@ -23,6 +23,11 @@ def _read_expression(expression: str | None, file: str | None) -> str:
         raise click.UsageError("give exactly one of EXPRESSION or --file")
     if file is None:
         assert expression is not None
+        try:
+            expression.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            # The shell passed bytes that are not UTF-8 (Python keeps them as lone surrogates).
+            raise click.UsageError(f"EXPRESSION is not valid UTF-8 (at character {exc.start + 1})") from None
         return expression
     try:
         return sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")

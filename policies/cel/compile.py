@@ -102,6 +102,9 @@ _ENGINE_DEPTH_ERROR = re.compile(
 )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 class LazyProgram:
     """The cel-expr-python program of a checked expression, planned in the runtime environment
     the first time it is asked for.
@@ -718,6 +721,10 @@ def compile_uncached(expression: str, key: EnvKey) -> CompileResult:
 def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     """Compile in a given environment (see the module docstring for the steps)."""
     key = env.key
+    if _LONE_SURROGATE.search(expression):
+        # Text that reached us as invalid UTF-8 or lone `\ud800` escapes: cel-cpp cannot take
+        # it; Go's decoders would have read U+FFFD there, so the checker reads that too.
+        expression = _LONE_SURROGATE.sub("\ufffd", expression)
     size = len(expression)
     if size > CEL_GO_MAX_CODE_POINTS:
         message = (f"expression code point size exceeds limit: size: {size}, "

@@ -184,7 +184,11 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
                  ) -> tuple[object, str, EvalError | None]:
     try:
         result = program.eval(data={**_TYPE_ACTIVATION, **variables})
-    except RuntimeError as exc:
+    except _ENGINE_EXCEPTIONS as exc:
+        # The binding also raises ValueError (a C++ exception such as `vector::reserve`),
+        # TypeError or SystemError (a value it cannot convert): the walk's verdict stands.
+        if not isinstance(exc, RuntimeError):
+            return _walk_value(interp_value)
         if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, CelError):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(exc), interp_value)
@@ -226,6 +230,16 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
     return plain, cel_type_name(name), None
 
 
+_ENGINE_EXCEPTIONS = (RuntimeError, ValueError, TypeError, SystemError)
+
+
+def _walk_value(interp_value: object) -> tuple[object, str, EvalError | None]:
+    """The cost walk's value as the result (it ran every call through cel-expr-python)."""
+    if isinstance(interp_value, CelError):
+        return None, "", translate_error(interp_value.message, interp_value)
+    return to_plain(interp_value), interp_type_name(interp_value), None
+
+
 def _exportable(value: Any, name: str) -> bool:
     """Whether `plain_value()` can export a cel-expr-python value: not when a list or map holds
     a value the binding cannot convert (it reports optionals as ERROR values)."""
@@ -233,7 +247,8 @@ def _exportable(value: Any, name: str) -> bool:
         return all(_exportable(v, v.type().name()) for v in value.value())
     if name.startswith("MAP"):
         return all(_exportable(v, v.type().name()) for v in value.value().values())
-    return name != "ERROR"
+    # A type value inside a container exports as a binding object, not as its name.
+    return name not in ("ERROR", "TYPE")
 
 
 _STATUS_PREFIX = re.compile(r"^[A-Z][A-Z_]+: ")
@@ -410,9 +425,9 @@ class CelBridge:
                 for i, v in enumerate(bindings)}
         try:
             value = program.eval(data=data)
-        except RuntimeError as exc:
-            return CelError(str(exc))
-        decoded = _decode(value, site.result_kind == "plain" and not wrap)
+            decoded = _decode(value, site.result_kind == "plain" and not wrap)
+        except _ENGINE_EXCEPTIONS as exc:
+            return CelError(_engine_message(exc))
         if wrap and isinstance(decoded, list):
             return OptionalValue(decoded[0], True) if decoded else NONE
         return _finish(site, decoded)
@@ -476,9 +491,9 @@ class _PreparedCall:
                 self._fast = program
             try:
                 value = program.eval(data=dict(zip(self._names, args, strict=True)))
-            except RuntimeError as exc:
-                return CelError(str(exc))
-            result = _decode(value, site.result_kind == "plain")
+                result = _decode(value, site.result_kind == "plain")
+            except _ENGINE_EXCEPTIONS as exc:
+                return CelError(_engine_message(exc))
             if result is not _OPAQUE:
                 return _finish(site, result)
             wrapped = self._bridge.run(site, self._plain_shapes, list(args), True)
@@ -494,6 +509,14 @@ class _PreparedCall:
             # inside CEL with `hasValue()` / `value()`.
             result = self._bridge.run(site, shapes, bindings, True)
         return Opaque("unknown") if result is _OPAQUE else result
+
+
+def _engine_message(exc: Exception) -> str:
+    """An engine exception as an error value's text (a conversion failure is not the user's
+    to read: it names the binding's signature)."""
+    if isinstance(exc, RuntimeError):
+        return str(exc)
+    return f"the CEL engine could not compute this call ({type(exc).__name__})"
 
 
 _STRINGS_INDEXED = frozenset({"charAt", "substring", "indexOf", "lastIndexOf"})

@@ -57,7 +57,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dra_affinity.policies.cel.common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
-from dra_affinity.policies.cel.common.jsonvalue import CelError, Duration, Timestamp, TypeValue, UInt
+from dra_affinity.policies.cel.common.jsonvalue import (
+    NONE,
+    CelError,
+    Duration,
+    OptionalValue,
+    Timestamp,
+    TypeValue,
+    UInt,
+)
 from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind
 from dra_affinity.policies.cel.eval.call_site import CallBridge, CallSite, PreparedCall, ResultKind
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, kubernetes_result_type
@@ -100,6 +108,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     map_insert_unfaithful,
     native_add_list,
     native_format,
+    native_index_of,
     native_map_insert,
     optional_guard,
     scalar_equality,
@@ -123,6 +132,36 @@ __all__ = [
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 _PLAN_CACHE_SIZE = 256
+
+# The Kubernetes lists library's overloads of `indexOf` / `lastIndexOf` (the strings
+# extension has its own).
+_LIST_INDEX = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
+
+
+def _identity(values: list[object]) -> object | None:
+    return values[0]
+
+
+def _optional_value(values: list[object]) -> object | None:
+    value = values[0]
+    if not isinstance(value, OptionalValue):
+        return None
+    return value.value if value.has_value else CelError("optional.none() dereference")
+
+
+def _optional_has_value(values: list[object]) -> object | None:
+    value = values[0]
+    return value.has_value if isinstance(value, OptionalValue) else None
+
+
+# Optionals built and opened here: the bridge can export one level of optional only, so a
+# nested optional (`optional.of(optional.none())`) would come back as an unreadable value.
+_OPTIONAL_NATIVES: dict[str, Native] = {
+    "optional_of": lambda values: OptionalValue(values[0], True),
+    "optional_none": lambda _values: NONE,
+    "optional_value": _optional_value,
+    "optional_hasValue": _optional_has_value,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +363,17 @@ class _Planner:
         """What the walk computes itself for this call, and when the program must not run."""
         if overload == "add_list":
             return native_add_list, None
+        if fn == "dyn" and n.target is None and len(n.args) == 1:
+            # `dyn` is the identity: computed here, an optional stays one (the bridge could
+            # not export it and the guards below would no longer see it).
+            return _identity, None
+        optional = _OPTIONAL_NATIVES.get(overload)
+        if optional is not None:
+            return optional, None
+        if fn in ("indexOf", "lastIndexOf") and _LIST_INDEX & set(self.ast.overload_ids(n.id)):
+            kinds = getattr(self.bridge, "python_parameter_kinds", None)
+            signatures = kinds(fn) if callable(kinds) else ()
+            return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:

@@ -28,7 +28,6 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     OptionalValue,
     TypeValue,
     UInt,
-    holds_optional,
 )
 from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
@@ -515,6 +514,12 @@ class Call(Step):
         else:
             if self.precheck:
                 _precheck_range(rt, values)
+                refused = range_refusal(values)
+                if refused is not None:
+                    # cel-cpp's reserve() throws on it: the program must not run.
+                    rt.unsafe = True
+                    rt.charge(self.price(values, refused))
+                    return refused
             guarded = self.guard is not None and self.guard(values)
             if guarded:
                 rt.unsafe = True
@@ -534,8 +539,18 @@ class Call(Step):
 def _precheck_range(rt: Run, values: list[object]) -> None:
     """`lists.range(n)` costs n + 11: refuse to build a list whose price is already too high."""
     n = values[0] if values else 0
+    if isinstance(n, int) and not isinstance(n, bool) and n < 0:
+        return
     if isinstance(n, int) and not isinstance(n, bool) and rt.cost + max(n, 0) + 11 > rt.limit:
         rt.charge(max(n, 0) + 11)
+
+
+def range_refusal(values: list[object]) -> CelError | None:
+    """cel-go's error for `lists.range(n)` with n < 0 (`ext/lists.go` `genRange`), else None."""
+    n = values[0] if values else 0
+    if isinstance(n, int) and not isinstance(n, bool) and n < 0:
+        return CelError(f"lists.range: size must be non-negative, got {n}")
+    return None
 
 
 def native_add_list(values: list[object]) -> object | None:
@@ -618,10 +633,30 @@ def map_insert_unfaithful(values: list[object]) -> bool:
     return len(values) != 2 or not _python_faithful(values[1])
 
 
+def python_unsafe(value: object) -> bool:
+    """Whether cel-expr-python cannot hand `value` to Python code intact.
+
+    Why so wide: converting an optional for Python corrupts memory (a SIGSEGV some calls
+    later, also for an optional inside a list or map), a type value arrives as a binding
+    object our libraries cannot compare, and an engine value the walk itself could not read
+    (`Opaque("unknown")`, e.g. `dyn(optional.none())` before `dyn` was computed here) may be
+    either. Timestamps, durations, uints and library carriers convert faithfully.
+    """
+    if isinstance(value, OptionalValue | TypeValue):
+        return True
+    if isinstance(value, Opaque):
+        return value.type_name == "unknown"
+    if isinstance(value, list):
+        return any(python_unsafe(v) for v in value)
+    if isinstance(value, dict):
+        return any(python_unsafe(v) for v in value.values())
+    return False
+
+
 def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
-    """A guard tripping when an optional could reach one of the Python overloads `signatures`
-    (cel-expr-python crashes converting it): itself as a `dyn` argument, or inside a list or
-    map argument of a `dyn`, list or map parameter."""
+    """A guard tripping when a value Python code cannot take (`python_unsafe`) could reach one
+    of the Python overloads `signatures`: itself as a `dyn` argument, or inside a list or map
+    argument of a `dyn`, list or map parameter."""
     kinds: dict[int, set[str]] = {}
     for sig in signatures:
         for i, kind in enumerate(sig):
@@ -631,17 +666,82 @@ def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
         return None
 
     def reaches(value: object, accepted: set[str]) -> bool:
-        if isinstance(value, OptionalValue):
-            return "dyn" in accepted
         if isinstance(value, list):
-            return bool(accepted & {"dyn", "list"}) and holds_optional(value)
+            return bool(accepted & {"dyn", "list"}) and python_unsafe(value)
         if isinstance(value, dict):
-            return bool(accepted & {"dyn", "map"}) and holds_optional(value)
-        return False
+            return bool(accepted & {"dyn", "map"}) and python_unsafe(value)
+        return "dyn" in accepted and python_unsafe(value)
 
     def guard(values: list[object]) -> bool:
         return any(i in kinds and reaches(v, kinds[i]) for i, v in enumerate(values))
     return guard
+
+
+_NUMBERS = (int, float)
+
+
+def walk_equal(a: object, b: object) -> bool | None:
+    """cel-go's `Equal` on walk values (numbers across int, uint and double; lists and maps
+    element-wise; optionals by presence and value; type values by name); None where it
+    cannot tell (an engine value the walk could not read)."""
+    if isinstance(a, Opaque) or isinstance(b, Opaque):
+        if not (isinstance(a, Opaque) and isinstance(b, Opaque)):
+            return False
+        if "unknown" in (a.type_name, b.type_name):
+            return None
+        if a.type_name != b.type_name:
+            return False
+        by_type = equal_by_type(a.type_name, a.token, b.token)
+        return a.token == b.token if by_type is None else by_type
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return False
+        for x, y in zip(a, b, strict=True):
+            same = walk_equal(x, y)
+            if same is not True:
+                return same
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        if len(a) != len(b):
+            return False
+        missing = object()
+        for key, value in a.items():
+            other = b.get(key, missing)
+            if other is missing:
+                return False
+            same = walk_equal(value, other)
+            if same is not True:
+                return same
+        return True
+    if isinstance(a, OptionalValue) and isinstance(b, OptionalValue):
+        if a.has_value != b.has_value:
+            return False
+        return walk_equal(a.value, b.value) if a.has_value else True
+    if type(a) is not type(b):
+        return False
+    return bool(a == b)
+
+
+def native_index_of(last: bool) -> Native:
+    """The Kubernetes lists library's `indexOf`/`lastIndexOf` on values Python code cannot
+    take (`python_unsafe`), with cel-go's equality; None (the library decides) otherwise."""
+    def native(values: list[object]) -> object | None:
+        items, item = values
+        if not isinstance(items, list) or not python_unsafe(values):
+            return None
+        order = range(len(items) - 1, -1, -1) if last else range(len(items))
+        for i in order:
+            same = walk_equal(items[i], item)
+            if same is None:
+                return None
+            if same:
+                return i
+        return -1
+    return native
 
 
 def _carrier(value: object) -> object:

@@ -12,7 +12,7 @@ UTF-8 byte, and `"%é"` reports the clause `Ã`.
 
 `render(text, args)` works on the cost walk's values (`policies.cel.common.jsonvalue`). It returns
 None where it cannot be faithful: timestamps and durations anywhere in the arguments (the walk
-holds them at microsecond precision), and bytes that are not UTF-8 under `%s`; the caller then
+holds them at microsecond precision); the caller then
 lets cel-cpp render. Two points of the en-US printer are taken on trust from cel-go's tests and
 golang.org/x/text's documentation rather than read from its code: `%f` groups thousands with
 `,`, and a negative `%e` exponent is written with a superscript minus. cel-go builds the `%e`
@@ -73,6 +73,7 @@ _CLAUSE_ERRORS = {
 _CLAUSE_ERROR = "could not parse formatting clause"
 _PRECISION_ERROR = _CLAUSE_ERROR + ": error while parsing precision"
 _DURING = "error during formatting"
+_INVALID_UTF8 = "invalid UTF-8 in bytes, cannot convert to string"
 _GO_INT_MAX = (1 << 63) - 1
 _DEFAULT_PRECISION = 6
 
@@ -260,7 +261,9 @@ def _to_string(value: object) -> str | FormatFailure:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            raise _Unfaithful from None
+            # cel-go converts the bytes to a string first (`Bytes.ConvertToType`), which
+            # refuses invalid UTF-8 with this text.
+            return FormatFailure(_INVALID_UTF8)
     if isinstance(value, TypeValue):
         return value.name
     return clause_error("s", _type_name(value))

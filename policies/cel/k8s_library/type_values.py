@@ -55,8 +55,8 @@ def type_value(type_name: str) -> list[str]:
 
 def type_name_of(value: object) -> str | None:
     """The type a carrier of `type_value` names, else None."""
-    if type(value) is list and len(value) == 2 and value[0] == TAG_TYPE \
-            and isinstance(value[1], str):
+    if type(value) is list and len(value) == 2 and type(value[0]) is str \
+            and value[0] == TAG_TYPE and isinstance(value[1], str):
         return value[1]
     return None
 

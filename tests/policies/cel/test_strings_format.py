@@ -110,7 +110,13 @@ def test_scientific_precision_is_a_width_as_in_cel_go() -> None:
 def test_time_values_are_left_to_cel_cpp() -> None:
     assert render("%s", [Duration("7200s")]) is None
     assert render("%s", [{"k": [Duration("1s")]}]) is None
-    assert render("%s", [b"\xff"]) is None
+
+
+def test_bytes_that_are_not_utf8_fail_as_cel_go_converts_them() -> None:
+    failure = render("%s", [b"\xff"])
+    assert isinstance(failure, FormatFailure)
+    assert failure.message == ("error during formatting: invalid UTF-8 in bytes, cannot convert "
+                               "to string")
 
 
 def test_checking_and_rendering_share_the_parser() -> None:
