@@ -417,21 +417,32 @@ def estimate_depth(text: str) -> DepthEstimate:
     upper bound elsewhere.
     """
     stack: list[_Frame] = [_Frame()]
+    # Only the innermost level's counters change, so the levels below are summed once, when
+    # a level opens, and each measure costs O(1): the whole estimate is linear in the text.
+    below: list[list[int]] = [[0, 0, 0, 0, 0]]
     best_listener = 0
     best_visitor = 0
     prev_operand = False
     i, n = 0, len(text)
 
+    def terms(frame: _Frame) -> tuple[int, int, int, int, int]:
+        return (*frame.listener_terms(), frame.visitor_term())
+
     def measure() -> None:
         nonlocal best_listener, best_visitor
-        sums = [0, 0, 0, 0]
-        visitor = 0
-        for frame in stack:
-            for k, term in enumerate(frame.listener_terms()):
-                sums[k] += term
-            visitor += frame.visitor_term()
-        best_listener = max(best_listener, *sums)
-        best_visitor = max(best_visitor, visitor)
+        base, top_terms = below[-1], terms(stack[-1])
+        sums = [base[k] + top_terms[k] for k in range(5)]
+        best_listener = max(best_listener, *sums[:4])
+        best_visitor = max(best_visitor, sums[4])
+
+    def open_level() -> None:
+        base, top_terms = below[-1], terms(stack[-1])
+        below.append([base[k] + top_terms[k] for k in range(5)])
+        stack.append(_Frame())
+
+    def close_level() -> None:
+        stack.pop()
+        below.pop()
 
     while i < n:
         ch = text[i]
@@ -485,14 +496,14 @@ def estimate_depth(text: str) -> DepthEstimate:
         if ch in _OPEN:
             if ch == "[" and prev_operand:
                 top.member += 1
-            stack.append(_Frame())
+            open_level()
             i += 1
             prev_operand = False
             measure()
             continue
         if ch in _CLOSE:
             if len(stack) > 1:
-                stack.pop()
+                close_level()
             i += 1
             prev_operand = True
             continue
