@@ -126,3 +126,26 @@ def test_lone_surrogates_compile_as_go_reads_them() -> None:
     compiled = compile_expression('"\ud800" + "a"', KEY)
     assert compiled.ok, compiled.error_text
     assert evaluate(compiled, {"object": {}}).value == "\ufffda"
+
+
+def test_depth_estimate_work_is_linear_in_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 14 item 2: `'f(' * 3405 + 'x' + ')' * 3405` (10,224 bytes) took 9.45 s because
+    every token re-summed the whole bracket stack. Counted in frame visits, not seconds."""
+    from dra_affinity.policies.cel import compile as compile_module
+
+    visits = 0
+    original = compile_module._Frame.listener_terms
+
+    def counting(self: compile_module._Frame) -> tuple[int, int, int, int]:
+        nonlocal visits
+        visits += 1
+        return original(self)
+
+    monkeypatch.setattr(compile_module._Frame, "listener_terms", counting)
+    text = "f(" * 3405 + "x" + ")" * 3405
+    depth = compile_module.estimate_depth(text)
+    assert depth.listener == 3406
+    assert visits <= 4 * len(text)
+    result = compile_expression(text, KEY)
+    assert not result.ok
+    assert result.errors[0].message == "expression recursion limit exceeded: 250"
