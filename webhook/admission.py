@@ -18,12 +18,11 @@ skipped for that request rather than compiling whatever a 7 MiB body can hold.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dra_affinity.policies.core.cache import BoundedCache
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
@@ -272,7 +271,8 @@ class CachedFindings:
 
 
 class FindingsCache:
-    """A bounded LRU of slice-rule findings keyed by everything they depend on.
+    """Slice-rule findings in a bounded cache (`webhook.findings`), keyed by everything they
+    depend on.
 
     Drivers republish the same metadata slices over and over (every reconcile bumps the
     generation, not the extractors), so the verdict for identical content is computed
@@ -283,9 +283,7 @@ class FindingsCache:
     """
 
     def __init__(self, maxsize: int = 1024) -> None:
-        self._data: OrderedDict[SliceKey, CachedFindings] = OrderedDict()
-        self._lock = threading.Lock()
-        self._maxsize = maxsize
+        self.cache: BoundedCache[SliceKey, CachedFindings] = BoundedCache("webhook.findings", maxsize)
 
     @staticmethod
     def key(new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> SliceKey:
@@ -300,16 +298,11 @@ class FindingsCache:
               options: EngineOptions) -> CachedFindings:
         """The slice rules' findings for this content (the same entry while it lives)."""
         key = self.key(new, old, options)
-        with self._lock:
-            hit = self._data.get(key)
-            if hit is not None:
-                self._data.move_to_end(key)
-                return hit
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
         computed = CachedFindings(tuple(check_slice(new, old, options)))
-        with self._lock:
-            self._data[key] = computed
-            if len(self._data) > self._maxsize:
-                self._data.popitem(last=False)
+        self.cache.put(key, computed)
         return computed
 
 

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.policies.core.cache import REGISTRY
 from dra_affinity.webhook import logs, tls
 from dra_affinity.webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
@@ -128,6 +129,7 @@ class Webhook:
     def _sync_process_metrics(self) -> None:
         for name, source in CACHE_SOURCES:
             self.metrics.sync_cache(name, source())
+        self.metrics.sync_caches(REGISTRY.infos())
         for status in tls.REGISTRY.statuses():
             self.metrics.sync_tls(status.not_after, status.reloads, status.failures)
 

@@ -17,10 +17,11 @@ bounded (decision, operation, rule id — never a uid or object name). Latency b
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.policies.core.cache import REGISTRY, CacheInfo
 from dra_affinity.webhook.multiproc import multiprocess_dir
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -69,6 +70,15 @@ class Metrics:
         self.cel_cache = Counter(
             "dra_affinity_cel_cache_lookups", "CEL cache lookups by cache and result (hit/miss).",
             ["cache", "result"], registry=reg)
+        self.cache_lookups = Counter(
+            "dra_affinity_cache_lookups", "Lookups in each registered cache by result (hit/miss).",
+            ["cache", "result"], registry=reg)
+        self.cache_evictions = Counter(
+            "dra_affinity_cache_evictions", "Entries evicted from each registered cache by its bound.",
+            ["cache"], registry=reg)
+        self.cache_entries = Gauge(
+            "dra_affinity_cache_entries", "Entries held in each registered cache (summed over live workers).",
+            ["cache"], registry=reg, multiprocess_mode="livesum")
         self.tls_expiry = Gauge(
             "dra_affinity_tls_certificate_expiry_timestamp_seconds",
             "NotAfter of the serving certificate in use (earliest across live workers).",
@@ -126,6 +136,18 @@ class Metrics:
             if delta:
                 self.cel_cache.labels(cache, result).inc(delta)
 
+    def sync_caches(self, infos: Mapping[str, CacheInfo]) -> None:
+        """Copy every registered cache's counters in (increments since last time) and its size."""
+        for name, info in infos.items():
+            for result, total in (("hit", info.hits), ("miss", info.misses)):
+                delta = self._deltas.advance(("cache", name, result), total)
+                if delta:
+                    self._child(self.cache_lookups, name, result).inc(delta)
+            evicted = self._deltas.advance(("cache", name, "evicted"), info.evictions)
+            if evicted:
+                self._child(self.cache_evictions, name).inc(evicted)
+            self._child(self.cache_entries, name).set(info.size)
+
     def sync_tls(self, not_after: float | None, reloads: int, failures: int) -> None:
         if not_after is not None:
             self.tls_expiry.labels("serving").set(not_after)
@@ -146,22 +168,15 @@ class Metrics:
         return generate_latest(merged), CONTENT_TYPE_LATEST
 
 
-def compile_cache_counts() -> CacheCounts:
-    from dra_affinity.policies.cel.compile import cache_info
-
-    info = cache_info()
-    return CacheCounts(info.hits, info.misses)
-
-
-def analysis_cache_counts() -> CacheCounts:
-    """The per-expression analysis cache that sits in front of the compile cache."""
-    from dra_affinity.policies.analysis.expression import analyse
-
-    info = analyse.cache_info()
-    return CacheCounts(info.hits, info.misses)
+def _counts(name: str) -> CacheCounts:
+    cache = REGISTRY.get(name)
+    info = cache.info() if cache is not None else None
+    return CacheCounts(info.hits, info.misses) if info is not None else CacheCounts(0, 0)
 
 
 CACHE_SOURCES: tuple[tuple[str, Callable[[], CacheCounts]], ...] = (
-    ("compile", compile_cache_counts),
-    ("analysis", analysis_cache_counts),
+    ("compile", lambda: _counts("cel.compile")),
+    ("analysis", lambda: _counts("analysis.expression")),
 )
+"""The two caches `dra_affinity_cel_cache_lookups` has always counted, under their old labels;
+`dra_affinity_cache_*` covers every registered cache by its registry name."""

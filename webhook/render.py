@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 from typing import Any
 
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.rules.catalog import catalog
 
@@ -97,7 +97,7 @@ def _clip(text: str, limit: int = MAX_WARNING_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
-@lru_cache(maxsize=4096)
+@cached("webhook.warning_texts", 4096, lru=False)
 def warning_text(finding: Finding) -> str:
     """`<rule> <field>: <message>`, or, when that is too long, the rule's one-line summary
     with a pointer to `dra-affinity rules <id>` for the full explanation."""

@@ -20,10 +20,11 @@ import os
 import ssl
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from dra_affinity.policies.core.cache import BoundedCache
 
 TlsVersion = Literal["1.2", "1.3"]
 _VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
@@ -196,24 +197,17 @@ class ContextRegistry:
     """
 
     def __init__(self, maxsize: int = 4) -> None:
-        self._maxsize = maxsize
-        self._entries: OrderedDict[tuple[TlsFiles, float], ReloadingContext] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: BoundedCache[tuple[TlsFiles, float], ReloadingContext] = BoundedCache(
+            "webhook.tls_contexts", maxsize)
+        self._lock = threading.Lock()  # one context per configuration, even when threads race
 
     def get(self, files: TlsFiles, check_interval: float = DEFAULT_CHECK_INTERVAL) -> ReloadingContext:
         key = (files, check_interval)
         with self._lock:
-            found = self._entries.get(key)
-            if found is None:
-                found = ReloadingContext(files, check_interval)
-                self._entries[key] = found
-                while len(self._entries) > self._maxsize:
-                    self._entries.popitem(last=False)
-            return found
+            return self._entries.get_or_compute(key, lambda: ReloadingContext(files, check_interval))
 
     def statuses(self) -> list[TlsStatus]:
-        with self._lock:
-            return [entry.status() for entry in self._entries.values()]
+        return [entry.status() for entry in self._entries.values()]
 
 
 REGISTRY = ContextRegistry()

@@ -48,7 +48,6 @@ import contextlib
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -84,6 +83,7 @@ from dra_affinity.policies.cel.k8s_library._resource import QuantityError, parse
 from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER
 from dra_affinity.policies.cel.k8s_library.semver import SemverError
 from dra_affinity.policies.cel.k8s_library.semver import parse as parse_semver
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.model.resources import Device
 
 __all__ = [
@@ -168,7 +168,7 @@ _QUANTITY = CelType(TypeKind.ABSTRACT, name=QUANTITY_TYPE_NAME)
 _DEVICE = CelType(TypeKind.MESSAGE, name=DEVICE_TYPE_NAME)
 
 
-@lru_cache(maxsize=8)
+@cached("analysis.device_schemas", 8)
 def device_schema(declaration: DeviceDeclaration) -> DeviceSchema:
     """The declared types of `declaration` (compile.go's `newCompiler`)."""
     domain = _Decl(STRING, DEVICE_MAX_DOMAIN_LENGTH)
@@ -490,7 +490,7 @@ def compile_selector(expression: str, key: EnvKey) -> CompiledSelector:
     return _compile_cached(expression, key)
 
 
-@lru_cache(maxsize=SELECTOR_CACHE_SIZE)
+@cached("analysis.selectors", SELECTOR_CACHE_SIZE)
 def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
     env = get_env(key)
     engine = compile_in(env, expression)
@@ -547,7 +547,7 @@ def _is_bool(t: CelType) -> bool:
 def selector_cache_info() -> tuple[int, int, int]:
     """(hits, misses, current size) of the selector cache."""
     info = _compile_cached.cache_info()
-    return info.hits, info.misses, info.currsize
+    return info.hits, info.misses, info.size
 
 
 def selector_cost(selector: CompiledSelector) -> CostReport | None:

@@ -8,7 +8,7 @@ cached by (expression, target version) on top of the compile cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from dra_affinity.policies.analysis.advice import (
     UnguardedSelect,
@@ -20,6 +20,7 @@ from dra_affinity.policies.analysis.advice import (
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import CompileResult, compile_expression
 from dra_affinity.policies.cel.cost.estimate import CostReport, estimate_cost
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.limits import KubernetesVersion
 
 ANALYSIS_CACHE_SIZE = 4096
@@ -66,7 +67,7 @@ class ExpressionAnalysis:
         return ast is not None and can_decline(ast)
 
 
-@lru_cache(maxsize=ANALYSIS_CACHE_SIZE)
+@cached("analysis.expression", ANALYSIS_CACHE_SIZE)
 def analyse(expression: str, kubernetes_version: KubernetesVersion) -> ExpressionAnalysis:
     """Analyse `expression` as the API server of `kubernetes_version` would on write."""
     compiled = compile_expression(expression, EnvKey(kubernetes_version, EnvMode.NEW_EXPRESSIONS))

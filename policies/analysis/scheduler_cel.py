@@ -7,15 +7,14 @@ API server's view (new expressions at n−1) is `dra_affinity.policies.analysis.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import CompileResult, compile_expression
 from dra_affinity.policies.cel.cost.estimate import estimate_cost
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.limits import KubernetesVersion
 
 
-@lru_cache(maxsize=4096)
+@cached("analysis.scheduler_compile", 4096)
 def scheduler_compile(expression: str, version: KubernetesVersion) -> tuple[CompileResult, int | None]:
     """(compiled program, estimated maximum cost or None when it did not compile)."""
     compiled = compile_expression(expression, EnvKey(version, EnvMode.STORED_EXPRESSIONS))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -64,6 +63,7 @@ from dra_affinity.policies.cel.common.errors import (
 from dra_affinity.policies.cel.eval.runtime import bridge_for
 from dra_affinity.policies.cel.eval.runtime_conversions import CONVERSION_FUNCTIONS
 from dra_affinity.policies.cel.eval.runtime_cost import plan_error
+from dra_affinity.policies.core.cache import BoundedCache, CacheInfo
 
 __all__ = [
     "CEL_GO_MAX_CODE_POINTS",
@@ -71,7 +71,6 @@ __all__ = [
     "DEFAULT_CACHE_SIZE",
     "ENGINE_MAX_NESTING",
     "CacheInfo",
-    "CompileCache",
     "CompileResult",
     "DepthEstimate",
     "alias_two_variable_exists_one",
@@ -799,71 +798,20 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
 # ------------------------------------------------------------------------------------------------
 
 
-class CacheInfo(NamedTuple):
-    """Counters of the compile cache (the webhook exports them as metrics)."""
-
-    hits: int
-    misses: int
-    evictions: int
-    size: int
-    maxsize: int
-
-
-class CompileCache:
-    """A thread-safe LRU of `CompileResult` keyed by (expression, EnvKey).
-
-    Failures are cached too: compilation is deterministic per environment. Two threads
-    missing on the same key may both compile; the second result replaces the first.
-    """
-
-    def __init__(self, maxsize: int = DEFAULT_CACHE_SIZE) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be at least 1")
-        self._maxsize = maxsize
-        self._entries: OrderedDict[tuple[str, EnvKey], CompileResult] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = 0
-        self._misses = 0
-        self._evictions = 0
-
-    def get_or_compile(self, expression: str, key: EnvKey) -> CompileResult:
-        """The cached result, or compile, store and return it."""
-        cache_key = (expression, key)
-        with self._lock:
-            found = self._entries.get(cache_key)
-            if found is not None:
-                self._entries.move_to_end(cache_key)
-                self._hits += 1
-                return found
-            self._misses += 1
-        result = compile_uncached(expression, key)
-        with self._lock:
-            self._entries[cache_key] = result
-            self._entries.move_to_end(cache_key)
-            while len(self._entries) > self._maxsize:
-                self._entries.popitem(last=False)
-                self._evictions += 1
-        return result
-
-    def info(self) -> CacheInfo:
-        """Current counters."""
-        with self._lock:
-            return CacheInfo(self._hits, self._misses, self._evictions, len(self._entries),
-                             self._maxsize)
-
-    def clear(self) -> None:
-        """Drop every entry and reset the counters."""
-        with self._lock:
-            self._entries.clear()
-            self._hits = self._misses = self._evictions = 0
-
-
-_CACHE = CompileCache()
+_CACHE: BoundedCache[tuple[str, EnvKey], CompileResult] = BoundedCache("cel.compile",
+                                                                    DEFAULT_CACHE_SIZE)
+"""Results by (expression, environment). Failures are cached too: compilation is deterministic
+per environment. Two threads missing on one key may both compile; the later result stays."""
 
 
 def compile_expression(expression: str, key: EnvKey) -> CompileResult:
     """Compile `expression` in the environment `key`, through the process-wide cache."""
-    return _CACHE.get_or_compile(expression, key)
+    cache_key = (expression, key)
+    found = _CACHE.get(cache_key)
+    if found is None:
+        found = compile_uncached(expression, key)
+        _CACHE.put(cache_key, found)
+    return found
 
 
 def cache_info() -> CacheInfo:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef, Severity
 from dra_affinity.policies.core.k8s_names import go_string
 from dra_affinity.policies.core.source import Source
@@ -298,7 +298,7 @@ def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
     return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
 
 
-@lru_cache(maxsize=4096)
+@cached("model.extractors", 4096, lru=False)
 def _extractors(entries: tuple[tuple[str | None, str | None], ...]) -> tuple[Extractor, ...]:
     """The `Extractor`s of a `sharingAffinity` list of (name, expression) pairs.
 

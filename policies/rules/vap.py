@@ -35,6 +35,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.k8s_names import (
     QNAME_FMT,
     QNAME_MAX,
@@ -449,7 +450,7 @@ def render_policy(
 # ------------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4)
+@cached("rules.vap_environments", 4)
 def admission_environment(version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION) -> CelEnvironment:
     """The CEL environment the API server compiles new VAP expressions in (all dyn-typed).
 

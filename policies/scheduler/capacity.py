@@ -20,7 +20,6 @@ quantity library uses (`dra_affinity.policies.cel.k8s_library._resource`), so `5
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from dra_affinity.policies.cel.k8s_library._resource import (
     QuantityError,
     parse_quantity,
 )
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.model.resources import Device, DeviceRequest
 
 Amounts = Mapping[str, Fraction]
@@ -51,7 +51,7 @@ def amount(text: object) -> Fraction | None:
     return _amount(str(text).strip())
 
 
-@functools.lru_cache(maxsize=4096)
+@cached("scheduler.capacity_amounts", 4096, lru=False)
 def _amount(text: str) -> Fraction | None:
     """Bounded cache: Filter reads the same few capacity values for every device and claim."""
     try:

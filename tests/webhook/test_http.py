@@ -165,5 +165,13 @@ def test_metrics_add_up_across_both_workers(server: Server) -> None:
     cache = "dra_affinity_cel_cache_lookups_total"
     assert metric_value(after, cache, {"cache": "analysis", "result": "hit"}) > 0
     assert metric_value(after, cache, {"cache": "compile", "result": "miss"}) > 0
+    # every registered cache, by its registry name, summed over both workers
+    caches = "dra_affinity_cache_lookups_total"
+    assert delta(caches, {"cache": "webhook.findings", "result": "hit"}) > 0
+    assert metric_value(after, caches, {"cache": "cel.compile", "result": "miss"}) > 0
+    assert metric_value(after, caches, {"cache": "cel.compile", "result": "miss"}) == metric_value(
+        after, cache, {"cache": "compile", "result": "miss"})
+    assert metric_value(after, "dra_affinity_cache_entries", {"cache": "webhook.findings"}) >= 2
+    assert metric_value(after, "dra_affinity_cache_entries", {"cache": "model.extractors"}) >= 1
     expiry = metric_value(after, "dra_affinity_tls_certificate_expiry_timestamp_seconds")
     assert expiry > time.time()

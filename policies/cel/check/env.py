@@ -36,7 +36,7 @@ AST. Regex literals are checked with Go's rules by `k8s_library.regex.literal_pa
 need an `authorizer` variable neither the sharing-affinity nor the DRA environment has.
 
 Thread safety: environments are immutable once built, and built (including cel-expr-python's
-lazy parts) before they are shared; the cache is `functools.lru_cache`, bounded.
+lazy parts) before they are shared; the cache is a registered `BoundedCache` (`cel.environments`).
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ import enum
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -54,6 +53,7 @@ from cel_expr_python import cel
 from dra_affinity.policies.cel import k8s_library
 from dra_affinity.policies.cel.check.validators import RegexCheck
 from dra_affinity.policies.cel.k8s_library.regex import literal_pattern_error
+from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.identity_enum import IdentityEnum
 
 __all__ = [
@@ -484,7 +484,7 @@ ENV_CACHE_SIZE = 64
 """Enough for every (version, mode) pair of two kinds; building one costs a few ms."""
 
 
-@lru_cache(maxsize=ENV_CACHE_SIZE)
+@cached("cel.environments", ENV_CACHE_SIZE)
 def _cached_environment(key: EnvKey) -> CelEnvironment:
     kind = ENV_KINDS[key.kind]
     return build_environment(key.kubernetes_version, key.mode,
@@ -500,7 +500,7 @@ def get_env(key: EnvKey) -> CelEnvironment:
 def env_cache_info() -> tuple[int, int, int]:
     """(hits, misses, current size) of the environment cache."""
     info = _cached_environment.cache_info()
-    return info.hits, info.misses, info.currsize
+    return info.hits, info.misses, info.size
 
 
 def clear_env_cache() -> None:

@@ -26,8 +26,6 @@ evaluation failed`. The caller decides `cel expression returned non-string` from
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -53,6 +51,7 @@ from dra_affinity.policies.cel.common.wire import int_field, len_field
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
 from dra_affinity.policies.cel.k8s_library import python_parameter_kinds, type_values
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
+from dra_affinity.policies.core.cache import BoundedCache
 
 __all__ = [
     "KIND_COST_EXCEEDED",
@@ -361,28 +360,27 @@ _TYPE_ACTIVATION = type_values.activation()
 
 _BRIDGE_CACHE_SIZE = 8
 _PROGRAM_CACHE_SIZE = 1024
-_bridges_lock = threading.Lock()
-_bridges: OrderedDict[int, tuple[Any, CelBridge]] = OrderedDict()
+_bridges: BoundedCache[Any, CelBridge] = BoundedCache("cel.eval.bridges", _BRIDGE_CACHE_SIZE,
+                                                      lru=False)
+"""Bridges by cel-expr-python environment (None: the standard library). The key is the
+environment itself (compared by identity, kept alive by its entry). Hits are lock-free and do
+not refresh the order: environments are few (one per version, mode and kind in use), far under
+the bound, and this is on every evaluation."""
+
+_programs: BoundedCache[tuple[Any, CallSite, tuple[Any, ...], bool], Any] = BoundedCache(
+    "cel.eval.programs", _PROGRAM_CACHE_SIZE)
+"""Planned single-call programs by (environment, call site, argument shapes, wrapped)."""
 
 
 def bridge_for(env: Any = None) -> CelBridge:
-    """The bridge for a cel-expr-python environment (bounded cache; None: standard library).
-
-    A hit is read without the lock (a dict read is atomic; the entry holds its environment, so
-    the id cannot be another's) and does not refresh the order: environments are few (one per
-    version, mode and kind in use), far under the bound, and this is on every evaluation.
-    """
-    key = id(env)
-    hit = _bridges.get(key)
-    if hit is not None and hit[0] is env:
-        return hit[1]
+    """The bridge for a cel-expr-python environment (bounded cache; None: standard library)."""
+    hit = _bridges.get(env)
+    if hit is not None:
+        return hit
     actual = env if env is not None else cel.NewEnv(
         config=cel.NewEnvConfigFromYaml(_DEFAULT_ENV_YAML))
     bridge = CelBridge(actual)
-    with _bridges_lock:
-        _bridges[key] = (env, bridge)
-        while len(_bridges) > _BRIDGE_CACHE_SIZE:
-            _bridges.popitem(last=False)
+    _bridges.put(env, bridge)
     return bridge
 
 
@@ -398,8 +396,6 @@ class CelBridge:
 
     def __init__(self, env: Any) -> None:
         self._env = env
-        self._lock = threading.Lock()
-        self._programs: OrderedDict[tuple[object, ...], Any] = OrderedDict()
 
     def prepare(self, site: CallSite) -> _PreparedCall:
         """A runner for `site` (see `runtime_cost.CallBridge`)."""
@@ -433,20 +429,15 @@ class CelBridge:
         return _finish(site, decoded)
 
     def _program(self, site: CallSite, shapes: tuple[Shape, ...], wrap: bool) -> Any:
-        key = (site, shapes, wrap)
-        with self._lock:
-            program = self._programs.get(key)
-            if program is not None:
-                self._programs.move_to_end(key)
-                return program
+        key = (self._env, site, shapes, wrap)
+        program = _programs.get(key)
+        if program is not None:
+            return program
         try:
             program = self._env.deserialize(_checked_call(site, shapes, wrap))
         except RuntimeError as exc:
             return CelError(str(exc))
-        with self._lock:
-            self._programs[key] = program
-            while len(self._programs) > _PROGRAM_CACHE_SIZE:
-                self._programs.popitem(last=False)
+        _programs.put(key, program)
         return program
 
 

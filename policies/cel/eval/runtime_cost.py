@@ -50,8 +50,6 @@ of constant type conversions asks `runtime_conversions` for cel-go's verdict.
 from __future__ import annotations
 
 import datetime
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -116,6 +114,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
 )
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
+from dra_affinity.policies.core.cache import BoundedCache
 
 __all__ = [
     "COST_LIMIT_EXCEEDED",
@@ -235,25 +234,22 @@ def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = Tr
 # Planning (cel-go's planner + decorators, reduced to what changes values or costs)
 # ------------------------------------------------------------------------------------------------
 
-_plan_lock = threading.Lock()
-_plans: OrderedDict[tuple[int, int, bool, bool], tuple[CheckedAst, CallBridge, Step]] = (
-    OrderedDict())
+_plans: BoundedCache[tuple[CheckedAst, CallBridge, bool, bool], Step] = BoundedCache(
+    "cel.eval.plans", _PLAN_CACHE_SIZE, lru=False)
+"""Plans by (AST, bridge, optimize, kubernetes). ASTs and bridges compare by identity, and the
+key holds them, so an entry's objects live as long as it does."""
 
 
 def _plan_for(checked: CheckedAst, bridge: CallBridge, optimize: bool, kubernetes: bool
               ) -> Step:
-    """Plans are cached (bounded, oldest planned first out); the entry keeps its AST alive so
-    ids stay unique. A hit is read without the lock (a dict read is atomic) and does not
+    """Plans are cached (bounded, oldest planned first out). A hit is lock-free and does not
     reorder the cache: it is on every evaluation, and a re-plan after eviction is cheap."""
-    key = (id(checked), id(bridge), optimize, kubernetes)
+    key = (checked, bridge, optimize, kubernetes)
     hit = _plans.get(key)
-    if hit is not None and hit[0] is checked and hit[1] is bridge:
-        return hit[2]
+    if hit is not None:
+        return hit
     root = _Planner(checked, bridge, optimize, kubernetes).plan(checked.root, frozenset())
-    with _plan_lock:
-        _plans[key] = (checked, bridge, root)
-        while len(_plans) > _PLAN_CACHE_SIZE:
-            _plans.popitem(last=False)
+    _plans.put(key, root)
     return root
 
 

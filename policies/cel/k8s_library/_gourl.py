@@ -9,11 +9,11 @@ only one colon, the port separator).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 
 from dra_affinity.policies.cel.k8s_library._netip import NetipError, parse_addr
 from dra_affinity.policies.cel.k8s_library._types import from_go_bytes, go_quote, go_quote_bytes
+from dra_affinity.policies.core.cache import cached
 
 ENCODE_PATH = 1
 ENCODE_PATH_SEGMENT = 2
@@ -379,7 +379,7 @@ def _parse(raw: bytes, via_request: bool) -> URL:
     return _with_path(u, rest)
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.urls", 1024, lru=False)
 def parse(raw: str) -> URL:
     """Go's url.Parse (fragment allowed). Cached: carriers are parsed on every call."""
     data = raw.encode("utf-8")
@@ -398,7 +398,7 @@ def parse(raw: str) -> URL:
     return replace(u, fragment=fragment, raw_fragment=raw_fragment)
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.request_uris", 1024, lru=False)
 def parse_request_uri(raw: str) -> URL:
     """Go's url.ParseRequestURI (absolute URI or absolute path, no fragment split)."""
     try:

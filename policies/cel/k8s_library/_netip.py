@@ -9,10 +9,10 @@ digits is rejected; prefix bits must not have a sign or leading zero).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from dra_affinity.policies.cel.k8s_library._types import go_quote
+from dra_affinity.policies.core.cache import cached
 
 _V4_MAPPED_PREFIX = 0xFFFF << 32
 
@@ -132,7 +132,7 @@ def _string6(v: int) -> str:
 # Parsing
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.ip_addresses", 1024, lru=False)
 def parse_addr(s: str) -> Addr:
     """Go's netip.ParseAddr (results cached: carriers are parsed again on every call)."""
     for ch in s:
@@ -286,7 +286,7 @@ def _prefix_error(whole: str, msg: str) -> NetipError:
     return NetipError(f"netip.ParsePrefix({go_quote(whole)}): {msg}")
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.cidr_prefixes", 1024, lru=False)
 def parse_prefix(s: str) -> Prefix:
     """Go's netip.ParsePrefix (the address is kept as written)."""
     slash = s.rfind("/")

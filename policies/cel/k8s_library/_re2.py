@@ -28,10 +28,10 @@ live at a time, each within RE2's budget.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import re2
+from dra_affinity.policies.core.cache import cached
 
 ERR_INTERNAL = "regexp/syntax: internal error"
 ERR_INVALID_CHAR_CLASS = "invalid character class"
@@ -102,7 +102,7 @@ def pattern_error(pattern: str) -> str | None:
     return str(compiled) if isinstance(compiled, Re2Error) else None
 
 
-@functools.lru_cache(maxsize=_CACHE_SIZE)
+@cached("cel.library.regexes", _CACHE_SIZE)
 def _compile(pattern: str) -> Regex | Re2Error:
     compiled = _re2_compile(pattern)
     go_only = _go_only_error(pattern)

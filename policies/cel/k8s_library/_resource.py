@@ -11,11 +11,11 @@ that parsing keeps when it was already canonical.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 from dra_affinity.policies.cel.k8s_library._types import INT64_MAX, INT64_MIN
+from dra_affinity.policies.core.cache import cached
 
 DECIMAL_EXPONENT = "DecimalExponent"
 BINARY_SI = "BinarySI"
@@ -275,7 +275,7 @@ def _parse_int64(s: str) -> int | None:
     return v if _fits(v) else None
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.quantities", 1024, lru=False)
 def parse_quantity(s: str) -> Quantity:
     """resource.ParseQuantity (cached: carriers are parsed on every call)."""
     if not s:

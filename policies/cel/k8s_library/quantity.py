@@ -13,7 +13,6 @@ Equal values can thus have different carriers ("1Ki" and "1024", "1000m" and
 
 from __future__ import annotations
 
-import functools
 import math
 
 from cel_expr_python import cel
@@ -40,6 +39,7 @@ from dra_affinity.policies.cel.k8s_library._types import (
     want_int,
     want_str,
 )
+from dra_affinity.policies.core.cache import cached
 
 NAME = "kubernetes.quantity"
 QUANTITY_TYPE = t("kubernetes.Quantity")
@@ -48,7 +48,7 @@ STATE_MARK = "\ue001"
 _FORMATS = frozenset({BINARY_SI, DECIMAL_EXPONENT, DECIMAL_SI})
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.quantity_carriers", 1024, lru=False)
 def encode(q: Quantity) -> str:
     """The carrier text of a quantity (see module docstring)."""
     text = str(q)

@@ -12,7 +12,6 @@ metadata (a conversion to string shows it); upstream's `==` ignores it
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from cel_expr_python import cel
@@ -32,6 +31,7 @@ from dra_affinity.policies.cel.k8s_library._types import (
     want_bool,
     want_str,
 )
+from dra_affinity.policies.core.cache import cached
 
 NAME = "kubernetes.Semver"
 SEMVER_TYPE = t("kubernetes.Semver")
@@ -111,7 +111,7 @@ def _parse_uint(s: str) -> int:
     return value
 
 
-@functools.lru_cache(maxsize=1024)
+@cached("cel.library.semvers", 1024, lru=False)
 def parse(s: str) -> Version:
     """blang/semver/v4 Parse."""
     if not s:

@@ -16,13 +16,14 @@ from dra_affinity.policies.cel.common.errors import (
 )
 from dra_affinity.policies.cel.compile import (
     CEL_GO_MAX_CODE_POINTS,
-    CompileCache,
+    CompileResult,
     cache_info,
     compile_expression,
     compile_uncached,
     escaped_identifiers,
     estimate_depth,
 )
+from dra_affinity.policies.core.cache import BoundedCache, CacheInfo
 
 KEY = EnvKey((1, 37), EnvMode.NEW_EXPRESSIONS)
 STORED = EnvKey((1, 37), EnvMode.STORED_EXPRESSIONS)
@@ -299,8 +300,25 @@ def test_estimate_depth(expression: str, listener: int, visitor: int) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+class _Compiles:
+    """A compile cache of its own, through the project's one cache type."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.cache: BoundedCache[tuple[str, EnvKey], CompileResult] = BoundedCache(
+            "test.compile", maxsize, register=False)
+
+    def get_or_compile(self, expression: str, key: EnvKey) -> CompileResult:
+        return self.cache.get_or_compute((expression, key), lambda: compile_uncached(expression, key))
+
+    def info(self) -> CacheInfo:
+        return self.cache.info()
+
+    def clear(self) -> None:
+        self.cache.clear()
+
+
 def test_cache_counts_hits_misses_and_evictions() -> None:
-    cache = CompileCache(maxsize=2)
+    cache = _Compiles(maxsize=2)
     first = cache.get_or_compile("object.a", KEY)
     assert cache.get_or_compile("object.a", KEY) is first
     cache.get_or_compile("object.a", STORED)  # another environment: another entry
@@ -313,7 +331,7 @@ def test_cache_counts_hits_misses_and_evictions() -> None:
 
 
 def test_failures_are_cached_too() -> None:
-    cache = CompileCache(maxsize=4)
+    cache = _Compiles(maxsize=4)
     bad = cache.get_or_compile("1 +", KEY)
     assert cache.get_or_compile("1 +", KEY) is bad
     assert cache.info().hits == 1
@@ -329,7 +347,7 @@ def test_process_cache_info_moves() -> None:
 
 
 def test_cache_is_thread_safe() -> None:
-    cache = CompileCache(maxsize=16)
+    cache = _Compiles(maxsize=16)
     expressions = [f"object.f{i % 20} == 'v' ? 'a' : ''" for i in range(200)]
     outcomes: list[bool] = []
     lock = threading.Lock()
