@@ -7,7 +7,13 @@ metadata slice (1–8 `sharingAffinity` extractors, guarded CEL) plus device sli
 `pool.generation` and `resourceSliceCount`, spread over several multi-document
 files. Seeded `random.Random` only: the same `(n, seed)` always writes the same bytes.
 
-Run directly: `python bench/gen_slices.py N OUT_DIR [--seed S]`.
+`generate_cluster` writes the scheduler benchmark's cluster instead (issue 15): pools of
+shareable NICs with two extractors each (`subnet`, `pkey`), consumable capacity `pods: 16`
+(one pod each by default), one DeviceClass, and N ResourceClaims whose affinity values are
+drawn from 20 subnets x 4 pkeys, so `simulate` and `dry-run` see locks form and conflict.
+
+Run directly: `python -m bench.gen_slices N OUT_DIR [--seed S]`, or
+`python -m bench.gen_slices --cluster CLAIMS OUT_DIR [--devices 1000 --pools 50]`.
 """
 
 from __future__ import annotations
@@ -187,13 +193,96 @@ def generate(n: int, out_dir: Path, seed: int) -> list[Path]:
     return paths
 
 
+CLUSTER_DRIVER = "nic.bench.example.com"
+CLUSTER_CLASS = "nic.bench.example.com"
+CLUSTER_SUBNETS = 20
+CLUSTER_PKEYS = 4
+CLUSTER_PODS = 16
+
+
+def _cluster_pool(index: int, devices: int) -> list[dict[str, Any]]:
+    node = f"node-{index:03d}"
+    pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+    meta = {
+        "apiVersion": API_VERSION, "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-meta"},
+        "spec": {"driver": CLUSTER_DRIVER, "nodeName": node, "pool": dict(pool), "sharingAffinity": [
+            {"name": "subnet", "expression": 'has(object.subnetID) ? object.subnetID : ""'},
+            {"name": "pkey", "expression": 'has(object.ibPKey) ? object.ibPKey : ""'},
+        ]},
+    }
+    nics = [{
+        "name": f"nic-{d}", "allowMultipleAllocations": True,
+        "attributes": {f"{CLUSTER_DRIVER}/model": {"string": "CX7"}},
+        "capacity": {"pods": {"value": str(CLUSTER_PODS), "requestPolicy": {"default": "1"}}},
+    } for d in range(devices)]
+    slice_ = {
+        "apiVersion": API_VERSION, "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-nics"},
+        "spec": {"driver": CLUSTER_DRIVER, "nodeName": node, "pool": dict(pool), "devices": nics},
+    }
+    return [meta, slice_]
+
+
+def _cluster_claim(index: int, rng: random.Random) -> dict[str, Any]:
+    subnet = f"subnet-{rng.randrange(CLUSTER_SUBNETS):02d}"
+    pkey = f"0x80{rng.randrange(CLUSTER_PKEYS):02x}"
+    return {
+        "apiVersion": API_VERSION, "kind": "ResourceClaim",
+        "metadata": {"name": f"pod-{index:06d}", "namespace": "bench"},
+        "spec": {"devices": {
+            "requests": [{"name": "nic", "exactly": {"deviceClassName": CLUSTER_CLASS}}],
+            "config": [{"requests": ["nic"], "opaque": {"driver": CLUSTER_DRIVER, "parameters": {
+                "apiVersion": f"{CLUSTER_DRIVER}/v1", "kind": "NICConfig",
+                "subnetID": subnet, "ibPKey": pkey, "mtu": 9000}}}],
+        }},
+    }
+
+
+def generate_cluster(claims: int, out_dir: Path, seed: int = 0, *, devices: int = 1000,
+                     pools: int = 50) -> list[Path]:
+    """Write the scheduler benchmark's cluster: `slices.yaml`, `classes.yaml`, `claims.yaml`.
+
+    `devices` are spread evenly over `pools` (the remainder to the first pools); the claims'
+    values are seeded, so the same arguments always write the same bytes.
+    """
+    rng = random.Random(seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    per_pool = [devices // pools + (1 if i < devices % pools else 0) for i in range(pools)]
+    slices = [obj for i, n in enumerate(per_pool) for obj in _cluster_pool(i, n)]
+    device_class = {
+        "apiVersion": API_VERSION, "kind": "DeviceClass", "metadata": {"name": CLUSTER_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{CLUSTER_DRIVER}"'}}]},
+    }
+    written = []
+    for name, docs in (("slices.yaml", slices), ("classes.yaml", [device_class])):
+        path = out_dir / name
+        path.write_text(yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False), encoding="utf-8")
+        written.append(path)
+    path = out_dir / "claims.yaml"
+    with path.open("w", encoding="utf-8") as handle:
+        for start in range(0, claims, 1000):  # in batches: 100,000 claims never sit in memory twice
+            batch = [_cluster_claim(i, rng) for i in range(start, min(claims, start + 1000))]
+            handle.write(("---\n" if start else "") +
+                         yaml.dump_all(batch, Dumper=_Dumper, sort_keys=False))
+    written.append(path)
+    return written
+
+
 def _main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("n", type=int)
+    parser.add_argument("n", type=int, help="slices (or claims with --cluster)")
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cluster", action="store_true", help="write the scheduler cluster instead")
+    parser.add_argument("--devices", type=int, default=1000)
+    parser.add_argument("--pools", type=int, default=50)
     args = parser.parse_args()
-    for path in generate(args.n, args.out_dir, args.seed):
+    if args.cluster:
+        paths = generate_cluster(args.n, args.out_dir, args.seed, devices=args.devices, pools=args.pools)
+    else:
+        paths = generate(args.n, args.out_dir, args.seed)
+    for path in paths:
         print(path)
 
 

@@ -10,8 +10,9 @@ errors, claim errors dominating strict gating.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
@@ -196,6 +197,67 @@ def extract(
     if unsatisfied:
         return done(Outcome.NOT_SATISFIED, unsatisfied=unsatisfied, evaluations=evaluations, configs=scope)
     return done(Outcome.OK, affinity=dict(sorted(values.items())), evaluations=evaluations, configs=scope)
+
+
+def _content_key(configs: Sequence[Config]) -> tuple[Hashable, ...] | None:
+    """What extraction reads of the in-scope configs: their indexes and parameters' contents.
+
+    None when the parameters cannot be rendered canonically (mixed key types): then the
+    request is extracted without the memo, never wrongly shared.
+    """
+    try:
+        return tuple((c.index, json.dumps(c.opaque.parameters if c.opaque else None, sort_keys=True,
+                                          default=lambda o: f"{type(o).__name__}:{o!r}"))
+                     for c in configs)
+    except (TypeError, ValueError):
+        return None
+
+
+def _pool_key(pool: ExtractionPool) -> tuple[Hashable, ...]:
+    """Everything of a pool extraction reads except its name (which only appears in errors)."""
+    return (tuple((p.extractor.name, p.extractor.expression) for p in pool.extractors), pool.complete,
+            pool.incomplete_reason, pool.duplicate_keys, pool.total_cost)
+
+
+class ExtractionMemo:
+    """`extract`, memoised by (pool extractors, request, in-scope config contents).
+
+    Why: a cluster's pools usually publish the same extractors and its claims come from a
+    few templates, so most (claim, request, pool) triples repeat an extraction already done.
+    A hit is relabelled with the asking claim and pool; a slice error names its pool and
+    generation, so it is only shared within one pool. Entries are few (distinct contents),
+    and the memo lives as long as the one dry run or simulation that owns it.
+    """
+
+    def __init__(self, kubernetes_version: KubernetesVersion | None = None) -> None:
+        self._version = kubernetes_version
+        self._results: dict[tuple[Hashable, ...], ExtractionResult] = {}
+        self._scopes: dict[tuple[str, str, str], tuple[Hashable, ...] | None] = {}
+        self.misses = 0
+
+    def extract(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
+        scope_key = (claim.qualified_name, request, pool.ref.driver)
+        if scope_key in self._scopes:
+            content = self._scopes[scope_key]
+        else:
+            content = _content_key(in_scope_configs(claim, request, pool.ref.driver))
+            self._scopes[scope_key] = content
+        if content is None:
+            self.misses += 1
+            return extract(claim, request, pool, kubernetes_version=self._version)
+        key: tuple[Hashable, ...] = (_pool_key(pool), request, content)
+        hit = self._results.get(key)
+        if hit is not None and hit.outcome is Outcome.SLICE_ERROR and hit.pool != pool.ref:
+            key = (*key, pool.ref, pool.generation)
+            hit = self._results.get(key)
+        if hit is None:
+            self.misses += 1
+            hit = extract(claim, request, pool, kubernetes_version=self._version)
+            self._results[key] = hit
+            return hit
+        if hit.claim == claim.qualified_name and hit.pool == pool.ref:
+            return hit
+        return replace(hit, claim=claim.qualified_name, pool=pool.ref)
 
 
 def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionError | None:

@@ -17,7 +17,7 @@ any candidate pool aborts the claim, as a scheduler Filter error aborts the pod.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -32,11 +32,11 @@ from dra_affinity.policies.model.resources import (
 )
 from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.candidates import SelectorError, pool_is_candidate
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, render
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits, render
 from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
-from dra_affinity.policies.scheduler.extraction import ExtractionPool, ExtractionResult, extract
+from dra_affinity.policies.scheduler.extraction import ExtractionMemo, ExtractionPool, ExtractionResult
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
@@ -52,6 +52,17 @@ from dra_affinity.policies.scheduler.locks import (
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
+
+
+class Detail(enum.Enum):
+    """How much of Filter's work a step keeps for the report."""
+
+    DEVICES = "devices"
+    """Every device Filter looked at, with all its rejections (`StepResult.evaluated`)."""
+    COUNTS = "counts"
+    """Only how many devices were turned down for which first reason (`StepResult.rejected`):
+    bounded state for large inputs, and Filter answered from per-pool profiles instead of
+    visiting every device."""
 
 
 class Action(enum.Enum):
@@ -98,6 +109,15 @@ class Evaluated:
 
 
 @dataclass(frozen=True, slots=True)
+class RejectionCount:
+    """How many devices Filter turned down for one (sub-)request with this first reason."""
+
+    request: str
+    reason: Reason
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Placement:
     request: str
     device: DeviceRef
@@ -118,6 +138,9 @@ class StepResult:
     """Why the claim could not be placed: the abort, or a summary of the devices' reasons."""
     failed_request: str | None = None
     released: tuple[DeviceRef, ...] = ()
+    rejected: tuple[RejectionCount, ...] = ()
+    """Per (sub-)request tried, the devices turned down by first reason, in order of appearance
+    (kept whatever the `Detail`)."""
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -127,9 +150,9 @@ class StepResult:
         found: list[Reason] = []
         if self.failure is not None and self.failure.reason is not Reason.NO_CANDIDATES:
             found.append(self.failure.reason)
-        for e in self.evaluated:
-            if e.request == self.failed_request and e.rejections and e.rejections[0].reason not in found:
-                found.append(e.rejections[0].reason)
+        for r in self.rejected:
+            if r.request == self.failed_request and r.reason not in found:
+                found.append(r.reason)
         if not found and self.failure is not None:
             found.append(self.failure.reason)
         return tuple(found)
@@ -183,6 +206,59 @@ class _Counters:
     reuse: int = 0
 
 
+class _Working:
+    """The device states as one claim's placement sees them: committed states plus its own.
+
+    A claim's requests are reserved one after the other against this view and committed
+    together only when all of them fit, so a failed claim leaves no trace; no copy of every
+    state is made per claim.
+    """
+
+    def __init__(self, base: Mapping[DeviceRef, DeviceState]) -> None:
+        self.base = base
+        self.changes: dict[DeviceRef, DeviceState] = {}
+        self.pools: set[PoolRef] = set()
+
+    def __getitem__(self, ref: DeviceRef) -> DeviceState:
+        changed = self.changes.get(ref)
+        return changed if changed is not None else self.base[ref]
+
+    def __setitem__(self, ref: DeviceRef, state: DeviceState) -> None:
+        self.changes[ref] = state
+        self.pools.add(ref.pool_ref)
+
+
+_IN_USE = ("in-use",)
+_CAPACITY = ("capacity",)
+_UNKNOWN = ("unknown",)
+_FREE = ("free",)
+"""Device kinds for one request's demand; a locked device's kind is ("locked", its lock items)."""
+
+_Kind = tuple[object, ...]
+
+
+@dataclass
+class _Profile:
+    """A pool's devices as one demand sees them: each device's kind, and per kind (count, first)."""
+
+    kinds: list[_Kind]
+    summary: dict[_Kind, list[int]]
+
+
+@dataclass
+class _PoolIndex:
+    """Per pool: its devices in first-fit order, its unknown-device count and cached profiles.
+
+    A profile depends only on the pool's states and the request's capacity demand, so it is
+    computed once per (pool, demand) and dropped when a device of the pool changes: a claim
+    pays for the one pool it changed, not for every device of every pool.
+    """
+
+    devices: list[tuple[Device, DeviceRef]]
+    unknown: int = 0
+    profiles: dict[str, _Profile] = field(default_factory=dict)
+
+
 @dataclass
 class _Run:
     """One simulation's working state; lives only for the duration of `simulate`."""
@@ -196,25 +272,43 @@ class _Run:
     pool_ok: Callable[[PoolRef], bool]
     candidate: CandidateFilter | None
     classes: dict[str, DeviceClass]
+    detail: Detail = Detail.DEVICES
     states: dict[DeviceRef, DeviceState] = field(default_factory=dict)
     devices: dict[DeviceRef, Device] = field(default_factory=dict)
-    extractions: dict[tuple[str, str, PoolRef], ExtractionResult] = field(default_factory=dict)
+    memo: ExtractionMemo | None = None
+    counted: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(claim, request) -> bit mask of the pools whose extraction the scheduler has counted."""
     counters: _Counters = field(default_factory=_Counters)
-    pool_devices: dict[PoolRef, list[tuple[Device, DeviceRef]]] = field(default_factory=dict)
+    index: dict[PoolRef, _PoolIndex] = field(default_factory=dict)
+    order: dict[DeviceRef, int] = field(default_factory=dict)
+    pool_bits: dict[PoolRef, int] = field(default_factory=dict)
+    candidates: dict[tuple[object, ...], list[Pool] | SelectorError] = field(default_factory=dict)
     held: dict[str, set[DeviceRef]] = field(default_factory=dict)
     """claim -> the devices it holds (bound or placed by a step)."""
     notes: list[str] = field(default_factory=list)
 
+    def build_index(self) -> None:
+        self.memo = ExtractionMemo(self.version)
+        self.order = {ref: n for n, ref in enumerate(self.devices)}
+        self.pool_bits = {ref: 1 << n for n, ref in enumerate(self.pools)}
+        for ref, pool in self.pools.items():
+            self.index[ref] = _PoolIndex(
+                [(d, DeviceRef(ref.driver, ref.name, d.name)) for d, _ in pool.devices])
+
     # -- per (claim, request, pool) ---------------------------------------------------------
 
     def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
-        key = (claim.qualified_name, request, ref)
-        cached = self.extractions.get(key)
-        if cached is None:
-            cached = extract(claim, request, self.summaries[ref], kubernetes_version=self.version)
-            self.counters.evaluations += len(cached.evaluations)
-            self.extractions[key] = cached
-        return cached
+        """The extraction, memoised by content; counted once per (claim, request, pool) as the
+        scheduler's `extractor_evaluations_total` would be."""
+        assert self.memo is not None
+        result = self.memo.extract(claim, request, self.summaries[ref])
+        key = (claim.qualified_name, request)
+        seen = self.counted.get(key, 0)
+        bit = self.pool_bits[ref]
+        if not seen & bit:
+            self.counted[key] = seen | bit
+            self.counters.evaluations += len(result.evaluations)
+        return result
 
     def verdict(self, claim: ResourceClaim, request: str, pool: Pool) -> PoolVerdict:
         early = locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
@@ -250,10 +344,9 @@ class _Run:
             held = bound.get(ref, [])
             holders = tuple(h for h, _ in held)
             if not self.tracked(pool):
-                self.states[ref] = DeviceState(LockStatus.UNTRACKED, holders=holders)
+                self._set(ref, DeviceState(LockStatus.UNTRACKED, holders=holders))
                 continue
-            self.states[ref] = locks.reconstruct(
-                [(h, self.extraction(c, h.request, pool.ref)) for h, c in held])
+            self._set(ref, locks.reconstruct([(h, self.extraction(c, h.request, pool.ref)) for h, c in held]))
 
     def _bound_consumption(self, claim: ResourceClaim, index: int, request: str,
                            device: Device) -> dict[str, Fraction]:
@@ -272,37 +365,59 @@ class _Run:
             return {}
         return wanted
 
+    def _set(self, ref: DeviceRef, state: DeviceState) -> None:
+        """Commit one device's state, keeping its pool's index current."""
+        old = self.states.get(ref)
+        self.states[ref] = state
+        index = self.index.get(ref.pool_ref)
+        if index is None:
+            return
+        index.profiles.clear()
+        index.unknown += ((state.status is LockStatus.UNRECONSTRUCTABLE)
+                          - (old is not None and old.status is LockStatus.UNRECONSTRUCTABLE))
+
     # -- steps ------------------------------------------------------------------------------
 
     def candidate_pools(self, request: DeviceRequest) -> list[Pool]:
-        out = []
-        for ref, pool in self.pools.items():
-            if not self.pool_ok(ref):
-                continue
-            if self.classes and not (self.candidate or pool_is_candidate)(request, self.classes, pool):
-                continue
-            out.append(pool)
-        return out
+        """The pools the request may use, matched once per (class, request selectors)."""
+        if self.candidate is not None:
+            return [pool for ref, pool in self.pools.items() if self.pool_ok(ref)
+                    and (not self.classes or self.candidate(request, self.classes, pool))]
+        key = (request.device_class_name, request.name,
+               tuple((s.index, s.expression) for s in request.selectors))
+        cached = self.candidates.get(key)
+        if cached is None:
+            try:
+                cached = [pool for ref, pool in self.pools.items() if self.pool_ok(ref)
+                          and (not self.classes or pool_is_candidate(request, self.classes, pool,
+                                                                     kubernetes_version=self.version))]
+            except SelectorError as exc:
+                cached = exc
+            self.candidates[key] = cached
+        if isinstance(cached, SelectorError):
+            raise cached
+        return cached
 
     def holds(self, claim: str) -> list[DeviceRef]:
         """The devices `claim` holds, in device order."""
-        held = self.held.get(claim, set())
-        return [ref for ref in self.states if ref in held]
+        return sorted(self.held.get(claim, ()), key=self.order.__getitem__)
 
     def allocate(self, step: Step) -> StepResult:
         claim = self.claims[step.claim]
-        if self.holds(step.claim):
+        if self.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
-        working = dict(self.states)
+        working = _Working(self.states)
         placements: list[Placement] = []
         evaluated: list[Evaluated] = []
+        rejected: list[RejectionCount] = []
         for request in claim.requests:
             alternatives = request.first_available or ((request.exactly,) if request.exactly else ())
             failure: tuple[Rejection, str] | None = None
             for sub in alternatives:
-                placed, seen, problem = self.place_request(claim, sub, working)
+                placed, seen, counts, problem = self.place_request(claim, sub, working)
                 evaluated.extend(seen)
+                rejected.extend(counts)
                 if problem is None:
                     placements.extend(placed)
                     failure = None
@@ -311,56 +426,50 @@ class _Run:
                 if problem.reason is Reason.CEL_EVALUATION_FAILURE:
                     break  # the pod is aborted: no further sub-request is tried
             if failure is not None:
-                return StepResult(step, False, (), tuple(evaluated), failure[0], failure[1])
-        self.states = working
+                return StepResult(step, False, (), tuple(evaluated), failure[0], failure[1],
+                                  rejected=tuple(rejected))
+        for ref, state in working.changes.items():
+            self._set(ref, state)
         self.held[claim.qualified_name] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
-        return StepResult(step, True, tuple(placements), tuple(evaluated))
+        return StepResult(step, True, tuple(placements), tuple(evaluated), rejected=tuple(rejected))
 
-    def place_request(self, claim: ResourceClaim, request: DeviceRequest,
-                      working: dict[DeviceRef, DeviceState]
-                      ) -> tuple[list[Placement], list[Evaluated], Rejection | None]:
+    def place_request(self, claim: ResourceClaim, request: DeviceRequest, working: _Working
+                      ) -> tuple[list[Placement], list[Evaluated], list[RejectionCount], Rejection | None]:
         """Filter, choose and reserve the devices of one (sub-)request against `working`."""
         try:
             pools = self.candidate_pools(request)
         except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
-            return [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
-                                     exc.failure.message(claim.qualified_name))
+            return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
+                                         exc.failure.message(claim.qualified_name))
         verdicts = {pool.ref: self.verdict(claim, request.name, pool) for pool in pools}
         for pool in pools:
             verdict = verdicts[pool.ref]
             if verdict.aborts:
                 assert verdict.rejection is not None
-                return [], [], verdict.rejection
+                return [], [], [], verdict.rejection
         every = request.allocation_mode == "All"
         wanted_count = 1 if every else max(request.count or 1, 1)
         evaluated: list[Evaluated] = []
-        options: list[Option] = []
-        position = 0
-        for pool in pools:
-            verdict = verdicts[pool.ref]
-            pool_unknown = any(working[r].status is LockStatus.UNRECONSTRUCTABLE
-                               for r in self._refs(pool))
-            for device, ref in self._pool_devices(pool):
-                state = working[ref]
-                wanted = demand(device, request)
-                rejections = locks.check_device(device, ref, state, verdict, wanted)
-                evaluated.append(Evaluated(request.name, ref, state.status, rejections))
-                self._count(rejections)
-                if not rejections:
-                    options.append(Option(ref, state, position, pool_unknown))
-                position += 1
-                if self.mode is Mode.ALPHA and not every and len(options) >= wanted_count:
-                    break
-            if self.mode is Mode.ALPHA and not every and len(options) >= wanted_count:
-                break
+        if self.detail is Detail.COUNTS and wanted_count == 1 and not every:
+            counts, examined, options = self._choose(request, pools, verdicts, working)
+        else:
+            options = self._walk(request, pools, verdicts, working, wanted_count, every, evaluated)
+            counts, examined = _first_reasons(evaluated), len(evaluated)
+            if self.detail is Detail.COUNTS:
+                evaluated = []
+        rejected = [RejectionCount(request.name, reason, n) for reason, n in counts.items()]
+        self.counters.conflicts += counts.get(Reason.LOCK_MISMATCH, 0)
+        self.counters.no_keys += counts.get(Reason.NO_KEYS_EXTRACTED, 0)
         if every:
-            wanted_count = len(evaluated)
-            if not evaluated or len(options) < wanted_count:
-                return [], evaluated, self._summary(request, evaluated, wanted_count, len(options))
+            wanted_count = examined
+            if not examined or len(options) < wanted_count:
+                return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
+                                                              len(options))
         ranked = locks.rank(self.mode, options)
         if len(ranked) < wanted_count:
-            return [], evaluated, self._summary(request, evaluated, wanted_count, len(ranked))
+            return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
+                                                          len(ranked))
         placements = []
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
@@ -370,38 +479,106 @@ class _Run:
             before = working[option.ref]
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
-                return [], evaluated, after
+                return [], evaluated, rejected, after
             working[option.ref] = after
             placements.append(Placement(request.name, option.ref, before.status, after.lock,
                                         reused=before.status is LockStatus.LOCKED))
-        return placements, evaluated, None
+        return placements, evaluated, rejected, None
 
-    def _summary(self, request: DeviceRequest, evaluated: Sequence[Evaluated], wanted: int,
+    def _walk(self, request: DeviceRequest, pools: Sequence[Pool], verdicts: Mapping[PoolRef, PoolVerdict],
+              working: _Working, wanted_count: int, every: bool, evaluated: list[Evaluated]) -> list[Option]:
+        """Filter device by device in first-fit order, recording each device looked at."""
+        options: list[Option] = []
+        position = 0
+        first_fit = self.mode is Mode.ALPHA and not every
+        for pool in pools:
+            verdict = verdicts[pool.ref]
+            index = self.index[pool.ref]
+            pool_unknown = index.unknown > 0
+            for device, ref in index.devices:
+                state = working[ref]
+                rejections = locks.check_device(device, ref, state, verdict, demand(device, request))
+                evaluated.append(Evaluated(request.name, ref, state.status, rejections))
+                if not rejections:
+                    options.append(Option(ref, state, position, pool_unknown))
+                position += 1
+                if first_fit and len(options) >= wanted_count:
+                    return options
+        return options
+
+    def _choose(self, request: DeviceRequest, pools: Sequence[Pool], verdicts: Mapping[PoolRef, PoolVerdict],
+                working: _Working) -> tuple[dict[Reason, int], int, list[Option]]:
+        """One device, chosen from the pools' profiles: what `_walk` finds, without visiting every
+        device. Returns the first-reason counts of the devices Filter looks at, their number, and
+        the chosen option (none when no device is viable)."""
+        counts: dict[Reason, int] = {}
+        position = 0
+        best: tuple[tuple[int, ...], Option] | None = None
+        for pool in pools:
+            verdict = verdicts[pool.ref]
+            index = self.index[pool.ref]
+            profile = self._profile(index, request, working)
+            reasons = {kind: _reason(kind, verdict) for kind in profile.summary}
+            viable = [first for kind, (_, first) in profile.summary.items() if reasons[kind] is None]
+            if self.mode is Mode.ALPHA and viable:
+                stop = min(viable)
+                for kind in profile.kinds[:stop]:
+                    reason = reasons[kind]
+                    assert reason is not None
+                    counts[reason] = counts.get(reason, 0) + 1
+                ref = index.devices[stop][1]
+                chosen = Option(ref, working[ref], position + stop, index.unknown > 0)
+                return counts, position + stop + 1, [chosen]
+            for kind, (n, _) in sorted(profile.summary.items(), key=lambda item: item[1][1]):
+                reason = reasons[kind]
+                if reason is not None:
+                    counts[reason] = counts.get(reason, 0) + n
+            for kind, (_, first) in profile.summary.items():
+                if reasons[kind] is None:
+                    ref = index.devices[first][1]
+                    option = Option(ref, working[ref], position + first, index.unknown > 0)
+                    key = locks.preference(self.mode, option)
+                    if best is None or key < best[0]:
+                        best = (key, option)
+            position += len(index.devices)
+        return counts, position, [best[1]] if best is not None else []
+
+    def _profile(self, index: _PoolIndex, request: DeviceRequest, working: _Working) -> _Profile:
+        """Each device's kind for `request`'s demand (cached unless this claim changed the pool)."""
+        key = repr(sorted(request.capacity_requests.items()))
+        changed = bool(index.devices) and index.devices[0][1].pool_ref in working.pools
+        cached = None if changed else index.profiles.get(key)
+        if cached is not None:
+            return cached
+        kinds: list[_Kind] = []
+        summary: dict[_Kind, list[int]] = {}
+        for position, (device, ref) in enumerate(index.devices):
+            kind = _kind(device, working[ref], demand(device, request))
+            kinds.append(kind)
+            entry = summary.get(kind)
+            if entry is None:
+                summary[kind] = [1, position]
+            else:
+                entry[0] += 1
+        profile = _Profile(kinds, summary)
+        if not changed:
+            index.profiles[key] = profile
+        return profile
+
+    def _summary(self, request: DeviceRequest, counts: Mapping[Reason, int], examined: int, wanted: int,
                  viable: int) -> Rejection:
-        if not evaluated:
+        if not examined:
             return Rejection(Reason.NO_CANDIDATES,
                              f"request {request.name!r}: no device in the input can serve it")
-        firsts = [e.rejections[0] for e in evaluated if e.rejections]
-        counts: dict[Reason, int] = {}
-        for r in firsts:
-            counts[r.reason] = counts.get(r.reason, 0) + 1
         listed = ", ".join(f"{n} {reason.value}" for reason, n in counts.items())
-        reason = firsts[0].reason if firsts else Reason.NO_CANDIDATES
+        reason = next(iter(counts), Reason.NO_CANDIDATES)
         return Rejection(reason, f"request {request.name!r}: {viable} of {wanted} device(s) viable "
-                                 f"among {len(evaluated)} candidate(s) ({listed})")
-
-    def _count(self, rejections: Sequence[Rejection]) -> None:
-        if not rejections:
-            return
-        if rejections[0].reason is Reason.LOCK_MISMATCH:
-            self.counters.conflicts += 1
-        elif rejections[0].reason is Reason.NO_KEYS_EXTRACTED:
-            self.counters.no_keys += 1
+                                 f"among {examined} candidate(s) ({listed})")
 
     def release(self, step: Step) -> StepResult:
         freed = self.holds(step.claim)
         for ref in freed:
-            self.states[ref] = locks.release(self.states[ref], step.claim)
+            self._set(ref, locks.release(self.states[ref], step.claim))
         self.held.pop(step.claim, None)
         if not freed:
             self.notes.append(f"release {step.claim}: the claim holds no device (its allocation "
@@ -410,21 +587,52 @@ class _Run:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _pool_devices(self, pool: Pool) -> list[tuple[Device, DeviceRef]]:
-        cached = self.pool_devices.get(pool.ref)
-        if cached is None:
-            cached = [(d, DeviceRef(pool.ref.driver, pool.ref.name, d.name)) for d, _ in pool.devices]
-            self.pool_devices[pool.ref] = cached
-        return cached
-
-    def _refs(self, pool: Pool) -> list[DeviceRef]:
-        return [ref for _, ref in self._pool_devices(pool)]
-
     def report(self, ref: DeviceRef) -> DeviceReport:
         device = self.devices[ref]
         return DeviceReport(ref, self.states[ref],
                             {k: c.value for k, c in device.capacity.items()},
                             device.allow_multiple_allocations)
+
+
+def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | CapacityProblem) -> _Kind:
+    """What `locks.check_device` looks at of one device, whatever the pool's verdict."""
+    if not device.allow_multiple_allocations and state.holders:
+        return _IN_USE
+    if isinstance(wanted, CapacityProblem) or fits(device, state.consumed, wanted) is not None:
+        return _CAPACITY
+    if state.status is LockStatus.UNRECONSTRUCTABLE:
+        return _UNKNOWN
+    if state.status is LockStatus.LOCKED:
+        return ("locked", tuple(sorted((state.lock or {}).items())))
+    return _FREE
+
+
+def _reason(kind: _Kind, verdict: PoolVerdict) -> Reason | None:
+    """The first reason `locks.check_device` gives a device of `kind` (None: viable); same order."""
+    if verdict.pool_level:
+        assert verdict.rejection is not None
+        return verdict.rejection.reason
+    if kind is _IN_USE:
+        return Reason.IN_USE
+    if kind is _CAPACITY:
+        return Reason.CAPACITY
+    if kind is _UNKNOWN and verdict.tracked:
+        return Reason.UNKNOWN_LOCK_STATE
+    if verdict.rejection is not None:
+        return verdict.rejection.reason
+    if (kind[0] == "locked" and verdict.tracked and verdict.affinity is not None
+            and kind[1] != tuple(sorted(verdict.affinity.items()))):
+        return Reason.LOCK_MISMATCH
+    return None
+
+
+def _first_reasons(evaluated: Sequence[Evaluated]) -> dict[Reason, int]:
+    counts: dict[Reason, int] = {}
+    for e in evaluated:
+        if e.rejections:
+            reason = e.rejections[0].reason
+            counts[reason] = counts.get(reason, 0) + 1
+    return counts
 
 
 def _device_requests(claim: ResourceClaim) -> dict[str, DeviceRequest]:
@@ -472,7 +680,42 @@ def check_steps(steps: Sequence[Step], claims: Sequence[ResourceClaim]) -> list[
     return problems
 
 
-def simulate(
+class SimulationRun:
+    """A simulation under way: its reconstruction, then its steps one at a time, then the end.
+
+    Why: a report of 100,000 steps need not sit in memory to be printed. `steps()` yields
+    each step as it is decided (once); `devices()`, `metrics()` and `notes` describe the state
+    after the steps consumed so far. `simulate` is this, collected into one report.
+    """
+
+    def __init__(self, run: _Run, steps: Sequence[Step], findings: tuple[Finding, ...]) -> None:
+        self._run = run
+        self._steps = steps
+        self.mode = run.mode
+        self.feature_gate = run.feature_gate
+        self.findings = findings
+        self.reconstructed = tuple(run.report(ref) for ref in run.devices)
+
+    def steps(self) -> Iterator[StepResult]:
+        run = self._run
+        for step in self._steps:
+            yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
+
+    def devices(self) -> tuple[DeviceReport, ...]:
+        return tuple(self._run.report(ref) for ref in self._run.devices)
+
+    def metrics(self) -> Metrics:
+        run = self._run
+        locked, unknown = locks.gauges(run.states)
+        return Metrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
+                       run.counters.no_keys, run.counters.reuse)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return tuple(self._run.notes)
+
+
+def start(
     slices: Sequence[ResourceSlice],
     claims: Sequence[ResourceClaim],
     steps: Sequence[Step] | None = None,
@@ -483,11 +726,13 @@ def simulate(
     pools: Sequence[str] = (),
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
-) -> SimulationReport | list[SimulationProblem]:
-    """Reconstruct the locks from bound claims, then run `steps` (default: every unallocated claim).
+    detail: Detail = Detail.DEVICES,
+) -> SimulationRun | list[SimulationProblem]:
+    """Reconstruct the locks from bound claims; the returned run then yields `steps` (default:
+    every unallocated claim) one at a time.
 
-    `pools` restricts the candidate pools (`driver/name` or `name`, as `--pool`).
-    Returns the problems instead of a report when the steps cannot be run.
+    `pools` restricts the candidate pools (`driver/name` or `name`, as `--pool`); `detail`
+    says what each step keeps. Returns the problems instead when the steps cannot be run.
     """
     limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
     steps = [Step(s.action, qualified(s.claim)) for s in
@@ -503,22 +748,44 @@ def simulate(
         claims={c.qualified_name: c for c in claims},
         mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
         pool_ok=lambda ref: not filters or any(f.pool_ok(ref) for f in filters),
-        candidate=candidate, classes={c.name: c for c in classes},
+        candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
     )
     for ref, pool in built.items():
         if run.pool_ok(ref):  # pools left out by `pools` are not simulated at all
             for device, _ in pool.devices:
                 run.devices.setdefault(DeviceRef(ref.driver, ref.name, device.name), device)
+    run.build_index()
     run.reconstruct()
-    reconstructed = tuple(run.report(ref) for ref in run.devices)
-    results = [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
-    locked, unknown = locks.gauges(run.states)
-    metrics = Metrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
-                      run.counters.no_keys, run.counters.reuse)
     findings = tuple(f for c in claims for f in claim_problems(c))
-    return SimulationReport(mode, feature_gate, reconstructed, tuple(results),
-                            tuple(run.report(ref) for ref in run.devices), metrics, tuple(run.notes),
-                            findings)
+    return SimulationRun(run, steps, findings)
+
+
+def simulate(
+    slices: Sequence[ResourceSlice],
+    claims: Sequence[ResourceClaim],
+    steps: Sequence[Step] | None = None,
+    *,
+    mode: Mode = Mode.ALPHA,
+    feature_gate: bool = True,
+    kubernetes_version: KubernetesVersion | None = None,
+    pools: Sequence[str] = (),
+    classes: Sequence[DeviceClass] = (),
+    candidate: CandidateFilter | None = None,
+    detail: Detail = Detail.DEVICES,
+) -> SimulationReport | list[SimulationProblem]:
+    """Reconstruct the locks from bound claims, then run `steps` (default: every unallocated claim).
+
+    `pools` restricts the candidate pools (`driver/name` or `name`, as `--pool`).
+    Returns the problems instead of a report when the steps cannot be run.
+    """
+    run = start(slices, claims, steps, mode=mode, feature_gate=feature_gate,
+                kubernetes_version=kubernetes_version, pools=pools, classes=classes,
+                candidate=candidate, detail=detail)
+    if isinstance(run, list):
+        return run
+    results = tuple(run.steps())
+    return SimulationReport(mode, feature_gate, run.reconstructed, results, run.devices(), run.metrics(),
+                            run.notes, run.findings)
 
 
 def device_matches(ref: DeviceRef, name: str) -> bool:
