@@ -74,6 +74,33 @@ def read_resource_claims(target: ClusterTarget | None = None) -> ClusterRead:
     return _read(target or ClusterTarget(), "resourceclaims", "ResourceClaim", check_field=False)
 
 
+def read_device_classes(target: ClusterTarget | None = None) -> ClusterRead:
+    """Every DeviceClass of the cluster (cluster-scoped)."""
+    return _read(target or ClusterTarget(), "deviceclasses", "DeviceClass", check_field=False)
+
+
+def read_pod(namespace: str, name: str,
+             target: ClusterTarget | None = None) -> tuple[dict[str, Any] | None, str | None]:
+    """One Pod as the API returns it (for `explain pod/NS/NAME`), or why it cannot be read."""
+    target = target or ClusterTarget()
+    try:
+        api_client, _ = _client(target)
+    except _Failure as failure:
+        return None, str(failure)
+    try:
+        status, body = _get(api_client, f"/api/v1/namespaces/{namespace}/pods/{name}", target)
+        if status == 404:
+            return None, f"pod {namespace}/{name} not found"
+        if not 200 <= status < 300:
+            return None, f"reading pod {namespace}/{name} failed: {_status_message(status, body)}"
+        pod = _json(body, f"pod {namespace}/{name}")
+        return (pod if isinstance(pod, dict) else None), None
+    except _Failure as failure:
+        return None, str(failure)
+    finally:
+        api_client.close()
+
+
 def _read(target: ClusterTarget, resource: str, kind: str, *, check_field: bool) -> ClusterRead:
     try:
         api_client, context = _client(target)
@@ -237,6 +264,8 @@ def _list_all(api_client: Any, resource: str, target: ClusterTarget) -> tuple[li
     lister: Callable[..., Any] = api.list_resource_slice
     if resource == "resourceclaims":
         lister = api.list_resource_claim_for_all_namespaces
+    elif resource == "deviceclasses":
+        lister = api.list_device_class
     for attempt in range(2):
         items: list[Any] = []
         token: str | None = None

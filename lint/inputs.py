@@ -68,14 +68,23 @@ class Objects:
     skipped: int = 0
     objects: int = 0
     """Objects of a kind we model (including ones that failed the structural check)."""
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    """Pod documents, kept only when asked for (`explain pod/NS/NAME` resolves their claims)."""
 
 
-def model_objects(inputs: Input) -> Objects:
-    """Turn loaded documents into model objects; never raises for bad input."""
+def model_objects(inputs: Input, *, trusted: bool = False, keep_pods: bool = False) -> Objects:
+    """Turn loaded documents into model objects; never raises for bad input.
+
+    `trusted`: the objects are as an API server stored them (a cluster read, a `kubectl get`
+    dump), so the structural check runs only for an object the model cannot build.
+    """
     out = Objects(findings=list(inputs.findings), usage_errors=list(inputs.usage_errors),
                   notes=list(inputs.notes), files=inputs.files)
     for document in inputs.documents:
-        result = parse(document.data, document.source)
+        if keep_pods and document.kind == "Pod":
+            out.pods.append(document.data)
+            continue
+        result = parse(document.data, document.source, trusted=trusted)
         out.findings.extend(result.findings)
         if not result.recognised:
             out.skipped += 1
@@ -94,6 +103,24 @@ def model_objects(inputs: Input) -> Objects:
 def load_objects(paths: Sequence[str], cluster: ClusterTarget | None = None) -> Objects:
     """Load and model everything in `paths` (`-` or nothing: stdin), or the cluster's slices."""
     return model_objects(load_input(tuple(paths), cluster))
+
+
+def load_cluster_state(target: ClusterTarget) -> Objects:
+    """Every ResourceSlice, DeviceClass and ResourceClaim of the cluster (read-only, paginated).
+
+    What `locks`, `explain` and the exporter reconstruct from; the objects passed the API
+    server's validation, so they are modelled trusted.
+    """
+    from dra_affinity.lint.cluster import read_device_classes, read_resource_claims, read_resource_slices
+
+    combined = Input()
+    for read in (read_resource_slices(target), read_device_classes(target), read_resource_claims(target)):
+        combined.notes.extend(read.notes)
+        if read.error is not None:
+            combined.usage_errors.append(read.error)
+            return model_objects(combined)
+        combined.documents.extend(read.documents)
+    return model_objects(combined, trusted=True)
 
 
 def input_options(func: F) -> F:

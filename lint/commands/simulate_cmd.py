@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import click
 from dra_affinity.lint.options import kubernetes_version_option
 from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.scheduler.locks import DeviceRef, Mode, Reason, Rejection, render_map
+from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
 from dra_affinity.policies.scheduler.simulation import (
     Action,
     DeviceReport,
@@ -19,7 +20,7 @@ from dra_affinity.policies.scheduler.simulation import (
 )
 
 
-def _device(ref: DeviceRef) -> dict[str, str]:
+def device_to_json(ref: DeviceRef) -> dict[str, str]:
     return {"driver": ref.driver, "pool": ref.pool, "device": ref.device}
 
 
@@ -30,24 +31,31 @@ def _rejection(r: Rejection | None) -> dict[str, Any] | None:
     return {"reason": r.reason.value, "diagnostic": d.value if d else None, "message": r.message}
 
 
-def _state(d: DeviceReport) -> dict[str, Any]:
+def state_to_json(ref: DeviceRef, state: DeviceState, shareable: bool, capacity: Mapping[str, str],
+                  consumed: Mapping[str, str]) -> dict[str, Any]:
+    """One device's state: the shape `simulate` and `locks` share."""
     return {
-        "device": _device(d.ref), "state": d.state.status.value,
-        "lock": dict(d.state.lock) if d.state.lock is not None else None,
-        "reason": d.state.reason or None,
-        "holders": [{"claim": h.claim, "request": h.request, "bound": h.bound} for h in d.state.holders],
-        "shareable": d.shareable, "capacity": dict(d.capacity), "consumed": d.consumed,
+        "device": device_to_json(ref), "state": state.status.value,
+        "lock": dict(state.lock) if state.lock is not None else None,
+        "reason": state.reason or None,
+        "holders": [{"claim": h.claim, "request": h.request, "bound": h.bound} for h in state.holders],
+        "shareable": shareable, "capacity": dict(capacity), "consumed": dict(consumed),
     }
 
 
-def _step(s: StepResult) -> dict[str, Any]:
+def _state(d: DeviceReport) -> dict[str, Any]:
+    return state_to_json(d.ref, d.state, d.shareable, d.capacity, d.consumed)
+
+
+def step_to_json(s: StepResult) -> dict[str, Any]:
+    """One step: the shape `simulate` steps and `explain` share."""
     out: dict[str, Any] = {"action": s.step.action.value, "claim": s.step.claim}
     if s.step.action is Action.RELEASE:
-        out["released"] = [_device(r) for r in s.released]
+        out["released"] = [device_to_json(r) for r in s.released]
         return out
     out["placed"] = s.placed
     out["allocations"] = [
-        {"request": p.request, "device": _device(p.device), "before": p.before.value,
+        {"request": p.request, "device": device_to_json(p.device), "before": p.before.value,
          "lock": dict(p.lock) if p.lock is not None else None, "reused": p.reused}
         for p in s.placements
     ]
@@ -56,8 +64,8 @@ def _step(s: StepResult) -> dict[str, Any]:
         "diagnostics": [d.value for d in s.diagnostics], **(_rejection(s.failure) or {}),
     }
     out["candidates"] = [
-        {"request": e.request, "device": _device(e.device), "state": e.status.value, "viable": e.viable,
-         "rejections": [_rejection(r) for r in e.rejections]}
+        {"request": e.request, "device": device_to_json(e.device), "state": e.status.value,
+         "viable": e.viable, "rejections": [_rejection(r) for r in e.rejections]}
         for e in s.evaluated
     ]
     return out
@@ -69,7 +77,7 @@ def report_to_json(report: SimulationReport) -> dict[str, Any]:
         "mode": report.mode.value,
         "featureGate": report.feature_gate,
         "reconstructed": [_state(d) for d in report.reconstructed],
-        "steps": [_step(s) for s in report.steps],
+        "steps": [step_to_json(s) for s in report.steps],
         "devices": [_state(d) for d in report.devices],
         "metrics": report.metrics.as_dict(),
         "notes": list(report.notes),

@@ -37,6 +37,7 @@ from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
 from dra_affinity.policies.scheduler.extraction import ExtractionMemo, ExtractionPool, ExtractionResult
+from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
@@ -286,6 +287,8 @@ class _Run:
     held: dict[str, set[DeviceRef]] = field(default_factory=dict)
     """claim -> the devices it holds (bound or placed by a step)."""
     notes: list[str] = field(default_factory=list)
+    exhaustive: bool = False
+    """Filter every candidate device even after first-fit found one (`explain` lists them all)."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -490,7 +493,7 @@ class _Run:
         """Filter device by device in first-fit order, recording each device looked at."""
         options: list[Option] = []
         position = 0
-        first_fit = self.mode is Mode.ALPHA and not every
+        first_fit = self.mode is Mode.ALPHA and not every and not self.exhaustive
         for pool in pools:
             verdict = verdicts[pool.ref]
             index = self.index[pool.ref]
@@ -786,6 +789,28 @@ def simulate(
     results = tuple(run.steps())
     return SimulationReport(mode, feature_gate, run.reconstructed, results, run.devices(), run.metrics(),
                             run.notes, run.findings)
+
+
+def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> StepResult:
+    """One allocation attempt of `claim` against the book's current locks, leaving them unchanged.
+
+    What `explain` shows for a pending claim: Filter on every candidate device (all of them,
+    not only up to first-fit's pick), the device choice and the failure, exactly as a
+    `simulate` step does it. Candidates come from the book's DeviceClasses (every pool when
+    it has none).
+    """
+    run = _Run(
+        pools=book.pools, summaries={ref: book.summary(ref) for ref in book.pools},
+        claims=book.claims, mode=mode, feature_gate=book.feature_gate,
+        version=book.kubernetes_version or limits_for().kubernetes_version,
+        pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes),
+        states=dict(book.states), devices=dict(book.devices), exhaustive=True,
+        held={claim: set(book.held_by(claim))} if book.held_by(claim) else {},
+    )
+    run.build_index()
+    for ref, index in run.index.items():
+        index.unknown = sum(1 for _, d in index.devices if run.states[d].status is LockStatus.UNRECONSTRUCTABLE)
+    return run.allocate(Step(Action.ALLOCATE, claim))
 
 
 def device_matches(ref: DeviceRef, name: str) -> bool:

@@ -1,0 +1,228 @@
+"""`dra-affinity locks`: every device's affinity lock as the scheduler reconstructs it (SPEC §6)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.scheduler.locks import render_map
+
+if TYPE_CHECKING:
+    from dra_affinity.lint.inputs import Objects
+    from dra_affinity.policies.core.findings import Finding
+    from dra_affinity.policies.scheduler.lock_book import LockBook
+    from dra_affinity.policies.scheduler.lock_report import DeviceLocks, LockReport, PoolLocks
+
+F = TypeVar("F", bound=Callable[..., Any])
+STATE_CHOICES = ("clean", "locked", "unreconstructable", "untracked")
+
+
+def lock_input_options(func: F) -> F:
+    """PATHs or a live cluster, as `lint --cluster` reads one; shared by `locks` and `explain`."""
+    decorators = (
+        click.option("--cluster", is_flag=True,
+                     help="Read ResourceSlices, DeviceClasses and ResourceClaims from the cluster of "
+                          "the kubeconfig context (read-only, paginated) instead of PATHs."),
+        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                     help="Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config)."),
+        click.option("--context", "kube_context", default=None, metavar="NAME",
+                     help="Kubeconfig context for --cluster (default: the current context)."),
+        click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Objects per list request with --cluster (default 500, like kubectl)."),
+        click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on",
+                     show_default=True,
+                     help="DRASharingAffinity in the scheduler; off: no device of an affinity pool "
+                          "is tracked (all unallocatable)."),
+        kubernetes_version_option,
+    )
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+@dataclass
+class LockInput:
+    """The modelled objects and the reconstruction built from them."""
+
+    objects: Objects
+    book: LockBook
+    target: Any = None
+
+
+def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
+                    kube_context: str | None, chunk_size: int | None, gate: str,
+                    kubernetes_version: KubernetesVersion, *, keep_pods: bool = False) -> LockInput:
+    """Read and reconstruct; usage errors (exit 2) and input findings go to stderr here."""
+    from dra_affinity.lint.inputs import cluster_target, load_cluster_state, load_input, model_objects
+    from dra_affinity.policies.scheduler.lock_book import LockBook
+
+    target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
+    if target is not None:
+        objects = load_cluster_state(target)
+    else:
+        objects = model_objects(load_input(paths), trusted=True, keep_pods=keep_pods)
+    for note in objects.notes:
+        click.echo(f"dra-affinity {command}: warning: {note}", err=True)
+    for message in objects.usage_errors:
+        click.echo(f"dra-affinity {command}: {message}", err=True)
+    if objects.usage_errors:
+        sys.exit(2)
+    for finding in objects.findings:
+        echo_finding(finding)
+    book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
+                          kubernetes_version=kubernetes_version)
+    return LockInput(objects, book, target)
+
+
+def echo_finding(finding: Finding) -> None:
+    loc = finding.primary
+    where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
+    click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+
+
+# -- JSON -----------------------------------------------------------------------------------------
+
+
+def device_json(d: DeviceLocks) -> dict[str, Any]:
+    """A device state in the shape `simulate --format json` uses, plus node, left and consumption."""
+    from dra_affinity.lint.commands.simulate_cmd import state_to_json
+    from dra_affinity.policies.scheduler.capacity import render
+
+    out = state_to_json(d.ref, d.state, d.shareable, d.capacity, d.consumed)
+    out["node"] = d.node
+    out["left"] = dict(d.left)
+    for holder, raw in zip(d.state.holders, out["holders"], strict=True):
+        raw["consumed"] = {k: render(v) for k, v in holder.consumed.items()}
+    return out
+
+
+def pool_json(p: PoolLocks) -> dict[str, Any]:
+    return {
+        "pool": {"driver": p.ref.driver, "name": p.ref.name}, "node": p.node,
+        "tracked": not p.untracked, "untrackedReason": p.untracked or None,
+        "devices": p.devices, "states": dict(p.states),
+        "locks": [{"lock": dict(v.lock), "devices": v.devices} for v in p.locks],
+        "stranded": {"capacity": dict(p.stranded), "devices": p.stranded_devices},
+    }
+
+
+def report_json(report: LockReport, findings: list[Finding]) -> dict[str, Any]:
+    from dra_affinity.lint.reporters.json_reporter import finding_to_json
+
+    t = report.totals
+    return {
+        "devices": [device_json(d) for d in report.devices],
+        "pools": [pool_json(p) for p in report.pools],
+        "metrics": {"sharing_affinity_locked_devices": t.locked_devices,
+                    "sharing_affinity_unreconstructable_devices": t.unreconstructable_devices,
+                    "devices": dict(t.states)},
+        "notes": list(report.notes),
+        "findings": [finding_to_json(f) for f in findings],
+    }
+
+
+# -- table ----------------------------------------------------------------------------------------
+
+
+def _columns(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1])) + "  " + r[-1] for r in rows]
+
+
+def _amounts(d: DeviceLocks) -> str:
+    return ", ".join(f"{k} {d.left.get(k, '?')}/{v}" for k, v in d.capacity.items()) or "-"
+
+
+def _holders(d: DeviceLocks) -> str:
+    return ", ".join(f"{h.claim}[{h.request}]" for h in d.state.holders) or "-"
+
+
+def render_table(report: LockReport) -> str:
+    lines: list[str] = []
+    if report.devices:
+        rows: list[tuple[str, ...]] = [("DEVICE", "NODE", "STATE", "LEFT", "HOLDERS", "LOCK")]
+        for d in report.devices:
+            lock = render_map(d.state.lock) if d.state.lock is not None else "-"
+            rows.append((str(d.ref), d.node, d.state.status.value, _amounts(d), _holders(d), lock))
+        lines += _columns(rows)
+        for d in report.devices:
+            if d.state.reason:
+                lines.append(f"  {d.ref}: unreconstructable: {d.state.reason}")
+    else:
+        lines.append("(no device matches)")
+    if report.pools:
+        lines += ["", "Pools:"]
+        rows = [("POOL", "NODE", "CLEAN", "LOCKED", "UNRECONSTRUCTABLE", "STRANDED", "LOCKS")]
+        for p in report.pools:
+            if p.untracked:
+                rows.append((f"{p.ref.driver}/{p.ref.name}", p.node, "-", "-", "-", "-",
+                             f"untracked: {p.untracked} ({p.devices} devices)"))
+                continue
+            stranded = ", ".join(f"{k} {v}" for k, v in p.stranded.items()) or "-"
+            values = "; ".join(f"{v.text} ({v.devices})" for v in p.locks) or "-"
+            rows.append((f"{p.ref.driver}/{p.ref.name}", p.node, str(p.states["clean"]),
+                         str(p.states["locked"]), str(p.states["unreconstructable"]), stranded, values))
+        lines += ["  " + line for line in _columns(rows)]
+    t = report.totals
+    lines += ["", "Metrics:", f"  sharing_affinity_locked_devices {t.locked_devices}",
+              f"  sharing_affinity_unreconstructable_devices {t.unreconstructable_devices}"]
+    lines += [f"note: {n}" for n in report.notes]
+    return "\n".join(lines)
+
+
+@click.command("locks")
+@click.argument("paths", nargs=-1, metavar="[PATH|-]...")
+@lock_input_options
+@click.option("--pool", "pools", multiple=True, metavar="POOL",
+              help="Only these pools (driver/name, or name); repeatable.")
+@click.option("--node", "nodes", multiple=True, metavar="NODE", help="Only pools of these nodes; repeatable.")
+@click.option("--state", "states", multiple=True, type=click.Choice(STATE_CHOICES),
+              help="Only devices in these states; repeatable.")
+@click.option("--claim", "claims", multiple=True, metavar="NS/NAME",
+              help="Only devices this claim holds (a bare name means namespace default); repeatable.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list the devices of pools that keep no lock (untracked).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus"]), default="table",
+              show_default=True)
+def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
+          chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
+          pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],
+          claims: tuple[str, ...], show_all: bool, fmt: str) -> None:
+    """Show every device's sharing-affinity lock, reconstructed from bound claims.
+
+    Reads ResourceSlices, DeviceClasses and ResourceClaims (`kubectl get
+    resourceslices,deviceclasses,resourceclaims -A -o yaml`, or --cluster) and derives each
+    device's lock from the claims' status.allocation as a restarted scheduler does: clean,
+    locked to a key map, or unreconstructable (with the claim and what failed). Per pool:
+    devices by state, each lock value and how many devices hold it, and stranded capacity
+    (free capacity on locked devices). `--format prometheus` writes the KEP's gauges and
+    per-pool series for a node-exporter textfile collector.
+
+    Exit code 0 (unreconstructable devices are a state, shown, not a failure); 1 when an
+    input is invalid; 2 on usage errors.
+    """
+    from dra_affinity.policies.core.findings import Severity
+    from dra_affinity.policies.scheduler.lock_report import LockFilters, lock_report
+
+    loaded = load_lock_input("locks", paths, cluster, kubeconfig, kube_context, chunk_size, gate,
+                             kubernetes_version)
+    notes = [f"claim {c} is allocated device {r}, which no slice of the input publishes"
+             for c in loaded.book.claims for r in loaded.book.missing_devices(c)]
+    report = lock_report(loaded.book, LockFilters(pools, nodes, states, claims, show_all), notes)
+    findings = list(loaded.objects.findings)
+    if fmt == "json":
+        click.echo(json.dumps(report_json(report, findings), indent=2))
+    elif fmt == "prometheus":
+        from dra_affinity.lint.lock_metrics import exposition
+
+        click.echo(exposition(report), nl=False)
+    else:
+        click.echo(render_table(report))
+    failed = any(f.severity is Severity.ERROR for f in findings)
+    sys.exit(1 if failed else 0)

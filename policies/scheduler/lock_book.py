@@ -1,0 +1,331 @@
+"""SPEC §6 reconstruction kept current: every device's lock from slices and bound claims.
+
+The scheduler re-derives its in-memory locks from `status.allocation` after a restart;
+`locks.reconstruct` is that rule for one device. A `LockBook` applies it to a whole
+cluster and keeps the result current one object at a time — a slice, claim or DeviceClass
+put or removed — recomputing only the devices the change touches, so the exporter can
+follow watch events and `locks`, `explain` and `simulate` all start from the same
+reconstruction.
+
+Extraction is memoised by content: bound claims that share their in-scope config contents
+and a pool's extractors (every node of a driver usually publishes the same ones) are
+evaluated once. Only outcomes whose text names no pool (ok, not satisfied, claim
+inconsistent) are shared; a slice error is evaluated per pool, as its message names it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.model.resources import (
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+from dra_affinity.policies.scheduler import locks
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand
+from dra_affinity.policies.scheduler.dryrun import to_extraction_pool
+from dra_affinity.policies.scheduler.extraction import (
+    ExtractionPool,
+    ExtractionResult,
+    Outcome,
+    extract,
+    in_scope_configs,
+)
+from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Holder, LockStatus
+from dra_affinity.policies.scheduler.pools import Pool, build_pools
+
+_SHAREABLE_OUTCOMES = frozenset({Outcome.OK, Outcome.NOT_SATISFIED, Outcome.CLAIM_INCONSISTENT})
+"""Outcomes whose result names no pool: one evaluation serves every pool with the same extractors."""
+
+_MemoKey = tuple[object, ...]
+
+
+def device_requests(claim: ResourceClaim) -> dict[str, DeviceRequest]:
+    """Every request a device can be allocated under (`req`, or `req/sub`), by that name."""
+    out: dict[str, DeviceRequest] = {}
+    for request in claim.requests:
+        for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
+            out[sub.name] = sub
+    return out
+
+
+def untracked_reason(pool: Pool, feature_gate: bool) -> str:
+    """Why the scheduler keeps no lock for the pool's devices; empty when it does."""
+    if not pool.declares_affinity:
+        return "the pool declares no sharingAffinity"
+    if not pool.complete:
+        return f"the pool is incomplete ({pool.incomplete_reason})"
+    if not feature_gate:
+        return "the DRASharingAffinity feature gate is off"
+    if not pool.extractors:
+        return "the pool's sharingAffinity entries have no names"
+    return ""
+
+
+def pool_node(pool: Pool) -> str:
+    """The node the pool's slices publish for (`nodeName`), `*` for `allNodes`, else `-`."""
+    for slice_ in pool.slices:
+        spec = slice_.raw.get("spec") if isinstance(slice_.raw, Mapping) else None
+        if not isinstance(spec, Mapping):
+            continue
+        node = spec.get("nodeName")
+        if isinstance(node, str) and node:
+            return node
+        if spec.get("allNodes") is True:
+            return "*"
+    return "-"
+
+
+@dataclass
+class LockBook:
+    """The reconstructed lock state of every device, updated object by object."""
+
+    feature_gate: bool = True
+    kubernetes_version: KubernetesVersion | None = None
+    states: dict[DeviceRef, DeviceState] = field(default_factory=dict)
+    devices: dict[DeviceRef, Device] = field(default_factory=dict)
+    pools: dict[PoolRef, Pool] = field(default_factory=dict)
+    claims: dict[str, ResourceClaim] = field(default_factory=dict)
+    classes: dict[str, DeviceClass] = field(default_factory=dict)
+    evaluations: int = 0
+    """CEL evaluations run so far (the KEP's `sharing_affinity_extractor_evaluations_total`)."""
+    _slices: dict[str, ResourceSlice] = field(default_factory=dict)
+    _members: dict[PoolRef, dict[str, ResourceSlice]] = field(default_factory=dict)
+    _summaries: dict[PoolRef, ExtractionPool] = field(default_factory=dict)
+    _pool_devices: dict[PoolRef, tuple[DeviceRef, ...]] = field(default_factory=dict)
+    _nodes: dict[PoolRef, str] = field(default_factory=dict)
+    _bound: dict[DeviceRef, dict[str, tuple[Holder, ...]]] = field(default_factory=dict)
+    """device -> claim -> the claim's holders on it (a claim may hold a device twice)."""
+    _claim_refs: dict[str, tuple[DeviceRef, ...]] = field(default_factory=dict)
+    _extractions: dict[str, dict[tuple[str, PoolRef], ExtractionResult]] = field(default_factory=dict)
+    """claim -> (request, pool) -> its extraction: dropped with the claim or the pool's change."""
+    _memo: dict[_MemoKey, ExtractionResult] = field(default_factory=dict)
+
+    # -- building -------------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, slices: Iterable[ResourceSlice], claims: Iterable[ResourceClaim],
+              classes: Iterable[DeviceClass] = (), *, feature_gate: bool = True,
+              kubernetes_version: KubernetesVersion | None = None) -> LockBook:
+        """The reconstruction of a whole input at once (what a restarted scheduler does)."""
+        book = cls(feature_gate=feature_gate, kubernetes_version=kubernetes_version)
+        slices = list(slices)
+        book._slices = {s.name: s for s in slices}
+        grouped: dict[PoolRef, dict[str, ResourceSlice]] = {}
+        for s in slices:
+            grouped.setdefault(s.pool, {})[s.name] = s
+        book._members = grouped
+        book.classes = {c.name: c for c in classes}
+        for ref in sorted(grouped):
+            book._load_pool(ref)
+        for claim in claims:
+            book.claims[claim.qualified_name] = claim
+            book._bind(claim)
+        for dref in book.devices:
+            book._recompute(dref)
+        return book
+
+    # -- updates (one watch event each) ---------------------------------------------------------
+
+    def put_slice(self, slice_: ResourceSlice) -> None:
+        """A slice added or changed: its pool (old and new, if it moved) is gathered again."""
+        touched = {slice_.pool}
+        old = self._slices.get(slice_.name)
+        if old is not None and old.pool != slice_.pool:
+            self._members.get(old.pool, {}).pop(old.name, None)
+            touched.add(old.pool)
+        self._slices[slice_.name] = slice_
+        self._members.setdefault(slice_.pool, {})[slice_.name] = slice_
+        for ref in touched:
+            self._reload_pool(ref)
+
+    def remove_slice(self, name: str) -> None:
+        old = self._slices.pop(name, None)
+        if old is None:
+            return
+        self._members.get(old.pool, {}).pop(name, None)
+        self._reload_pool(old.pool)
+
+    def put_claim(self, claim: ResourceClaim) -> None:
+        """A claim added or changed (allocated, released, re-configured)."""
+        name = claim.qualified_name
+        touched = set(self._unbind(name))
+        self.claims[name] = claim
+        self._extractions.pop(name, None)
+        touched.update(self._bind(claim))
+        for ref in touched:
+            if ref in self.devices:
+                self._recompute(ref)
+
+    def remove_claim(self, name: str) -> None:
+        touched = self._unbind(name)
+        self.claims.pop(name, None)
+        self._extractions.pop(name, None)
+        for ref in touched:
+            if ref in self.devices:
+                self._recompute(ref)
+
+    def put_class(self, device_class: DeviceClass) -> None:
+        self.classes[device_class.name] = device_class
+
+    def remove_class(self, name: str) -> None:
+        self.classes.pop(name, None)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def tracked(self, pool: Pool) -> bool:
+        """The scheduler keeps locks for the pool's devices (gate on, complete, named extractors)."""
+        return self.feature_gate and pool.complete and bool(pool.extractors)
+
+    def pool_devices(self, ref: PoolRef) -> tuple[DeviceRef, ...]:
+        return self._pool_devices.get(ref, ())
+
+    def node(self, ref: PoolRef) -> str:
+        return self._nodes.get(ref, "-")
+
+    def summary(self, ref: PoolRef) -> ExtractionPool:
+        return self._summaries[ref]
+
+    def held_by(self, claim: str) -> tuple[DeviceRef, ...]:
+        """The devices of the input `claim`'s allocation names (in allocation order)."""
+        return tuple(r for r in self._claim_refs.get(claim, ()) if r in self.devices)
+
+    def missing_devices(self, claim: str) -> tuple[DeviceRef, ...]:
+        """Allocated devices that no slice of the input publishes."""
+        return tuple(r for r in self._claim_refs.get(claim, ()) if r not in self.devices)
+
+    def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
+        """SPEC §5 for (claim, request, pool), once per triple and once per content."""
+        per_claim = self._extractions.setdefault(claim.qualified_name, {})
+        key = (request, ref)
+        cached = per_claim.get(key)
+        if cached is not None:
+            return cached
+        summary = self._summaries[ref]
+        memo_key = _memo_key(claim, request, summary)
+        shared = self._memo.get(memo_key)
+        if shared is not None:
+            result = replace(shared, claim=claim.qualified_name, pool=ref)
+        else:
+            result = extract(claim, request, summary, kubernetes_version=self.kubernetes_version)
+            self.evaluations += len(result.evaluations)
+            if result.outcome in _SHAREABLE_OUTCOMES:
+                self._memo[memo_key] = result
+        per_claim[key] = result
+        return result
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _load_pool(self, ref: PoolRef) -> None:
+        members = self._members.get(ref) or {}
+        if not members:
+            self.pools.pop(ref, None)
+            self._summaries.pop(ref, None)
+            self._pool_devices.pop(ref, None)
+            self._nodes.pop(ref, None)
+            return
+        limits = limits_for(self.kubernetes_version) if self.kubernetes_version else limits_for()
+        pool = build_pools(members.values(), limits)[ref]
+        self.pools[ref] = pool
+        self._summaries[ref] = to_extraction_pool(pool)
+        self._nodes[ref] = pool_node(pool)
+        refs: list[DeviceRef] = []
+        for device, _ in pool.devices:
+            dref = DeviceRef(ref.driver, ref.name, device.name)
+            if dref not in self.devices:  # a device published twice counts once (the first)
+                self.devices[dref] = device
+                refs.append(dref)
+        self._pool_devices[ref] = tuple(refs)
+
+    def _reload_pool(self, ref: PoolRef) -> None:
+        for dref in self._pool_devices.get(ref, ()):
+            self.devices.pop(dref, None)
+            self.states.pop(dref, None)
+            for claim_name in self._bound.get(dref, {}):
+                for key in [k for k in self._extractions.get(claim_name, {}) if k[1] == ref]:
+                    del self._extractions[claim_name][key]
+        self._load_pool(ref)
+        if ref in self.pools:
+            self.pools = dict(sorted(self.pools.items()))
+        # holders name devices by reference: re-derive what they consume on the new device
+        for dref in self._pool_devices.get(ref, ()):
+            for claim_name in list(self._bound.get(dref, {})):
+                self._bound[dref][claim_name] = self._holders(self.claims[claim_name], dref)
+            self._recompute(dref)
+
+    def _bind(self, claim: ResourceClaim) -> list[DeviceRef]:
+        name = claim.qualified_name
+        refs = tuple(dict.fromkeys(DeviceRef(a.driver, a.pool, a.device) for a in claim.allocation))
+        if not refs:
+            return []
+        self._claim_refs[name] = refs
+        for ref in refs:
+            self._bound.setdefault(ref, {})[name] = self._holders(claim, ref)
+        return list(refs)
+
+    def _unbind(self, name: str) -> list[DeviceRef]:
+        refs = self._claim_refs.pop(name, ())
+        for ref in refs:
+            bound = self._bound.get(ref)
+            if bound is not None:
+                bound.pop(name, None)
+                if not bound:
+                    del self._bound[ref]
+        return list(refs)
+
+    def _holders(self, claim: ResourceClaim, ref: DeviceRef) -> tuple[Holder, ...]:
+        device = self.devices.get(ref)
+        holders = []
+        for index, result in enumerate(claim.allocation):
+            if (result.driver, result.pool, result.device) != (ref.driver, ref.pool, ref.device):
+                continue
+            consumed = bound_consumption(claim, index, result.request, device) if device else {}
+            holders.append(Holder(claim.qualified_name, result.request, consumed, bound=True))
+        return tuple(holders)
+
+    def _recompute(self, ref: DeviceRef) -> None:
+        pool = self.pools[ref.pool_ref]
+        bound = self._bound.get(ref, {})
+        holders = [h for name in sorted(bound) for h in bound[name]]
+        if not self.tracked(pool):
+            self.states[ref] = DeviceState(LockStatus.UNTRACKED, holders=tuple(holders))
+            return
+        self.states[ref] = locks.reconstruct(
+            [(h, self.extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
+
+
+def _memo_key(claim: ResourceClaim, request: str, pool: ExtractionPool) -> _MemoKey:
+    """What an extraction result depends on, besides the names it carries."""
+    configs = tuple((c.index, json.dumps(c.opaque.parameters if c.opaque else None, sort_keys=True))
+                    for c in in_scope_configs(claim, request, pool.ref.driver))
+    extractors = tuple((p.extractor.name, p.extractor.expression) for p in pool.extractors)
+    return (pool.ref.driver, request, extractors, pool.complete, pool.duplicate_keys,
+            pool.total_cost, configs)
+
+
+def bound_consumption(claim: ResourceClaim, index: int, request: str,
+                      device: Device) -> dict[str, Fraction]:
+    """`consumedCapacity` of allocation result `index`, else what the request would consume now.
+
+    A request whose demand cannot be served (KEP-5075) counts as consuming nothing: the
+    scheduler that placed it knew better than today's slice.
+    """
+    status = claim.raw.get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    raw = results[index].get("consumedCapacity") if index < len(results) else None
+    if isinstance(raw, Mapping):
+        parsed = {str(k): amount(v) for k, v in raw.items()}
+        return {k: v for k, v in parsed.items() if v is not None}
+    spec = device_requests(claim).get(request)
+    wanted = demand(device, spec) if spec is not None else {}
+    if isinstance(wanted, CapacityProblem):
+        return {}
+    return wanted
