@@ -131,6 +131,14 @@ def _read(target: ClusterTarget, resource: str, kind: str, *, check_field: bool)
 # -- connection -----------------------------------------------------------------------------------
 
 
+def api_client(target: ClusterTarget) -> tuple[Any, str | None]:
+    """An ApiClient and its context name, or (None, why not): for long-running readers (exporter)."""
+    try:
+        return _client(target)
+    except _Failure as failure:
+        return None, str(failure)
+
+
 def _client(target: ClusterTarget) -> tuple[Any, str]:
     """An ApiClient for the target and the context's name; kubeconfig is never written back."""
     from kubernetes import client, config

@@ -1,8 +1,11 @@
-"""A minimal Kubernetes API server for ResourceSlices: paged LIST and chunked WATCH over HTTP.
+"""A minimal Kubernetes API server for DRA objects: paged LIST and chunked WATCH over HTTP.
 
-Enough of the real protocol for the official `kubernetes` client (which the webhook's pool
-watch uses) to list, watch from a resourceVersion, and see ADDED/MODIFIED/DELETED events as
-they happen. Loopback only; stopped by the fixture that starts it.
+Enough of the real protocol for the official `kubernetes` client (the webhook's pool watch,
+`locks --cluster`, the lock exporter) to discover `resource.k8s.io/v1`, list ResourceSlices,
+DeviceClasses and ResourceClaims (all namespaces), watch each from a resourceVersion and see
+ADDED/MODIFIED/DELETED events as they happen, and read a Pod. One resourceVersion sequence
+for all resources, as etcd has. `expire()` makes the next watch of a resource answer
+`410 Gone`, as a compacted etcd does. Loopback only; stopped by the fixture that starts it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-PATH = "/apis/resource.k8s.io/v1/resourceslices"
+API = "/apis/resource.k8s.io/v1"
+PATH = f"{API}/resourceslices"
+RESOURCES = {"resourceslices": "ResourceSlice", "deviceclasses": "DeviceClass",
+             "resourceclaims": "ResourceClaim"}
+_KINDS = {kind: plural for plural, kind in RESOURCES.items()}
+_DATA = Path(__file__).resolve().parents[1] / "data" / "cluster"
 
 
 def write_kubeconfig(path: Path, port: int) -> Path:
@@ -31,13 +39,18 @@ def write_kubeconfig(path: Path, port: int) -> Path:
 
 class FakeApiServer:
     def __init__(self) -> None:
-        self._objects: dict[str, dict[str, Any]] = {}
-        self._events: list[tuple[int, str, dict[str, Any]]] = []
+        self._objects: dict[str, dict[str, dict[str, Any]]] = {r: {} for r in RESOURCES}
+        self._pods: dict[str, dict[str, Any]] = {}
+        self._events: list[tuple[int, str, str, dict[str, Any]]] = []
+        self._compacted: dict[str, int] = {}
+        """resource -> a watch from a resourceVersion below this gets 410 Gone (etcd compaction)."""
         self._version = 1
         self._cond = threading.Condition()
         self._stopping = threading.Event()
         self.list_requests = 0
         self.watch_requests = 0
+        self.lists: dict[str, int] = {}
+        self.watches: dict[str, int] = {}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -48,15 +61,32 @@ class FakeApiServer:
 
             def do_GET(self) -> None:
                 url = urlparse(self.path)
-                if url.path != PATH:
+                resource = url.path.removeprefix(API + "/") if url.path.startswith(API + "/") else ""
+                if url.path == API:
+                    self._send(200, json.loads((_DATA / "discovery-resource-v1.json").read_text()))
+                    return
+                if url.path == "/openapi/v3" + API:
+                    self._send(200, json.loads((_DATA / "openapi-v3-resource-v1.json").read_text()))
+                    return
+                if url.path.startswith("/api/v1/namespaces/") and "/pods/" in url.path:
+                    parts = url.path.split("/")
+                    pod = fake._pods.get(f"{parts[4]}/{parts[6]}")
+                    if pod is None:
+                        self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound",
+                                         "message": f'pods "{parts[6]}" not found'})
+                    else:
+                        self._send(200, pod)
+                    return
+                if resource not in RESOURCES:
                     self._send(404, {"kind": "Status", "code": 404, "message": "not found"})
                     return
                 query = {k: v[-1] for k, v in parse_qs(url.query).items()}
                 if query.get("watch") in {"true", "1", "True"}:
-                    fake._watch(self, int(query.get("resourceVersion") or 0),
+                    fake._watch(self, resource, int(query.get("resourceVersion") or 0),
                                 float(query.get("timeoutSeconds") or 30))
                 else:
-                    self._send(200, fake._list(int(query.get("limit") or 0), query.get("continue")))
+                    self._send(200, fake._list(resource, int(query.get("limit") or 0),
+                                               query.get("continue")))
 
             def _send(self, code: int, body: Mapping[str, Any]) -> None:
                 data = json.dumps(body).encode()
@@ -85,22 +115,37 @@ class FakeApiServer:
         self.httpd.server_close()
 
     def put(self, obj: Mapping[str, Any]) -> None:
-        name = obj["metadata"]["name"]
+        """Create or replace an object (its `kind` picks the resource; default ResourceSlice)."""
+        if obj.get("kind") == "Pod":
+            meta = obj["metadata"]
+            self._pods[f"{meta.get('namespace') or 'default'}/{meta['name']}"] = json.loads(json.dumps(obj))
+            return
+        resource = _KINDS.get(str(obj.get("kind")), "resourceslices")
+        key = _key(obj)
         with self._cond:
             self._version += 1
             stored = json.loads(json.dumps(obj))
             stored["metadata"]["resourceVersion"] = str(self._version)
-            kind = "MODIFIED" if name in self._objects else "ADDED"
-            self._objects[name] = stored
-            self._events.append((self._version, kind, stored))
+            kind = "MODIFIED" if key in self._objects[resource] else "ADDED"
+            self._objects[resource][key] = stored
+            self._events.append((self._version, resource, kind, stored))
             self._cond.notify_all()
 
-    def delete(self, name: str) -> None:
+    def delete(self, name: str, resource: str = "resourceslices") -> None:
+        """Delete `name` (`namespace/name` for a claim) of `resource`."""
         with self._cond:
             self._version += 1
-            stored = self._objects.pop(name)
+            stored = self._objects[resource].pop(name)
             stored["metadata"]["resourceVersion"] = str(self._version)
-            self._events.append((self._version, "DELETED", stored))
+            self._events.append((self._version, resource, "DELETED", stored))
+            self._cond.notify_all()
+
+    def expire(self, resource: str) -> None:
+        """Compact `resource`: running watches end, and a watch from an older resourceVersion
+        gets `410 Gone` until the client lists again."""
+        with self._cond:
+            self._version += 1
+            self._compacted[resource] = self._version
             self._cond.notify_all()
 
     def kubeconfig(self, path: Path) -> Path:
@@ -108,22 +153,26 @@ class FakeApiServer:
 
     # -- the protocol --------------------------------------------------------------------
 
-    def _list(self, limit: int, token: str | None) -> dict[str, Any]:
+    def _list(self, resource: str, limit: int, token: str | None) -> dict[str, Any]:
         with self._cond:
             self.list_requests += 1
-            items = [self._objects[n] for n in sorted(self._objects)]
+            self.lists[resource] = self.lists.get(resource, 0) + 1
+            objects = self._objects[resource]
+            items = [objects[n] for n in sorted(objects)]
             version = self._version
         start = int(token or 0)
         end = start + limit if limit else len(items)
         meta: dict[str, Any] = {"resourceVersion": str(version)}
         if end < len(items):
             meta["continue"] = str(end)
-        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "metadata": meta,
+        return {"apiVersion": "resource.k8s.io/v1", "kind": f"{RESOURCES[resource]}List", "metadata": meta,
                 "items": items[start:end]}
 
-    def _watch(self, handler: BaseHTTPRequestHandler, since: int, timeout: float) -> None:
+    def _watch(self, handler: BaseHTTPRequestHandler, resource: str, since: int, timeout: float) -> None:
         with self._cond:
             self.watch_requests += 1
+            self.watches[resource] = self.watches.get(resource, 0) + 1
+            expired = since < self._compacted.get(resource, 0)
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Transfer-Encoding", "chunked")
@@ -131,20 +180,35 @@ class FakeApiServer:
         deadline_steps = int(timeout / 0.1)
         sent = since
         try:
+            if expired:
+                gone = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Expired",
+                        "code": 410, "message": f"too old resource version: {since}"}
+                self._chunk(handler, {"type": "ERROR", "object": gone})
+                deadline_steps = 0
             for _ in range(deadline_steps):
                 with self._cond:
-                    pending = [e for e in self._events if e[0] > sent]
+                    pending = [e for e in self._events if e[0] > sent and e[1] == resource]
                     if not pending and not self._stopping.is_set():
                         self._cond.wait(0.1)
-                        pending = [e for e in self._events if e[0] > sent]
-                if self._stopping.is_set():
-                    break
-                for version, kind, obj in pending:
-                    line = json.dumps({"type": kind, "object": obj}).encode() + b"\n"
-                    handler.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    handler.wfile.flush()
+                        pending = [e for e in self._events if e[0] > sent and e[1] == resource]
+                    cut = since < self._compacted.get(resource, 0)
+                if self._stopping.is_set() or cut:
+                    break  # an expiry ends the running watch; the next one gets 410
+                for version, _, kind, obj in pending:
+                    self._chunk(handler, {"type": kind, "object": obj})
                     sent = version
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+    @staticmethod
+    def _chunk(handler: BaseHTTPRequestHandler, event: Mapping[str, Any]) -> None:
+        line = json.dumps(event).encode() + b"\n"
+        handler.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+        handler.wfile.flush()
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else str(meta["name"])

@@ -1,0 +1,81 @@
+"""`dra-affinity exporter`: the lock metrics of a live cluster, kept current from watches."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from types import FrameType
+
+import click
+from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.limits import KubernetesVersion
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="--listen")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+@click.command("exporter")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="Kubeconfig file (default: $KUBECONFIG, ~/.kube/config; in a pod: its service account).")
+@click.option("--context", "kube_context", default=None, metavar="NAME",
+              help="Kubeconfig context (default: the current context).")
+@click.option("--listen", default="0.0.0.0:9464", show_default=True, metavar="HOST:PORT",
+              help="Where /metrics and /healthz are served.")
+@click.option("--watch-timeout", type=click.IntRange(min=1, max=3600), default=300, show_default=True,
+              metavar="SECONDS", help="Server-side timeout of one watch request (it is then resumed).")
+@click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="DRASharingAffinity in the scheduler.")
+@kubernetes_version_option
+def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watch_timeout: int,
+             gate: str, kubernetes_version: KubernetesVersion) -> None:
+    """Serve the cluster's affinity-lock metrics on /metrics, kept current from watches.
+
+    Lists ResourceSlices, DeviceClasses and ResourceClaims once, reconstructs every device's
+    lock as a restarted scheduler does, then applies each watch event (no re-lists, except
+    after 410 Gone or a failure). Serves the series of `locks --format prometheus` plus the
+    exporter's health (dra_affinity_exporter_*: watch restarts, events, apply time, last
+    sync). /healthz is 200 once everything is listed. Stops on SIGTERM or SIGINT.
+    """
+    from dra_affinity.lint.cluster import ClusterTarget, api_client
+    from dra_affinity.lint.exporter import LockExporter, ResourceApi, serve
+
+    host, port = _listen(listen)
+    client, context = api_client(ClusterTarget(kubeconfig=kubeconfig, context=kube_context))
+    if client is None:
+        click.echo(f"dra-affinity exporter: {context}", err=True)
+        sys.exit(2)
+    lock_exporter = LockExporter(lambda plural: ResourceApi(client, plural, watch_timeout),
+                                 feature_gate=gate == "on", kubernetes_version=kubernetes_version)
+    try:
+        server = serve(lock_exporter, host, port)
+    except OSError as error:
+        click.echo(f"dra-affinity exporter: cannot listen on {listen}: {error.strerror or error}", err=True)
+        sys.exit(2)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        lock_exporter.stop()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    import threading
+
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    click.echo(f"dra-affinity exporter: serving /metrics on {host}:{server.server_address[1]} "
+               f"(context {context})", err=True)
+    try:
+        lock_exporter.start()
+        click.echo("dra-affinity exporter: synced; watching", err=True)
+        signal.pause() if hasattr(signal, "pause") else threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    except Exception as error:  # the initial list failed: say why, as `locks --cluster` does
+        click.echo(f"dra-affinity exporter: initial list failed: {type(error).__name__}: {error}", err=True)
+        sys.exit(1)
+    finally:
+        lock_exporter.stop()
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,241 @@
+"""`dra-affinity locks` and `explain`, end to end through the console script: files and a live stand-in."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.cli import REPO, run
+from tests.lint.commands.test_simulate import _STATE
+from tests.webhook.fake_apiserver import FakeApiServer
+
+DUMP = "examples/cluster/dump.yaml"
+_DEVICE = {"type": "object", "required": ["driver", "pool", "device"]}
+LOCKS_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["devices", "pools", "metrics", "findings"],
+    "properties": {
+        "devices": {"type": "array", "items": {**_STATE, "required": [*_STATE["required"], "node", "left"]}},
+        "pools": {"type": "array", "items": {"type": "object", "required": [
+            "pool", "node", "tracked", "devices", "states", "locks", "stranded"]}},
+        "metrics": {"type": "object", "required": ["sharing_affinity_locked_devices",
+                                                   "sharing_affinity_unreconstructable_devices"]},
+    },
+}
+EXPLAIN_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["claim", "schedulable", "allocations", "unschedulable", "candidates"],
+    "properties": {
+        "schedulable": {"type": "boolean"},
+        "allocations": {"type": "array", "items": {"type": "object", "required": ["request", "device"],
+                                                   "properties": {"device": _DEVICE}}},
+        "candidates": {"type": "array"},
+    },
+}
+
+
+def items() -> list[dict[str, Any]]:
+    return list(yaml.safe_load((REPO / DUMP).read_text())["items"])
+
+
+def write(tmp_path: Path, objects: list[dict[str, Any]]) -> str:
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": objects}))
+    return str(path)
+
+
+def locks_json(*args: str, code: int = 0) -> dict[str, Any]:
+    out = run("locks", "--format", "json", *args)
+    assert out.code == code, out.out + out.err
+    doc = out.json()
+    jsonschema.validate(doc, LOCKS_SCHEMA)
+    return doc
+
+
+def by_device(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f"{d['device']['pool']}/{d['device']['device']}": d for d in doc["devices"]}
+
+
+def test_every_device_of_every_affinity_pool_with_state_lock_holders_and_capacity_left() -> None:
+    doc = locks_json(DUMP)
+    devices = by_device(doc)
+    assert set(devices) == {"node-1/eth0", "node-1/eth1", "node-2/eth0", "node-2/eth1"}
+    eth0 = devices["node-1/eth0"]
+    assert eth0["state"] == "locked" and eth0["lock"] == {"subnet": "subnet-a"}
+    assert [(h["claim"], h["request"], h["consumed"]) for h in eth0["holders"]] == [
+        ("team-a/a", "nic", {"nic.example.com/vfs": "1"}), ("team-a/b", "nic", {"nic.example.com/vfs": "1"})]
+    assert eth0["left"] == {"nic.example.com/vfs": "6"} and eth0["node"] == "node-1"
+    legacy = devices["node-1/eth1"]
+    assert legacy["state"] == "unreconstructable" and legacy["lock"] is None
+    assert "team-b/legacy" in legacy["reason"] and "subnet" in legacy["reason"]
+    # no consumedCapacity in the result: the request's default (1) is what it holds
+    assert legacy["left"] == {"nic.example.com/vfs": "7"}
+    assert doc["metrics"]["sharing_affinity_locked_devices"] == 3
+    assert doc["metrics"]["sharing_affinity_unreconstructable_devices"] == 1
+    pools = {p["pool"]["name"]: p for p in doc["pools"]}
+    assert set(pools) == {"node-1", "node-2"}  # the GPU pool keeps no lock: only with --all
+    assert pools["node-2"]["states"]["locked"] == 2
+    assert pools["node-2"]["locks"] == [{"lock": {"subnet": "subnet-c"}, "devices": 2}]
+    assert pools["node-2"]["stranded"] == {"capacity": {"nic.example.com/vfs": "13"}, "devices": 2}
+
+
+def test_all_lists_untracked_devices_and_filters_select() -> None:
+    every = by_device(locks_json(DUMP, "--all"))
+    assert every["node-3/gpu-0"]["state"] == "untracked"
+    assert set(by_device(locks_json(DUMP, "--pool", "node-2"))) == {"node-2/eth0", "node-2/eth1"}
+    assert set(by_device(locks_json(DUMP, "--node", "node-1"))) == {"node-1/eth0", "node-1/eth1"}
+    assert set(by_device(locks_json(DUMP, "--state", "unreconstructable"))) == {"node-1/eth1"}
+    claimed = locks_json(DUMP, "--claim", "team-a/b")
+    assert set(by_device(claimed)) == {"node-1/eth0"}
+    # totals stay the cluster's whatever the filter
+    assert claimed["metrics"]["sharing_affinity_locked_devices"] == 3
+
+
+def test_table_names_the_reason_and_the_pool_summary() -> None:
+    out = run("locks", DUMP)
+    assert out.code == 0, out.err
+    assert "nic.example.com/node-1/eth1: unreconstructable: claim team-b/legacy request 'nic': " \
+           "no value extracted for subnet" in out.out
+    assert "subnet=subnet-c (2)" in out.out and "nic.example.com/vfs 13" in out.out
+
+
+def test_prometheus_text_has_the_kep_gauges_and_labelled_series() -> None:
+    out = run("locks", DUMP, "--format", "prometheus")
+    assert out.code == 0, out.err
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(out.out) for s in family.samples}
+    assert samples[("sharing_affinity_locked_devices", ())] == 3
+    assert samples[("sharing_affinity_unreconstructable_devices", ())] == 1
+    assert samples[("sharing_affinity_devices", (("state", "clean"),))] == 0
+    labels = (("driver", "nic.example.com"), ("node", "node-1"), ("pool", "node-1"))
+    assert samples[("sharing_affinity_pool_devices", (*labels, ("state", "unreconstructable")))] == 1
+    assert samples[("sharing_affinity_pool_lock_devices",
+                    (("driver", "nic.example.com"), ("lock", "subnet=subnet-a"), ("node", "node-1"),
+                     ("pool", "node-1")))] == 1
+    assert samples[("sharing_affinity_pool_stranded_capacity",
+                    (("capacity", "nic.example.com/vfs"), *labels))] == 6
+
+
+def test_disagreeing_claims_and_missing_devices(tmp_path: Path) -> None:
+    objects = items()
+    for obj in objects:
+        if obj["metadata"]["name"] == "b":
+            obj["spec"]["devices"]["config"][0]["opaque"]["parameters"]["subnet"] = "subnet-z"
+    objects.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": "ghost", "namespace": "x"},
+                    "spec": {"devices": {"requests": [{"name": "nic", "exactly": {
+                        "deviceClassName": "nic.example.com"}}]}},
+                    "status": {"allocation": {"devices": {"results": [
+                        {"request": "nic", "driver": "nic.example.com", "pool": "node-9", "device": "eth0"}]}}}})
+    doc = locks_json(write(tmp_path, objects))
+    eth0 = by_device(doc)["node-1/eth0"]
+    assert eth0["state"] == "unreconstructable"
+    assert "bound claims disagree" in eth0["reason"] and "subnet-z" in eth0["reason"]
+    assert any("x/ghost" in n and "node-9/eth0" in n for n in doc["notes"])
+
+
+def test_bad_input_is_a_clear_error_never_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: ResourceClaim\napiVersion: resource.k8s.io/v1\nmetadata: {name: x}\nspec: 7\n")
+    out = run("locks", str(bad))
+    assert out.code == 1 and "bad.yaml" in out.err
+    assert run("locks", "missing.yaml").code == 2
+    assert run("locks", "--kubeconfig", "k").code == 2  # only with --cluster
+
+
+# -- explain ----------------------------------------------------------------------------------
+
+
+def explain_json(*args: str, code: int) -> dict[str, Any]:
+    out = run("explain", *args, "--format", "json")
+    assert out.code == code, out.out + out.err
+    doc = out.json()
+    jsonschema.validate(doc, EXPLAIN_SCHEMA)
+    return doc
+
+
+def test_explain_a_pending_pod_through_its_template_claim() -> None:
+    doc = explain_json("pod/web/frontend", DUMP, code=1)
+    assert doc["pod"] == "web/frontend" and doc["claim"] == "web/frontend-nic-x7k2p"
+    assert doc["schedulable"] is False and doc["allocations"] == []
+    assert doc["unschedulable"]["reasons"] == ["lock mismatch", "unknown lock state"]
+    states = {f"{c['device']['pool']}/{c['device']['device']}": c["rejections"][0]["reason"]
+              for c in doc["candidates"]}
+    assert states == {"node-1/eth0": "lock mismatch", "node-1/eth1": "unknown lock state",
+                      "node-2/eth0": "lock mismatch", "node-2/eth1": "lock mismatch"}
+    pool = doc["pools"][0]
+    assert pool["candidate"] and pool["extraction"]["affinity"] == {"subnet": "subnet-b"}
+    assert pool["extraction"]["evaluations"][0] == {"extractor": "subnet", "config": 0, "type": "string",
+                                                    "value": "subnet-b", "error": None}
+    assert "device nic.example.com/node-1/eth0 is locked to incompatible affinity values (subnet=subnet-a)" \
+        in doc["events"]
+    assert "device nic.example.com/node-1/eth1 has unknown affinity state due to legacy or invalid active " \
+           "claims" in doc["events"]
+    assert "nic.example.com/node-1/eth0 becomes clean when team-a/a and team-a/b are released" in doc["hints"]
+
+
+def test_explain_a_schedulable_claim_says_where_it_would_go() -> None:
+    doc = explain_json("team-c/e", DUMP, code=0)
+    assert doc["schedulable"] is True
+    assert doc["allocations"][0]["device"] == {"driver": "nic.example.com", "pool": "node-2", "device": "eth0"}
+    assert doc["allocations"][0]["reused"] is True
+    assert any("2 device(s) in pool nic.example.com/node-2 would accept it" in h for h in doc["hints"])
+
+
+def test_explain_an_allocated_claim_shows_its_lock_and_who_shares_it() -> None:
+    doc = explain_json("team-a/a", DUMP, code=0)
+    assert doc["allocated"] and doc["schedulable"] and doc["unschedulable"] is None
+    assert doc["allocations"] == [{"request": "nic", "device": {"driver": "nic.example.com", "pool": "node-1",
+                                                                "device": "eth0"},
+                                   "state": "locked", "lock": {"subnet": "subnet-a"}, "reason": None,
+                                   "sharedWith": ["team-a/b"]}]
+    text = run("explain", "team-b/legacy", DUMP)
+    assert text.code == 0 and "unreconstructable: claim team-b/legacy" in text.out
+
+
+def test_explain_no_keys_extracted_names_the_key(tmp_path: Path) -> None:
+    objects = items()
+    for obj in objects:
+        if obj["metadata"]["name"] == "e":
+            obj["spec"]["devices"]["config"][0]["opaque"]["parameters"] = {"mtu": 1500}
+    doc = explain_json("team-c/e", write(tmp_path, objects), code=1)
+    assert doc["unschedulable"]["reasons"][0] == "no keys extracted"
+    assert any("no config yields key `subnet`" in h for h in doc["hints"])
+    assert any(e.startswith("claim's opaque configs produced no non-empty key under any sharingAffinity "
+                            "extractor on slice node-1-nic-meta") for e in doc["events"])
+
+
+def test_explain_usage_errors() -> None:
+    assert run("explain", "nobody/none", DUMP).code == 2
+    assert run("explain", "pod/web/missing", DUMP).code == 2
+    assert run("explain", "pod/too/many/parts", DUMP).code == 2
+
+
+# -- the live stand-in ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[FakeApiServer, Path]]:
+    fake = FakeApiServer().start()
+    for obj in items():
+        fake.put(copy.deepcopy(obj))
+    try:
+        yield fake, fake.kubeconfig(tmp_path / "kubeconfig")
+    finally:
+        fake.stop()
+
+
+def test_locks_and_explain_read_the_cluster(cluster: tuple[FakeApiServer, Path]) -> None:
+    fake, kubeconfig = cluster
+    files = locks_json(DUMP)
+    live = locks_json("--cluster", "--kubeconfig", str(kubeconfig), "--chunk-size", "2")
+    assert live["devices"] == files["devices"] and live["pools"] == files["pools"]
+    assert fake.lists["resourceclaims"] >= 1 and fake.lists["deviceclasses"] >= 1
+    doc = explain_json("pod/web/frontend", "--cluster", "--kubeconfig", str(kubeconfig), code=1)
+    assert doc["claim"] == "web/frontend-nic-x7k2p" and doc["schedulable"] is False
+    assert run("explain", "pod/web/nope", "--cluster", "--kubeconfig", str(kubeconfig)).code == 2
