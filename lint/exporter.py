@@ -26,14 +26,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from dra_affinity.lint.lock_metrics import LockCollector
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.lock_report import LockReport, lock_report
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
-
-from dra_affinity.lint.lock_metrics import LockCollector
 
 _log = logging.getLogger("dra_affinity.exporter")
 GROUP, VERSION = "resource.k8s.io", "v1"

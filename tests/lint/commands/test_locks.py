@@ -131,7 +131,8 @@ def test_disagreeing_claims_and_missing_devices(tmp_path: Path) -> None:
                     "spec": {"devices": {"requests": [{"name": "nic", "exactly": {
                         "deviceClassName": "nic.example.com"}}]}},
                     "status": {"allocation": {"devices": {"results": [
-                        {"request": "nic", "driver": "nic.example.com", "pool": "node-9", "device": "eth0"}]}}}})
+                        {"request": "nic", "driver": "nic.example.com", "pool": "node-9",
+                         "device": "eth0"}]}}}})
     doc = locks_json(write(tmp_path, objects))
     eth0 = by_device(doc)["node-1/eth0"]
     assert eth0["state"] == "unreconstructable"
@@ -182,9 +183,11 @@ def test_explain_a_pending_pod_through_its_template_claim() -> None:
 def test_explain_a_schedulable_claim_says_where_it_would_go() -> None:
     doc = explain_json("team-c/e", DUMP, code=0)
     assert doc["schedulable"] is True
-    assert doc["allocations"][0]["device"] == {"driver": "nic.example.com", "pool": "node-2", "device": "eth0"}
+    assert doc["allocations"][0]["device"] == {"driver": "nic.example.com", "pool": "node-2",
+                                               "device": "eth0"}
     assert doc["allocations"][0]["reused"] is True
-    assert any("2 device(s) in pool nic.example.com/node-2 would accept it" in h for h in doc["hints"])
+    wanted = "2 device(s) in pool nic.example.com/node-2 would accept it"
+    assert any(wanted in h for h in doc["hints"])
 
 
 def test_explain_an_allocated_claim_shows_its_lock_and_who_shares_it() -> None:
