@@ -808,8 +808,9 @@ def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> Step
         held={claim: set(book.held_by(claim))} if book.held_by(claim) else {},
     )
     run.build_index()
-    for ref, index in run.index.items():
-        index.unknown = sum(1 for _, d in index.devices if run.states[d].status is LockStatus.UNRECONSTRUCTABLE)
+    unknown = LockStatus.UNRECONSTRUCTABLE
+    for index in run.index.values():
+        index.unknown = sum(1 for _, d in index.devices if run.states[d].status is unknown)
     return run.allocate(Step(Action.ALLOCATE, claim))
 
 
