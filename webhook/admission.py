@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_affinity.policies.core.cache import BoundedCache
+from dra_affinity.policies.core.clip import clip_text, clip_value
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
@@ -37,6 +38,9 @@ from dra_affinity.webhook.render import (
     warning_text,
 )
 from dra_affinity.webhook.settings import WebhookSettings
+
+MAX_LOGGED_ID = 128
+"""Characters of a uid in a log line (the API server's are 36-character UUIDs)."""
 
 REVIEW_API_VERSIONS = frozenset({"admission.k8s.io/v1", "admission.k8s.io/v1beta1"})
 CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
@@ -73,6 +77,23 @@ def _gvk(value: object) -> tuple[str, str, str] | None:
     return (str(parts[0]), str(parts[1]), str(parts[2]))
 
 
+def _object_type_problem(field: str, obj: object) -> ReviewError | None:
+    """Why `request.<field>` cannot be an object the API server sent, else None.
+
+    The API server serialises typed Go objects: `kind` and `apiVersion` are strings, so a
+    list or map there is a client's bug (Go's decoder refuses it: a 400, not a denial)."""
+    if obj is None:
+        return None
+    if not isinstance(obj, Mapping):
+        return ReviewError(f"request.{field}: Invalid value: must be a JSON object")
+    for key in ("kind", "apiVersion"):
+        value = obj.get(key)
+        if value is not None and not isinstance(value, str):
+            return ReviewError(f"request.{field}.{key}: Invalid value: {clip_value(value)}: "
+                               f"must be a string")
+    return None
+
+
 def parse_review(body: object) -> AdmissionRequest | ReviewError:
     """The request stanza of an AdmissionReview, or why the envelope is unusable."""
     if not isinstance(body, Mapping):
@@ -81,7 +102,8 @@ def parse_review(body: object) -> AdmissionRequest | ReviewError:
     if body.get("kind") != "AdmissionReview" or api_version not in REVIEW_API_VERSIONS:
         wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
         return ReviewError(f"expected kind AdmissionReview with apiVersion {wanted}; "
-                           f"got kind {body.get('kind')!r}, apiVersion {api_version!r}")
+                           f"got kind {clip_value(body.get('kind'))}, "
+                           f"apiVersion {clip_value(api_version)}")
     request = body.get("request")
     if not isinstance(request, Mapping):
         return ReviewError("request: Required value: an AdmissionReview must carry a request")
@@ -97,6 +119,10 @@ def parse_review(body: object) -> AdmissionRequest | ReviewError:
     dry_run = request.get("dryRun", False)
     if dry_run is not None and not isinstance(dry_run, bool):
         return ReviewError("request.dryRun: Invalid value: must be a boolean")
+    for stanza in ("object", "oldObject"):
+        problem = _object_type_problem(stanza, request.get(stanza))
+        if problem is not None:
+            return problem
     name = request.get("name")
     sub_resource = request.get("subResource")
     return AdmissionRequest(
@@ -203,10 +229,12 @@ class Verdict:
 
     def log_fields(self) -> dict[str, Any]:
         req = self.request
+        uid = clip_text(req.uid, MAX_LOGGED_ID)
         fields: dict[str, Any] = {
-            "uid": req.uid, "requestID": req.uid,  # controller-runtime's name for the uid
-            "kind": f"{req.kind}.{req.group}" if req.group else req.kind,
-            "version": req.version, "name": self.name or req.name, "operation": req.operation,
+            "uid": uid, "requestID": uid,  # controller-runtime's name for the uid
+            "kind": clip_text(f"{req.kind}.{req.group}" if req.group else req.kind),
+            "version": clip_text(req.version), "name": clip_text(self.name or req.name),
+            "operation": clip_text(req.operation),
             "dry_run": req.dry_run, "decision": self.decision, "allowed": self.allowed,
             "rules": self.rule_ids,
         }

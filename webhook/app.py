@@ -23,9 +23,18 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.policies.cel.common.jsonvalue import loads_strict
 from dra_affinity.policies.core.cache import REGISTRY
+from dra_affinity.policies.core.clip import clip_text
 from dra_affinity.webhook import logs, tls
-from dra_affinity.webhook.admission import Admitter, PoolChecker, ReviewError, Verdict, parse_review
+from dra_affinity.webhook.admission import (
+    MAX_LOGGED_ID,
+    Admitter,
+    PoolChecker,
+    ReviewError,
+    Verdict,
+    parse_review,
+)
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
 from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env
@@ -34,6 +43,8 @@ from werkzeug.exceptions import HTTPException
 from werkzeug.wsgi import get_content_length
 
 JSON = "application/json"
+MAX_ERROR_CHARS = 1024
+"""Characters of a 400 body's `error` (and its log line): never the whole input echoed."""
 
 
 def _json(payload: dict[str, Any], status: int = 200) -> Response:
@@ -80,11 +91,18 @@ class Webhook:
             if mimetype != JSON:
                 return self._reject(415, f"Content-Type must be {JSON}, got {mimetype or 'none'!r}",
                                     started)
-        data = self._body(environ)
+        try:
+            data = self._body(environ)
+        except TimeoutError:
+            return self._reject(408, "request body not received within the request deadline", started)
+        except (OSError, ValueError) as exc:
+            # gunicorn's chunked-body errors (InvalidChunkSize, ChunkMissingTerminator, ...) are
+            # IOErrors: the client sent a malformed body.
+            return self._reject(400, f"body is not valid HTTP/1.1: {type(exc).__name__}", started)
         if data is None:
             return self._reject(413, f"body larger than {self.settings.max_body_bytes} bytes", started)
         try:
-            body = json.loads(data)
+            body = loads_strict(data)
         except (ValueError, RecursionError) as exc:
             return self._reject(400, f"body is not JSON: {exc}", started)
         parsed = parse_review(body)
@@ -136,13 +154,16 @@ class Webhook:
     def _reject(self, code: int, message: str, started: float) -> Response:
         seconds = time.perf_counter() - started
         self.metrics.observe_request("rejected", "", False, seconds)
+        message = clip_text(message, MAX_ERROR_CHARS)
         self.log.warning("request rejected", extra={"fields": {
-            "code": code, "error": message, "path": request.path, "duration_s": round(seconds, 6)}})
+            "code": code, "error": message, "path": clip_text(request.path),
+            "duration_s": round(seconds, 6)}})
         return _json({"error": message, "code": code}, code)
 
     def _internal_error(self, uid: str | None, started: float, exc: BaseException) -> Response:
         seconds = time.perf_counter() - started
         self.metrics.observe_request("error", "", False, seconds)
+        uid = None if uid is None else clip_text(uid, MAX_LOGGED_ID)
         self.log.error("internal error", exc_info=exc, extra={"fields": {
             "uid": uid, "requestID": uid, "code": 500, "duration_s": round(seconds, 6)}})
         return _json({"error": "internal error while reviewing the request; see the webhook log",

@@ -11,9 +11,10 @@ or with gunicorn's own flags (they override this file):
 
 Why these choices:
 
-* `gthread` workers: they keep connections alive between requests (the API server reuses its
-  connections; sync workers close each one) and a slow request occupies one thread, not the
-  worker. Several processes because CEL compilation holds the GIL.
+* `gthread` workers (`dra_affinity.webhook.worker`): they keep connections alive between
+  requests (the API server reuses its connections; sync workers close each one). Ours do the
+  TLS handshake and read each request's head in the main loop, with deadlines, so a slow or
+  idle client never holds a thread. Several processes because CEL compilation holds the GIL.
 * `ssl_context` hook → `dra_affinity.webhook.tls`: one SSLContext per worker, swapped when the certificate
   files change, instead of gunicorn's default of re-reading the files on every connection.
 * `on_starting` prepares the prometheus multiprocess directory *before* any worker imports
@@ -42,7 +43,7 @@ _cert_dir = _env("DRA_AFFINITY_CERT_DIR")
 
 wsgi_app = "dra_affinity.webhook.app:create_app()"
 bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443")]
-worker_class = "gthread"
+worker_class = "dra_affinity.webhook.worker.BoundedThreadWorker"
 workers = int(_env("DRA_AFFINITY_WORKERS", "2"))
 threads = int(_env("DRA_AFFINITY_THREADS", "4"))
 keepalive = int(_env("DRA_AFFINITY_KEEPALIVE", "30"))

@@ -36,8 +36,12 @@ def _read_expression(expression: str | None, file: str | None) -> str:
 
 
 def _read_object(spec: str) -> object:
-    """`--object` takes inline JSON/YAML, a file path, or `-` for stdin."""
-    import yaml
+    """`--object` takes inline JSON/YAML, a file path, or `-` for stdin.
+
+    YAML goes through `lint`'s loader, like every other YAML the CLI reads: it refuses alias
+    bombs and duplicate keys as Kubernetes does, instead of expanding them.
+    """
+    from dra_affinity.lint.loader import load_text
     from dra_affinity.policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
 
     text = spec
@@ -52,8 +56,14 @@ def _read_object(spec: str) -> object:
     try:
         if text.lstrip().startswith(("{", "[")):
             return decode_k8s_json(text)
-        return decode_k8s_json(yaml.safe_load(text))
-    except (K8sJsonError, yaml.YAMLError) as exc:
+        loaded = load_text(text, name="--object")
+        if loaded.findings:
+            raise click.UsageError(f"--object: cannot decode: {loaded.findings[0].message}")
+        if len(loaded.documents) != 1:
+            raise click.UsageError(f"--object: expected one YAML document, found "
+                                   f"{len(loaded.documents)}")
+        return decode_k8s_json(loaded.documents[0].data)
+    except K8sJsonError as exc:
         raise click.UsageError(f"--object: cannot decode: {exc}") from None
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_affinity.policies.core.cache import cached
+from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef, Severity
 from dra_affinity.policies.core.k8s_names import go_string
 from dra_affinity.policies.core.source import Source
@@ -221,6 +222,17 @@ def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> F
     )
 
 
+def _kind_problem(doc: Mapping[str, Any], kind: object, source: Source) -> Finding:
+    """SA000 for a `kind` that is not a string: the object's kind cannot be told, so it is
+    reported (Go's decoder fails the same way) instead of being taken for another kind."""
+    return Finding(
+        rule=INPUT_ERROR,
+        severity=Severity.ERROR,
+        message=f"kind: Invalid value: {clip_value(kind)}: must be a string",
+        locations=(Location.at(source, ("kind",), ObjectRef("", _name(doc))),),
+    )
+
+
 _NO_SOURCE = Source()
 """The source of objects that come from no file (the webhook's): immutable, so shared."""
 
@@ -240,6 +252,10 @@ def parse(
     """
     source = source or _NO_SOURCE
     kind = doc.get("kind")
+    if not isinstance(kind, str):
+        if kind is None:
+            return ParseResult(None)
+        return ParseResult(None, (_kind_problem(doc, kind, source),), recognised=True)
     if kind not in schema.SCHEMAS:
         return ParseResult(None)
     problem = _api_version_problem(doc, str(kind), source)
@@ -264,6 +280,15 @@ def _build(doc: Mapping[str, Any], source: Source, kind: str, with_devices: bool
     return _claim(doc, source, kind)
 
 
+def _typed(value: Any, kind: type) -> Any:
+    """`value` when it has the JSON type the API server's Go struct gives the field, else
+    TypeError (which sends `parse` to the structural check, naming the field): a list or map
+    where a string belongs must not reach the model (the webhook hashes these fields)."""
+    if type(value) is not kind:
+        raise TypeError(f"expected {kind.__name__}")
+    return value
+
+
 def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) -> ResourceSlice:
     spec = doc["spec"]
     pool = spec["pool"]
@@ -272,10 +297,10 @@ def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) ->
     return ResourceSlice(
         api_version=doc["apiVersion"],
         name=_name(doc) or "",
-        driver=spec["driver"],
-        pool_name=pool["name"],
-        generation=pool["generation"],
-        resource_slice_count=pool["resourceSliceCount"],
+        driver=_typed(spec["driver"], str),
+        pool_name=_typed(pool["name"], str),
+        generation=_typed(pool["generation"], int),
+        resource_slice_count=_typed(pool["resourceSliceCount"], int),
         devices=tuple(_device(i, d) for i, d in enumerate(raw_devices or ())) if with_devices else (),
         sharing_affinity=_extractors(tuple([(e.get("name"), e.get("expression"))
                                             for e in raw_affinity or ()])),

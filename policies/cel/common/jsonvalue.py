@@ -49,6 +49,7 @@ __all__ = [
     "actual_size",
     "decode_k8s_json",
     "holds_optional",
+    "loads_strict",
     "try_decode_k8s_json",
 ]
 
@@ -108,6 +109,13 @@ def _parse_float(text: str) -> float:
 
 def _reject_constant(text: str) -> object:
     raise K8sJsonError(f"invalid character '{text[0]}' looking for beginning of value")
+
+
+def loads_strict(data: str | bytes) -> object:
+    """`json.loads` refusing what Go's decoder refuses: `NaN`/`Infinity` (not JSON) and
+    numbers out of float64's range (`1e400`); K8sJsonError (a ValueError) in Go's wording.
+    Integers are left as Python reads them (the caller decides their range)."""
+    return json.loads(data, parse_float=_parse_float, parse_constant=_reject_constant)
 
 
 def _decode_text(text: str) -> object:

@@ -1,0 +1,245 @@
+"""The gunicorn worker: gthread, except that no thread waits for a slow client.
+
+Why: gunicorn's gthread worker hands every accepted connection to a pool thread, which then
+waits (up to 5 s) for the first byte, does the TLS handshake and reads the request headers
+with a blocking socket and no deadline. With the default 2 workers × 4 threads, 200 idle TCP
+connections let 0 of 5 legitimate probes through, and 64 connections that each sent one byte
+held their threads until the clients left. The API server sends a whole request at once, so
+a client that is slow to handshake or to send its headers is not the API server.
+
+Here the worker's main loop (a selector, no threads) does the TLS handshake and reads the
+request head without blocking, for every new or kept-alive connection; a pool thread gets the
+connection only once the head is complete (`\\r\\n\\r\\n`), with the bytes already read. Each
+connection has a deadline: `handshake_timeout` seconds to finish the handshake and send the
+head, then the body must arrive by `request_timeout` seconds after the head began (a read
+past it raises `TimeoutError`, which the application answers with 408). A connection past
+its deadline in the main loop is closed. So slow connections cost a socket and a few KiB of
+buffer each, never a thread; `worker_connections` bounds how many a worker holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import selectors
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from gunicorn import http
+from gunicorn import sock as gsock
+from gunicorn.workers.gthread import TConn, ThreadWorker
+
+HANDSHAKE_TIMEOUT = float(os.environ.get("DRA_AFFINITY_HANDSHAKE_TIMEOUT", "5"))
+"""Seconds a connection has to finish TLS and send a request's head (from accept, or from
+its first byte on a kept-alive connection)."""
+
+REQUEST_TIMEOUT = float(os.environ.get("DRA_AFFINITY_REQUEST_TIMEOUT", "10"))
+"""Seconds from a request's first byte to the last byte of its body."""
+
+MAX_HEAD_BYTES = 64 * 1024
+"""A head this long without its end goes to the parser anyway (which answers 431/400)."""
+
+_HEAD_END = b"\r\n\r\n"
+
+
+class GuardedSocket:
+    """The connection's socket as the request parser reads it: bytes the main loop already
+    read come first, then `recv` waits at most until the current request's deadline."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.buffer = bytearray()
+        self.deadline: float | None = None
+
+    def recv(self, size: int, *args: Any) -> bytes:
+        if self.buffer:
+            chunk = bytes(self.buffer[:size])
+            del self.buffer[:size]
+            return chunk
+        if self.deadline is not None:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("request not received within its deadline")
+            self._sock.settimeout(remaining)
+        return self._sock.recv(size, *args)
+
+    def setblocking(self, flag: bool) -> None:
+        self._sock.setblocking(flag)
+
+    def sendall(self, data: bytes, *args: Any) -> None:
+        # A reply goes out under its own bound, not what is left of the read deadline.
+        self._sock.settimeout(REQUEST_TIMEOUT)
+        self._sock.sendall(data, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+@dataclass(eq=False)
+class _Pending:
+    """A connection the main loop is still reading: handshake, then the request head."""
+
+    raw: socket.socket
+    client: Any
+    server: Any
+    deadline: float
+    tls: ssl.SSLSocket | None = None
+    handshaken: bool = False
+    conn: TConn | None = None  # a kept-alive connection coming back for its next request
+    started: float = field(default_factory=time.monotonic)
+    head: bytearray = field(default_factory=bytearray)
+
+
+class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
+    """gthread with the handshake and request head read in the main loop (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.reading: list[_Pending] = []
+
+    # --- new connections -----------------------------------------------------------------
+
+    def accept(self, listener: socket.socket) -> None:
+        try:
+            client_sock, client_addr = listener.accept()
+        except OSError as e:
+            if e.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        client_sock.setblocking(False)
+        pending = _Pending(client_sock, client_addr, listener.getsockname(),
+                           time.monotonic() + HANDSHAKE_TIMEOUT)
+        if self.cfg.is_ssl:
+            try:
+                pending.tls = gsock.ssl_context(self.cfg).wrap_socket(
+                    client_sock, server_side=True, do_handshake_on_connect=False,
+                    suppress_ragged_eofs=self.cfg.suppress_ragged_eofs)
+            except (OSError, ssl.SSLError, ValueError):
+                self._drop(pending)
+                return
+        else:
+            pending.handshaken = True
+        self.reading.append(pending)
+        self._watch(pending, selectors.EVENT_READ)
+        self._advance(pending)
+
+    def _socket(self, pending: _Pending) -> socket.socket:
+        return pending.tls if pending.tls is not None else pending.raw
+
+    def _watch(self, pending: _Pending, events: int) -> None:
+        sock = self._socket(pending)
+        callback: Callable[[Any], None] = partial(self._on_io, pending)
+        try:
+            self.poller.modify(sock, events, callback)
+        except KeyError:
+            self.poller.register(sock, events, callback)
+
+    def _on_io(self, pending: _Pending, _fileobj: Any) -> None:
+        self._advance(pending)
+
+    def _advance(self, pending: _Pending) -> None:
+        """One step without blocking: handshake, then read what has arrived."""
+        if pending not in self.reading:
+            return
+        try:
+            if not pending.handshaken:
+                assert pending.tls is not None
+                try:
+                    pending.tls.do_handshake()
+                except ssl.SSLWantReadError:
+                    self._watch(pending, selectors.EVENT_READ)
+                    return
+                except ssl.SSLWantWriteError:
+                    self._watch(pending, selectors.EVENT_WRITE)
+                    return
+                pending.handshaken = True
+                self._watch(pending, selectors.EVENT_READ)
+            buffer = self._buffer(pending)
+            sock = self._socket(pending)
+            while True:
+                try:
+                    data = sock.recv(65536)
+                except (ssl.SSLWantReadError, BlockingIOError):
+                    break
+                except ssl.SSLWantWriteError:
+                    self._watch(pending, selectors.EVENT_WRITE)
+                    return
+                if not data:  # the client left
+                    self._drop(pending)
+                    return
+                buffer += data
+                if len(buffer) > MAX_HEAD_BYTES:
+                    break
+        except (OSError, ssl.SSLError):
+            self._drop(pending)
+            return
+        if _HEAD_END in buffer or len(buffer) > MAX_HEAD_BYTES:
+            self._dispatch(pending)
+
+    def _buffer(self, pending: _Pending) -> bytearray:
+        if pending.conn is not None:
+            guarded = pending.conn.sock
+            assert isinstance(guarded, GuardedSocket)
+            return guarded.buffer
+        return pending.head
+
+    def _dispatch(self, pending: _Pending) -> None:
+        """The head is complete: a pool thread parses and serves the request."""
+        self.reading.remove(pending)
+        sock = self._socket(pending)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(sock)
+        conn = pending.conn
+        if conn is None:
+            guarded = GuardedSocket(sock)
+            guarded.buffer = self._buffer(pending)
+            conn = TConn(self.cfg, guarded, pending.client, pending.server)
+            conn.parser = http.get_parser(self.cfg, guarded, pending.client)
+            conn.initialized = True
+        assert isinstance(conn.sock, GuardedSocket)
+        conn.sock.deadline = pending.started + REQUEST_TIMEOUT
+        conn.data_ready = True
+        conn.sock.setblocking(True)
+        self.enqueue_req(conn)
+
+    def _drop(self, pending: _Pending) -> None:
+        if pending in self.reading:
+            self.reading.remove(pending)
+        sock = self._socket(pending)
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self.poller.unregister(sock)
+        self.nr_conns -= 1
+        with contextlib.suppress(OSError):
+            sock.close()
+
+    # --- kept-alive connections: their next request's head is read here as well ------------
+
+    def on_client_socket_readable(self, conn: TConn, client: Any) -> None:
+        self.poller.unregister(client)
+        self.keepalived_conns.remove(conn)
+        guarded = conn.sock
+        if not isinstance(guarded, GuardedSocket):  # not one of ours: gthread's own path
+            self.enqueue_req(conn)
+            return
+        sock = guarded._sock
+        pending = _Pending(sock, conn.client, conn.server, time.monotonic() + HANDSHAKE_TIMEOUT,
+                           tls=sock if isinstance(sock, ssl.SSLSocket) else None,
+                           handshaken=True, conn=conn)
+        guarded.deadline = None
+        sock.setblocking(False)
+        self.reading.append(pending)
+        self._watch(pending, selectors.EVENT_READ)
+        self._advance(pending)
+
+    def murder_pending(self) -> None:
+        super().murder_pending()
+        now = time.monotonic()
+        for pending in [p for p in self.reading if p.deadline <= now]:
+            self._drop(pending)
