@@ -141,6 +141,7 @@ def api_client(target: ClusterTarget) -> tuple[Any, str | None]:
 
 def _client(target: ClusterTarget) -> tuple[Any, str]:
     """An ApiClient for the target and the context's name; kubeconfig is never written back."""
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
@@ -160,7 +161,8 @@ def _client(target: ClusterTarget) -> tuple[Any, str]:
         )
     except _Failure:
         raise
-    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError,
+            yaml.YAMLError) as error:
         where = target.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         raise _Failure(f"cannot load kubeconfig {where}: {error}") from None
     return api_client, str(context or "default")

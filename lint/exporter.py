@@ -30,7 +30,7 @@ from dra_affinity.lint.lock_metrics import LockCollector
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
-from dra_affinity.policies.scheduler.lock_report import LockReport, lock_report
+from dra_affinity.policies.scheduler.lock_report import LockFilters, LockReport, lock_report
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
@@ -147,8 +147,9 @@ class LockExporter:
     # -- reading --------------------------------------------------------------------------------
 
     def report(self) -> LockReport:
+        """Every pool, untracked ones too: a pool going incomplete shows as its devices vanishing."""
         with self._lock:
-            return lock_report(self.book)
+            return lock_report(self.book, LockFilters(untracked=True))
 
     @property
     def ready(self) -> bool:

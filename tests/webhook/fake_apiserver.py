@@ -98,6 +98,8 @@ class FakeApiServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, address: None  # type: ignore[method-assign]
+        # (a client closing a watch early is normal, not worth a traceback on stderr)
         self.port = int(self.httpd.server_address[1])
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
