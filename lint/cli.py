@@ -25,7 +25,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "policy": ("policy_cmd", "policy", "Export the native ValidatingAdmissionPolicy fallback."),
     "test": ("test_cmd", "test",
              "Run test suites: expected extraction outcomes per claim, request and pool."),
-    "rules": ("rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),
+    "rules": ("rules_cmd", "rules", "List the rules, or explain one (e.g. `rules SA105`)."),  # docs
     "simulate": ("simulate_cmd", "simulate",
                  "Replay the scheduler's affinity locks over a sequence of claims."),
     "serve": ("serve_cmd", "serve", "Run the validating admission webhook (gunicorn, TLS)."),

@@ -34,11 +34,11 @@ from typing import Any, TextIO
 
 import yaml
 from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, Severity
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.source import Position, Source
+from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-INPUT_RULE = "SA000"
 STDIN_NAME = "<stdin>"
 EXTENSIONS = (".yaml", ".yml", ".json")
 """What a directory walk picks up (kubectl's list); a file named explicitly is read as it is."""
@@ -330,12 +330,7 @@ class _Loader:
 
     def _file_finding(self, name: str, message: str, position: Position = _FILE_START) -> None:
         self.result.findings.append(
-            Finding(
-                rule=INPUT_RULE,
-                severity=Severity.ERROR,
-                message=message,
-                locations=(Location(file=_display(name), position=position),),
-            )
+            INPUT_ERROR.finding(message, Location(file=_display(name), position=position))
         )
 
     def _walk(
@@ -587,12 +582,7 @@ class _Loader:
 
     def _content_finding(self, name: str, issue: Issue, ref: ObjectRef | None) -> None:
         self.result.findings.append(
-            Finding(
-                rule=INPUT_RULE,
-                severity=Severity.ERROR,
-                message=issue.message,
-                locations=(
-                    Location(field=issue.path, file=name, position=issue.position, object=ref),
-                ),
+            INPUT_ERROR.finding(
+                issue.message, Location(field=issue.path, file=name, position=issue.position, object=ref)
             )
         )

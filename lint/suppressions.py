@@ -35,8 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dra_affinity.lint.config import Config, Ignore
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, Severity
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.source import FieldPath, Position, Source
+from dra_affinity.policies.rules.input.sa001_suppression_without_reason import RULE as NO_REASON
+from dra_affinity.policies.rules.input.sa002_unused_suppression import RULE as UNUSED
 
 if TYPE_CHECKING:
     from dra_affinity.lint.cluster import ClusterTarget
@@ -45,8 +47,6 @@ if TYPE_CHECKING:
 
 MARKER = "dra-affinity:"
 ANNOTATION = "dra-affinity.io/ignore"
-NO_REASON_RULE = "SA001"
-UNUSED_RULE = "SA002"
 
 _DIRECTIVE = re.compile(r"#[ \t]*dra-affinity:[ \t]*ignore(?![\w-])(?P<body>.*)$")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\x85\u2028\u2029]")
@@ -411,11 +411,9 @@ def _no_reason(suppression: Suppression) -> Finding:
         Kind.CONFIG: "add `reason:`",
     }[suppression.kind]
     rules = ", ".join(suppression.rules) or "no rule"
-    return Finding(
-        rule=NO_REASON_RULE,
-        severity=Severity.WARNING,
-        message=f"{suppression.kind.value} suppression of {rules} gives no reason: {how}",
-        locations=(Location(file=suppression.file, position=suppression.position),),
+    return NO_REASON.finding(
+        f"{suppression.kind.value} suppression of {rules} gives no reason: {how}",
+        Location(file=suppression.file, position=suppression.position),
     )
 
 
@@ -536,12 +534,9 @@ def apply(
     for index, suppression in enumerate(suppressions):
         message = _unused(suppression, index, used, known, ran, paths, inputs)
         if message is not None:
-            audit.append(Finding(
-                rule=UNUSED_RULE,
-                severity=Severity.WARNING,
-                message=message,
-                locations=(Location(file=suppression.file, position=suppression.position),),
-            ))
+            audit.append(
+                UNUSED.finding(message, Location(file=suppression.file, position=suppression.position))
+            )
     return Audit(tuple(kept + audit), tuple(silenced))
 
 

@@ -21,6 +21,8 @@ FOLDERS = ("policies", "lint", "webhook")
 
 STAGES: tuple[str, ...] = (
     "policies.core",
+    "policies.rules.base",
+    "policies.rules.input",
     "policies.model",
     "policies.cel.common",
     "policies.cel.k8s_library",
@@ -35,7 +37,11 @@ STAGES: tuple[str, ...] = (
     "webhook",
     "lint",
 )
-"""Lowest first. A module belongs to the longest stage that prefixes its name."""
+"""Lowest first. A module belongs to the longest stage that prefixes its name.
+
+The rule shape (`rules.base`) and the input rules (`rules.input`) sit just above `core`: the
+loaders, the model and dry-run report input findings (SA000-SA003) through those rule objects,
+so every stage that reads input may import them; they import nothing but `core`."""
 
 
 def _modules() -> dict[str, Path]:

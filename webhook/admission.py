@@ -28,6 +28,8 @@ from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
 from dra_affinity.policies.rules.engine import EngineOptions, check_slice
+from dra_affinity.policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
+from dra_affinity.policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
 from dra_affinity.webhook.render import (
     MAX_WARNING_CHARS,
     SLICE_GROUP,
@@ -411,6 +413,7 @@ class Admitter:
             return PoolVerdict(), ()
         verdict = self.pools.check(new, old, options)
         if verdict.skipped:
-            note = f"pool check skipped ({verdict.skipped}); SP301/SP302 not verified"
+            note = (f"pool check skipped ({verdict.skipped}); "
+                    f"{DUPLICATE_KEY.id}/{POOL_COST_BUDGET.id} not verified")
             return verdict, (note[:117] + "..." if len(note) > MAX_WARNING_CHARS else note,)
         return verdict, ()

@@ -34,17 +34,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.findings import Finding, PoolRef
 from dra_affinity.policies.model.resources import ResourceSlice, parse
-from dra_affinity.policies.rules.engine import EngineOptions, check_pool, pool_rules
+from dra_affinity.policies.rules.catalog import pool_rules
+from dra_affinity.policies.rules.engine import EngineOptions, check_pool
+from dra_affinity.policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
+from dra_affinity.policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
 from dra_affinity.policies.scheduler.pools import build_pools
 from dra_affinity.webhook.admission import PoolVerdict
 from dra_affinity.webhook.logs import LOGGER_NAME
 from dra_affinity.webhook.settings import WebhookSettings
 
 _log = logging.getLogger(LOGGER_NAME)
-GROUP, VERSION, PLURAL = "resource.k8s.io", "v1", "resourceslices"
-WRITE_TIME_RULES = frozenset({"SP301", "SP302"})
+GROUP, VERSION, PLURAL = RESOURCE_GROUP, "v1", "resourceslices"
+WRITE_TIME_RULES = frozenset({DUPLICATE_KEY.id, POOL_COST_BUDGET.id})
 STALE_AFTER = 30.0
 """Seconds of failed watching after which the index is no longer trusted."""
 WATCH_SECONDS = 300

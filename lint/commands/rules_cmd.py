@@ -7,6 +7,11 @@ import json
 import click
 from dra_affinity.policies.rules.base import Rule
 from dra_affinity.policies.rules.catalog import UnknownRuleError, catalog, get_rule
+from dra_affinity.policies.rules.context import SliceRule
+
+
+def _ratchets(rule: Rule) -> bool:
+    return isinstance(rule, SliceRule) and rule.ratchets
 
 
 def _as_json(rule: Rule) -> dict[str, object]:
@@ -20,15 +25,14 @@ def _as_json(rule: Rule) -> dict[str, object]:
         "badExample": rule.bad_example,
         "goodExample": rule.good_example,
         "implemented": rule.implemented,
-        "ratchets": rule.ratchets,
+        "ratchets": _ratchets(rule),
         "upstream": rule.upstream,
     }
 
 
 def _explain(rule: Rule) -> str:
     lines = [
-        f"{rule.id} {rule.slug} ({rule.severity.label}, {rule.scope.value} rule)"
-        + ("" if rule.implemented else " [planned: not checked yet]"),
+        f"{rule.id} {rule.slug} ({rule.severity.label}, {rule.scope.value} rule)",
         "",
         rule.summary[0].upper() + rule.summary[1:] + ".",
         "",
@@ -36,7 +40,7 @@ def _explain(rule: Rule) -> str:
     ]
     if rule.upstream:
         lines += ["", f"Also enforced by: {rule.upstream}."]
-    if rule.ratchets:
+    if _ratchets(rule):
         lines += ["", "On UPDATE, expressions stored unchanged in the old object are not re-checked."]
     for title, example in (("Bad", rule.bad_example), ("Good", rule.good_example)):
         if example:
@@ -55,8 +59,7 @@ def rules(rule_id: str | None, fmt: str) -> None:
             click.echo(json.dumps([_as_json(r) for r in selected], indent=2))
             return
         for rule in selected:
-            status = "" if rule.implemented else "  (planned)"
-            click.echo(f"{rule.id}  {rule.severity.label:<7}  {rule.slug:<24} {rule.summary}{status}")
+            click.echo(f"{rule.id}  {rule.severity.label:<7}  {rule.slug:<24} {rule.summary}")
         return
     try:
         rule = get_rule(rule_id)

@@ -13,19 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.clip import clip_value
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef, Severity
+from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
 from dra_affinity.policies.core.k8s_names import go_string
 from dra_affinity.policies.core.source import Source
 from dra_affinity.policies.model import schema
+from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 
-RESOURCE_GROUP = "resource.k8s.io"
 SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
 CLAIM_VERSIONS = frozenset({"v1"})
 CLASS_VERSIONS = frozenset({"v1", "v1beta2"})
 _VERSIONS_BY_KIND = {"ResourceSlice": SLICE_VERSIONS, "DeviceClass": CLASS_VERSIONS}
-INPUT_ERROR = "SA000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,12 +191,7 @@ def _name(doc: Mapping[str, Any]) -> str | None:
 def _input_errors(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Finding, ...]:
     ref = ObjectRef(kind, _name(doc))
     return tuple(
-        Finding(
-            rule=INPUT_ERROR,
-            severity=Severity.ERROR,
-            message=f"{_render(v.path)}: {v.message}",
-            locations=(Location.at(source, v.path, ref),),
-        )
+        INPUT_ERROR.finding(f"{_render(v.path)}: {v.message}", Location.at(source, v.path, ref))
         for v in schema.validate(kind, doc)
     )
 
@@ -214,22 +209,18 @@ def _api_version_problem(doc: Mapping[str, Any], kind: str, source: Source) -> F
     if group == RESOURCE_GROUP and version in allowed:
         return None
     wanted = ", ".join(f"{RESOURCE_GROUP}/{v}" for v in sorted(allowed))
-    return Finding(
-        rule=INPUT_ERROR,
-        severity=Severity.ERROR,
-        message=f"apiVersion: Unsupported value: {api_version!r}: supported values for {kind}: {wanted}",
-        locations=(Location.at(source, ("apiVersion",), ObjectRef(kind, _name(doc))),),
+    return INPUT_ERROR.finding(
+        f"apiVersion: Unsupported value: {api_version!r}: supported values for {kind}: {wanted}",
+        Location.at(source, ("apiVersion",), ObjectRef(kind, _name(doc))),
     )
 
 
 def _kind_problem(doc: Mapping[str, Any], kind: object, source: Source) -> Finding:
     """SA000 for a `kind` that is not a string: the object's kind cannot be told, so it is
     reported (Go's decoder fails the same way) instead of being taken for another kind."""
-    return Finding(
-        rule=INPUT_ERROR,
-        severity=Severity.ERROR,
-        message=f"kind: Invalid value: {clip_value(kind)}: must be a string",
-        locations=(Location.at(source, ("kind",), ObjectRef("", _name(doc))),),
+    return INPUT_ERROR.finding(
+        f"kind: Invalid value: {clip_value(kind)}: must be a string",
+        Location.at(source, ("kind",), ObjectRef("", _name(doc))),
     )
 
 

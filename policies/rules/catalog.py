@@ -1,7 +1,9 @@
-"""The rule registry: every rule id, once, with its docs and (when implemented) its check.
+"""The rule registry: every rule id of every scope, once, with its docs and its check.
 
-Rules are discovered from the modules under `dra_affinity.policies.rules` (a module exports
-`RULE`, or `RULES` for a documented family), so adding a rule is adding a module.
+Rules are discovered from the modules under `dra_affinity.policies.rules.{input,slice,pool}`
+(a module exports `RULE`, or `RULES` for a documented family), so adding a rule is adding a
+module. `slice_rules()`, `pool_rules()` and `input_rules()` are the engine's and the reporters'
+only notion of which rules exist and in which order.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import pkgutil
 from collections.abc import Mapping
 from functools import cache
 
-from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.base import InputRule, Rule
+from dra_affinity.policies.rules.context import PoolRule, SliceRule
 
-_PACKAGES = tuple(f"dra_affinity.policies.rules.{scope}" for scope in ("input", "slice", "pool"))
+_SCOPES = ("input", "slice", "pool")
 
 
 class UnknownRuleError(KeyError):
@@ -24,7 +27,8 @@ class UnknownRuleError(KeyError):
 def catalog() -> Mapping[str, Rule]:
     """All rules, ordered by id. Cached: the registry is immutable once imported."""
     rules: dict[str, Rule] = {}
-    for package_name in _PACKAGES:
+    for scope in _SCOPES:
+        package_name = f"dra_affinity.policies.rules.{scope}"
         package = importlib.import_module(package_name)
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package_name}.{info.name}")
@@ -32,6 +36,8 @@ def catalog() -> Mapping[str, Rule]:
             if hasattr(module, "RULE"):
                 found.append(module.RULE)
             for rule in found:
+                if not isinstance(rule, (InputRule, SliceRule, PoolRule)) or rule.scope.value != scope:
+                    raise RuntimeError(f"{module.__name__}: {rule!r} is not a {scope} rule")
                 if rule.id in rules:
                     raise RuntimeError(f"rule {rule.id} is declared twice")
                 rules[rule.id] = rule
@@ -45,6 +51,16 @@ def get_rule(rule_id: str) -> Rule:
         raise UnknownRuleError(rule_id) from None
 
 
-def slice_rules() -> tuple[Rule, ...]:
-    """Implemented slice rules in id order: the engine's only notion of rule order."""
-    return tuple(r for r in catalog().values() if r.scope is Scope.SLICE and r.check is not None)
+def slice_rules() -> tuple[SliceRule, ...]:
+    """Slice rules in id order: the engine's only notion of slice-rule order."""
+    return tuple(r for r in catalog().values() if isinstance(r, SliceRule))
+
+
+def pool_rules() -> tuple[PoolRule, ...]:
+    """Pool rules in id order."""
+    return tuple(r for r in catalog().values() if isinstance(r, PoolRule))
+
+
+def input_rules() -> tuple[InputRule, ...]:
+    """Input rules in id order (reported by loaders, the model, suppressions and dry-run)."""
+    return tuple(r for r in catalog().values() if isinstance(r, InputRule))

@@ -1,17 +1,20 @@
-"""What a rule sees: a slice rule one slice (and the old one on UPDATE), a pool rule one pool."""
+"""What a rule sees — a slice rule one slice (and the old one on UPDATE), a pool rule one pool —
+and the shape of each of those two scopes (`SliceRule`, `PoolRule`; see `policies.rules.base`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from dra_affinity.policies.analysis.slice_cost import analysable
-from dra_affinity.policies.core.findings import Location, Severity
+from dra_affinity.policies.core.findings import Finding, Location, Severity
 from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.core.source import FieldPath
+from dra_affinity.policies.core.source import FieldPath, Position, render_path
 from dra_affinity.policies.model.resources import Extractor, ResourceSlice
+from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.vap_cel import VapCel
 from dra_affinity.policies.scheduler.pools import Pool
 
 if TYPE_CHECKING:  # the CEL engine loads on the first expression, not on `--help`
@@ -89,3 +92,72 @@ class PoolContext:
 def slice_location(slice_: ResourceSlice, path: FieldPath) -> Location:
     """Where a pool finding points inside one of the pool's slices."""
     return Location.at(slice_.source, path, slice_.ref)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SliceRule(Rule):
+    """A rule over one slice, as the API server sees it (CREATE, or UPDATE against the old one)."""
+
+    scope: ClassVar[Scope] = Scope.SLICE
+    check: Callable[[SliceContext], Iterable[Finding]]
+    ratchets: bool = False
+    """UPDATE: skip expressions byte-identical to one the old object already had (SPEC §2)."""
+    vap: Callable[[Limits], VapCel] | None = None
+    """The rule as ValidatingAdmissionPolicy CEL for a release's limits, when CEL in admission
+    can check it on one object (the structural rules); `policies.rules.vap` assembles them."""
+
+    def finding(
+        self,
+        ctx: SliceContext,
+        path: FieldPath,
+        body: str,
+        *,
+        anchor: FieldPath | None = None,
+        severity: Severity | None = None,
+        inner: tuple[int, int] | None = None,
+    ) -> Finding:
+        """A finding on `ctx.slice` whose message reads like an API server field error.
+
+        `anchor` is where a human should look when it differs from the reported field
+        (a duplicate list entry is reported at `[i]`, but its `name` is the line to show).
+        """
+        obj = ctx.slice
+        location = Location.at(obj.source, path, obj.ref)
+        position = obj.source.locate(anchor) if anchor is not None else location.position
+        at = Position(*inner) if inner is not None and inner[0] >= 1 else None
+        value = obj.source.positions.get(path) if at is not None else None
+        location = Location(
+            field=path, file=location.file, position=position, object=obj.ref, inner=at, value=value
+        )
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            message=f"{render_path(path)}: {body}",
+            locations=(location,),
+            pool=obj.pool,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolRule(Rule):
+    """A rule over one pool (all its slices), as the scheduler sees it; see `scheduler.pools`."""
+
+    scope: ClassVar[Scope] = Scope.POOL
+    check: Callable[[PoolContext], Iterable[Finding]]
+
+    def finding(
+        self,
+        ctx: PoolContext,
+        message: str,
+        locations: Sequence[Location],
+        *,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding about a whole pool, pointing at every slice involved (the first is primary)."""
+        return Finding(
+            rule=self.id,
+            severity=severity or self.severity,
+            message=message,
+            locations=tuple(locations),
+            pool=ctx.pool.ref,
+        )

@@ -18,8 +18,7 @@ from dra_affinity.policies.core.limits import (
     limits_for,
 )
 from dra_affinity.policies.model.resources import ResourceSlice
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.catalog import catalog, slice_rules
+from dra_affinity.policies.rules.catalog import pool_rules, slice_rules
 from dra_affinity.policies.rules.context import PoolContext, SliceContext
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
 
@@ -42,15 +41,9 @@ def check_slice(
     ctx = SliceContext(slice=new, old=old, limits=options.limits)
     findings: list[Finding] = []
     for rule in slice_rules():
-        if rule.id in options.disabled_rules or rule.check is None:
-            continue
-        findings.extend(rule.check(ctx))
+        if rule.id not in options.disabled_rules:
+            findings.extend(rule.check(ctx))
     return findings
-
-
-def pool_rules() -> tuple[Rule, ...]:
-    """Implemented pool rules in id order."""
-    return tuple(r for r in catalog().values() if r.scope is Scope.POOL and r.pool_check is not None)
 
 
 def check_pool(
@@ -65,9 +58,8 @@ def check_pool(
     ctx = PoolContext(pool=pool, limits=options.limits, complete_pools=complete_pools)
     findings: list[Finding] = []
     for rule in pool_rules():
-        if rule.id in options.disabled_rules or rule.pool_check is None:
-            continue
-        findings.extend(rule.pool_check(ctx))
+        if rule.id not in options.disabled_rules:
+            findings.extend(rule.check(ctx))
     return findings
 
 

@@ -3,11 +3,12 @@
 Why: a webhook can be down, mis-configured or deliberately removed in an emergency; the API
 server's own CEL admission (VAP, GA in 1.30) needs no pod. It cannot do what the webhook is
 for — compile, type and cost the *nested* extractor expressions (CEL has no `eval`), or see
-the other slices of a pool — but it can enforce the structural slice rules. Those rules are
-implemented once in `dra_affinity.policies.rules.slice`; this module is the one place that says how each of
-them reads in CEL, and takes everything else from the same sources the webhook uses: rule ids,
-slugs and summaries from `policies.rules.catalog`, the numbers from `policies.core.limits`, the name
-grammar from `dra_affinity.policies.core.k8s_names`, and the white space SA104 strips from `str.isspace`.
+the other slices of a pool — but it can enforce the structural slice rules. Each of those rules
+says in its own module (`dra_affinity.policies.rules.slice`, the rule's `vap`) how it reads in
+CEL, beside its Python check, in the vocabulary of `policies.rules.vap_cel`; this module only
+assembles them into one policy, taking everything else from the same sources the webhook uses:
+rule ids, slugs and summaries from `policies.rules.catalog`, the numbers from
+`policies.core.limits`.
 
 The generated expressions mirror the webhook exactly on every object the API server can hand
 to admission (tests/deploy compares them case by case with `policies.rules.engine.check_slice` and
@@ -27,21 +28,14 @@ server would reject.
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.k8s_names import (
-    QNAME_FMT,
-    QNAME_MAX,
-    SUBDOMAIN_FMT,
-    SUBDOMAIN_MAX,
-)
+from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX
 from dra_affinity.policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
@@ -49,7 +43,11 @@ from dra_affinity.policies.core.limits import (
     format_kubernetes_version,
     limits_for,
 )
-from dra_affinity.policies.rules.catalog import get_rule
+from dra_affinity.policies.rules.catalog import slice_rules
+from dra_affinity.policies.rules.context import SliceRule
+from dra_affinity.policies.rules.slice.sa106_compile_error import RULE as COMPILE_ERROR
+from dra_affinity.policies.rules.slice.sa108_cost_budget import RULE as COST_BUDGET
+from dra_affinity.policies.rules.vap_cel import VARIABLES, Variable, cel_string, whitespace_class
 
 if TYPE_CHECKING:  # the CEL engine loads only when a policy is checked, not to render YAML
     from dra_affinity.policies.cel.check.env import CelEnvironment
@@ -61,7 +59,6 @@ __all__ = [
     "BINDING_KIND",
     "POLICY_KIND",
     "POLICY_NAME",
-    "STRUCTURAL_RULE_IDS",
     "VALIDATION_ACTIONS",
     "VAP_PER_CALL_LIMIT",
     "VAP_RUNTIME_BUDGET",
@@ -78,12 +75,10 @@ __all__ = [
     "policy_manifests",
     "render_policy",
     "structural_policy",
+    "structural_rules",
     "validation_actions_problem",
     "whitespace_class",
 ]
-
-STRUCTURAL_RULE_IDS: tuple[str, ...] = ("SA101", "SA102", "SA103", "SA104", "SA105", "SA109")
-"""The slice rules CEL-in-admission can check on one object, in catalog order."""
 
 POLICY_NAME = "dra-affinity-structural"
 POLICY_API_VERSION = "admissionregistration.k8s.io/v1"
@@ -99,17 +94,6 @@ VAP_RUNTIME_BUDGET = 10_000_000
 ADMISSION_VARIABLES: tuple[str, ...] = ("object", "oldObject", "request", "variables")
 """The admission variables the generated expressions may use (`params`, `namespaceObject` and
 `authorizer` are not needed: ResourceSlice is cluster-scoped and the policy has no params)."""
-
-_SLICES = "spec.sharingAffinity"
-_MAX_UTF8_BYTES_PER_CODE_POINT = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Variable:
-    """A VAP composited variable (`spec.variables[]`), reachable as `variables.<name>`."""
-
-    name: str
-    expression: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,186 +146,21 @@ class PolicyProblem:
     message: str
 
 
-# ------------------------------------------------------------------------------------------------
-# CEL text helpers
-# ------------------------------------------------------------------------------------------------
-
-
-def _cel_string(text: str) -> str:
-    """A CEL double-quoted string literal for `text` (JSON's escapes are a subset of CEL's)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _cel_raw(pattern: str) -> str:
-    """A CEL raw single-quoted literal: regex escapes pass through to RE2 untouched."""
-    if "'" in pattern or "\n" in pattern:
-        raise ValueError(f"pattern cannot be a raw CEL literal: {pattern!r}")
-    return f"r'{pattern}'"
-
-
-def _re2_char(code: int) -> str:
-    return f"\\x{{{code:x}}}"
-
-
-@lru_cache(maxsize=1)
-def whitespace_class() -> str:
-    """An RE2 character class of exactly the characters `str.isspace` accepts.
-
-    SA104 calls an expression empty when `str.strip()` leaves nothing, i.e. every character
-    satisfies `str.isspace` (which, unlike Go's `unicode.IsSpace` and so CEL's `trim()`, also
-    accepts U+001C..U+001F). Deriving the class from the predicate keeps the two identical.
-    Cached: it walks every code point once.
-    """
-    codes = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
-    ranges: list[tuple[int, int]] = []
-    for code in codes:
-        if ranges and ranges[-1][1] == code - 1:
-            ranges[-1] = (ranges[-1][0], code)
-        else:
-            ranges.append((code, code))
-    parts = [_re2_char(lo) if lo == hi else f"{_re2_char(lo)}-{_re2_char(hi)}" for lo, hi in ranges]
-    return "[" + "".join(parts) + "]"
-
-
-def _qualified_name_pattern() -> str:
-    """`IsQualifiedName` as one anchored RE2 pattern (the lengths are checked beside it)."""
-    return f"^({SUBDOMAIN_FMT}/)?{QNAME_FMT}$"
-
-
-def _indexed(field: str) -> str:
-    """CEL building `spec.sharingAffinity[<i>].<field>` for the comprehension index `i`."""
-    return f"'{_SLICES}[' + string(i) + '].{field}'"
-
-
-# ------------------------------------------------------------------------------------------------
-# The rules in CEL
-# ------------------------------------------------------------------------------------------------
-
-_ENTRIES = "variables.entries"
-_NAMES = "variables.names"
-_OLD_EXPRESSIONS = "variables.oldExpressions"
-
-_VARIABLES: tuple[Variable, ...] = (
-    Variable("entries", "has(object.spec.sharingAffinity) ? object.spec.sharingAffinity : []"),
-    Variable("names", f"{_ENTRIES}.map(a, has(a.name) ? a.name : '')"),
-    Variable(
-        "oldExpressions",
-        "oldObject != null && has(oldObject.spec.sharingAffinity)"
-        " ? oldObject.spec.sharingAffinity.filter(o, has(o.expression)).map(o, o.expression)"
-        " : []",
-    ),
-)
-"""Evaluated lazily by the API server, at most once per request: `oldExpressions` only when an
-expression is over the length limit."""
-
 MATCH_CONDITION = "object != null && has(object.spec.sharingAffinity)"
 """Only slices that declare extractors are evaluated at all (every rule needs the field)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _RuleCel:
-    expression: str
-    detail: str | None
-    field_path: str
+def structural_rules() -> tuple[SliceRule, ...]:
+    """The slice rules CEL-in-admission can check on one object (those with `vap`), in id order."""
+    return tuple(r for r in slice_rules() if r.vap is not None)
 
 
-def _sa101(limits: Limits) -> _RuleCel:
-    return _RuleCel(
-        f"size({_ENTRIES}) <= {limits.max_entries}",
-        f"'found ' + string(size({_ENTRIES}))",
-        _SLICES,
-    )
-
-
-def _sa102(limits: Limits) -> _RuleCel:
-    # Every later occurrence of a non-empty name is reported, as the webhook does; empty names
-    # are SA103's business.
-    return _RuleCel(
-        f"{_NAMES}.all(n, n == '' || {_NAMES}.exists_one(m, m == n))",
-        f"{_NAMES}.transformList(i, n, n != '' && {_NAMES}.indexOf(n) < i, "
-        f"{_indexed('name')} + ' ' + n).join(', ')",
-        _SLICES,
-    )
-
-
-def _valid_name(var: str) -> str:
-    # The pattern admits at most one '/', so indexOf finds the prefix separator or -1; the
-    # prefix and the name part are ASCII once the pattern matched, so code points are bytes.
-    return (
-        f"{var}.matches({_cel_raw(_qualified_name_pattern())})"
-        f" && {var}.indexOf('/') <= {SUBDOMAIN_MAX}"
-        f" && size({var}) - {var}.indexOf('/') <= {QNAME_MAX + 1}"
-    )
-
-
-def _sa103(limits: Limits) -> _RuleCel:
-    return _RuleCel(
-        f"{_NAMES}.all(n, {_valid_name('n')})",
-        f"{_NAMES}.transformList(i, n, !({_valid_name('n')}), "
-        f"{_indexed('name')} + (n == '' ? ' is empty' : ' ' + n)).join(', ')",
-        _SLICES,
-    )
-
-
-def _non_empty_expression(var: str) -> str:
-    return f"has({var}.expression) && !{var}.expression.matches({_cel_raw('^' + whitespace_class() + '*$')})"
-
-
-def _sa104(limits: Limits) -> _RuleCel:
-    return _RuleCel(
-        f"{_ENTRIES}.all(a, {_non_empty_expression('a')})",
-        f"{_ENTRIES}.transformList(i, a, !({_non_empty_expression('a')}), "
-        f"{_indexed('expression')}).join(', ')",
-        _SLICES,
-    )
-
-
-def _short_enough(var: str, limits: Limits) -> str:
-    # size() counts code points; a code point is at most 4 UTF-8 bytes, so short expressions
-    # need no byte conversion. Go's len(), which upstream limits use, counts bytes.
-    limit = limits.max_expression_bytes
-    return (
-        f"!has({var}.expression)"
-        f" || size({var}.expression) <= {limit // _MAX_UTF8_BYTES_PER_CODE_POINT}"
-        f" || size(bytes({var}.expression)) <= {limit}"
-        f" || {var}.expression in {_OLD_EXPRESSIONS}"
-    )
-
-
-def _sa105(limits: Limits) -> _RuleCel:
-    return _RuleCel(
-        f"size({_ENTRIES}) > {limits.max_entries} || {_ENTRIES}.all(a, {_short_enough('a', limits)})",
-        f"{_ENTRIES}.transformList(i, a, !({_short_enough('a', limits)}), "
-        f"{_indexed('expression')} + ' has ' + string(size(bytes(a.expression))) + ' bytes')"
-        f".join(', ')",
-        _SLICES,
-    )
-
-
-def _sa109(limits: Limits) -> _RuleCel:
-    return _RuleCel(
-        "!(has(object.spec.devices) && has(object.spec.sharingAffinity))",
-        None,
-        "spec",
-    )
-
-
-_RULES: Mapping[str, Callable[[Limits], _RuleCel]] = {
-    "SA101": _sa101,
-    "SA102": _sa102,
-    "SA103": _sa103,
-    "SA104": _sa104,
-    "SA105": _sa105,
-    "SA109": _sa109,
-}
-
-
-def _validation(rule_id: str, limits: Limits) -> Validation:
-    rule = get_rule(rule_id)
-    cel = _RULES[rule_id](limits)
+def _validation(rule: SliceRule, limits: Limits) -> Validation:
+    assert rule.vap is not None
+    cel = rule.vap(limits)
     message = f"{rule.id} {rule.slug}: {cel.field_path}: {rule.summary}"
     # Only evaluated when the validation failed, so the detail names at least one offender.
-    message_expression = _cel_string(message if cel.detail is None else message + ": ")
+    message_expression = cel_string(message if cel.detail is None else message + ": ")
     if cel.detail is not None:
         message_expression += f" + {cel.detail}"
     return Validation(rule.id, cel.expression, message, message_expression, cel.field_path)
@@ -353,8 +172,8 @@ def structural_policy(version: KubernetesVersion = DEFAULT_KUBERNETES_VERSION) -
     return StructuralPolicy(
         kubernetes_version=version,
         match_condition=MATCH_CONDITION,
-        variables=_VARIABLES,
-        validations=tuple(_validation(rule_id, limits) for rule_id in STRUCTURAL_RULE_IDS),
+        variables=VARIABLES,
+        validations=tuple(_validation(rule, limits) for rule in structural_rules()),
     )
 
 
@@ -407,7 +226,7 @@ def policy_manifests(
             "matchConstraints": {
                 "matchPolicy": "Equivalent",
                 "resourceRules": [{
-                    "apiGroups": ["resource.k8s.io"],
+                    "apiGroups": [RESOURCE_GROUP],
                     "apiVersions": ["*"],
                     "operations": ["CREATE", "UPDATE"],
                     "resources": ["resourceslices"],
@@ -437,7 +256,8 @@ def render_policy(
         "# Generated by `dra-affinity policy export` from the rule catalog: do not edit.\n"
         f"# Rules {', '.join(policy.rule_ids)}; Kubernetes {version}; validationActions {list(actions)}.\n"
         "# It enforces the structural slice rules natively (no webhook needed); expression\n"
-        "# compilation, cost (SA106-SA108) and pool rules need the webhook. See deploy/README.md.\n"
+        f"# compilation, cost ({COMPILE_ERROR.id}-{COST_BUDGET.id}) and pool rules need the webhook. "
+        "See deploy/README.md.\n"
     )
     body = yaml.safe_dump_all(
         policy_manifests(policy, actions, name), sort_keys=False, width=4096, allow_unicode=True

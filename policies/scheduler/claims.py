@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.core.findings import Finding, Location
 from dra_affinity.policies.core.k8s_names import go_quote
 from dra_affinity.policies.core.source import FieldPath, render_path
-from dra_affinity.policies.model.resources import INPUT_ERROR, ResourceClaim
+from dra_affinity.policies.model.resources import ResourceClaim
+from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from dra_affinity.policies.scheduler.extraction import request_names
 
 
@@ -34,9 +35,4 @@ def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:
 
 
 def _finding(claim: ResourceClaim, path: FieldPath, body: str) -> Finding:
-    return Finding(
-        rule=INPUT_ERROR,
-        severity=Severity.ERROR,
-        message=f"{render_path(path)}: {body}",
-        locations=(Location.at(claim.source, path, claim.ref),),
-    )
+    return INPUT_ERROR.finding(f"{render_path(path)}: {body}", Location.at(claim.source, path, claim.ref))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
+from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.extraction import (
     ExtractionPool,
@@ -23,8 +24,6 @@ from dra_affinity.policies.scheduler.extraction import (
     request_names,
 )
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
-
-SELECTOR_ERROR = "SA003"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,5 +132,4 @@ def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceCl
         location = Location.at(device_class.source, ("spec", "selectors"), device_class.ref)
     else:
         location = Location.at(claim.source, (*claim.spec_path, "devices", "requests"), claim.ref)
-    return Finding(rule=SELECTOR_ERROR, severity=Severity.ERROR, message=message,
-                   locations=(location,))
+    return SELECTOR_ERROR.finding(message, location)

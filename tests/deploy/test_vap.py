@@ -18,14 +18,15 @@ from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog, get_rule
+from dra_affinity.policies.rules.context import SliceRule
 from dra_affinity.policies.rules.engine import check_slice
 from dra_affinity.policies.rules.vap import (
-    STRUCTURAL_RULE_IDS,
     VAP_PER_CALL_LIMIT,
     VAP_RUNTIME_BUDGET,
     check_policy,
     estimate_policy_cost,
     structural_policy,
+    structural_rules,
     whitespace_class,
 )
 from dra_affinity.webhook.admission import AdmissionRequest, Admitter, Verdict, parse_review
@@ -38,6 +39,7 @@ from tests.helpers import CLEAN_EXPRESSION, entry, slice_doc
 
 POLICY = structural_policy()
 LIMITS = limits_for(POLICY.kubernetes_version)
+STRUCTURAL_RULE_IDS = tuple(r.id for r in structural_rules())
 STRUCTURAL = frozenset(STRUCTURAL_RULE_IDS)
 ADMITTER = Admitter(WebhookSettings())
 
@@ -98,11 +100,11 @@ def test_generated_policy_compiles_in_the_admission_environment() -> None:
 
 
 def test_validations_are_the_structural_slice_rules_of_the_catalog() -> None:
-    assert POLICY.rule_ids == STRUCTURAL_RULE_IDS
+    assert POLICY.rule_ids == STRUCTURAL_RULE_IDS == ("SA101", "SA102", "SA103", "SA104", "SA105", "SA109")
     rules = catalog()
     for validation in POLICY.validations:
         rule = rules[validation.rule_id]
-        assert rule.scope is Scope.SLICE and rule.check is not None
+        assert rule.scope is Scope.SLICE and isinstance(rule, SliceRule) and rule.vap is not None
         # The rule id leads both messages; slug and summary come from the catalog.
         assert validation.message.startswith(f"{rule.id} {rule.slug}: ")
         assert validation.message.endswith(rule.summary)

@@ -1,13 +1,12 @@
 """SA000: input the tool could not turn into an object (reported by loaders and the model)."""
 
 from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.base import InputRule
 
-RULE = Rule(
+RULE = InputRule(
     id="SA000",
     slug="input-error",
     severity=Severity.ERROR,
-    scope=Scope.INPUT,
     summary="unreadable file, unparseable YAML/JSON, a document that is not an object, or a "
     "missing or mistyped required field",
     description=(

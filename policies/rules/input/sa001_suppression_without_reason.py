@@ -1,13 +1,12 @@
 """SA001: a suppression that does not say why (reported by the CLI's suppression audit)."""
 
 from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.base import InputRule
 
-RULE = Rule(
+RULE = InputRule(
     id="SA001",
     slug="suppression-without-reason",
     severity=Severity.WARNING,
-    scope=Scope.INPUT,
     summary="a suppression (inline comment, `dra-affinity.io/ignore` annotation or config ignore) "
     "gives no reason",
     description=(

@@ -1,13 +1,12 @@
 """SA003: a device selector the allocator cannot evaluate (reported by dry-run and simulate)."""
 
 from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.rules.base import Rule, Scope
+from dra_affinity.policies.rules.base import InputRule
 
-RULE = Rule(
+RULE = InputRule(
     id="SA003",
     slug="selector-error",
     severity=Severity.ERROR,
-    scope=Scope.INPUT,
     summary="a DeviceClass or request selector fails to compile or evaluate on a device",
     description=(
         "Candidate pools are chosen the way the allocator does: a device must satisfy the "

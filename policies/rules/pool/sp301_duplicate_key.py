@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name
 
 
@@ -15,7 +14,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     for key in pool.duplicate_keys:
         declared = [(e, s) for e, s in pool.declarations if e.name == key]
         where = ", ".join(f"{s.name} spec.sharingAffinity[{e.index}]" for e, s in declared)
-        yield RULE.pool_finding(
+        yield RULE.finding(
             ctx,
             f'key "{key}" is declared by {len({id(s) for _, s in declared})} metadata slices of pool '
             f"{pool_name(pool.ref)} ({where}): the scheduler treats the pool as invalid "
@@ -25,11 +24,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP301",
     slug="pool-duplicate-key",
     severity=Severity.ERROR,
-    scope=Scope.POOL,
     summary="two metadata slices of one pool declare the same key name",
     description=(
         "The scheduler unions the extractors of a pool's metadata slices, and key names must be "
@@ -49,6 +47,6 @@ RULE = Rule(
         "sharingAffinity:          sharingAffinity:\n"
         "- name: subnet            - name: pkey"
     ),
-    pool_check=check,
+    check=check,
     upstream="kube-scheduler (pool validation; KEP-5981 \"Key name uniqueness\")",
 )

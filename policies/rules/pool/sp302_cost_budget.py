@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name, render_cost
 
 
@@ -20,7 +19,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     if total <= budget:
         return
     parts = ", ".join(f"{s.name} {render_cost(pool.cost_of(s))}" for s in metadata)
-    yield RULE.pool_finding(
+    yield RULE.finding(
         ctx,
         f"total estimated cost of the sharing affinity CEL expressions of pool "
         f"{pool_name(pool.ref)} ({render_cost(total)}) exceeds cost limit {budget}: {parts}; "
@@ -30,11 +29,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP302",
     slug="pool-cost-budget",
     severity=Severity.ERROR,
-    scope=Scope.POOL,
     summary="combined estimated cost of all the pool's extractors exceeds 1,000,000",
     description=(
         "The KEP caps the estimated cost of a pool's whole extractor set with one shared budget "
@@ -46,6 +44,6 @@ RULE = Rule(
         "saturating uint64 arithmetic; the message lists each slice's share. A pool with a "
         "single metadata slice is SA108's alone."
     ),
-    pool_check=check,
+    check=check,
     upstream="kube-scheduler (shared per-pool CEL cost budget)",
 )

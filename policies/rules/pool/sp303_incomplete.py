@@ -6,8 +6,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name
 
 
@@ -27,7 +26,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         repeated = sorted(n for n, k in Counter(s.name for s in pool.slices).items() if k > 1 and n)
         if repeated:
             what += f" (slice name {', '.join(repeated)} appears more than once in the input)"
-    yield RULE.pool_finding(
+    yield RULE.finding(
         ctx,
         f"pool {pool_name(pool.ref)} is incomplete: {what} at generation {pool.generation}; "
         "the scheduler skips incomplete pools, so none of its devices can be allocated"
@@ -37,11 +36,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP303",
     slug="pool-incomplete",
     severity=Severity.ERROR,
-    scope=Scope.POOL,
     summary="fewer or more slices than resourceSliceCount at the highest generation",
     description=(
         "Before reading a pool's metadata the scheduler checks that the pool is complete: "
@@ -51,6 +49,6 @@ RULE = Rule(
         "(`--complete-pools`, `--cluster`); otherwise a warning, because linting some files of "
         "a repository can leave slices out."
     ),
-    pool_check=check,
+    check=check,
     upstream="kube-scheduler (pool completeness, KEP-4815)",
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name, slice_names
 
 
@@ -18,7 +17,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         f"{slice_names(s for s in pool.slices if s.resource_slice_count == count)} say {count}"
         for count in pool.counts
     )
-    yield RULE.pool_finding(
+    yield RULE.finding(
         ctx,
         f"the {len(pool.slices)} slices of pool {pool_name(pool.ref)} at generation "
         f"{pool.generation} disagree on resourceSliceCount ({claims}): the pool can never be "
@@ -29,11 +28,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP304",
     slug="pool-count-mismatch",
     severity=Severity.ERROR,
-    scope=Scope.POOL,
     summary="slices of the same generation disagree on resourceSliceCount",
     description=(
         "A pool is complete when every slice of its highest generation states the same "
@@ -41,6 +39,6 @@ RULE = Rule(
         "a driver bumped the count without bumping the generation. Severity as SP303: an error "
         "on complete input (`--complete-pools`, `--cluster`), else a warning."
     ),
-    pool_check=check,
+    check=check,
     upstream="kube-scheduler (pool completeness, KEP-4815)",
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name
 
 
@@ -16,7 +15,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     if not pool.declares_affinity or pool.shareable_devices or devices == 0:
         return  # no devices in the input: nothing to mark, and likely partial input
     keys = ", ".join(pool.extractors) or "unnamed entries"
-    yield RULE.pool_finding(
+    yield RULE.finding(
         ctx,
         f"pool {pool_name(pool.ref)} declares sharingAffinity ({keys}) but none of its {devices} "
         f"device{'' if devices == 1 else 's'} sets allowMultipleAllocations: true: an affinity "
@@ -27,11 +26,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP305",
     slug="pool-nothing-shareable",
     severity=Severity.WARNING,
-    scope=Scope.POOL,
     summary="the pool declares sharingAffinity but no device allows multiple allocations",
     description=(
         "Sharing affinity decides which claims may share a multi-allocatable device; a device "
@@ -40,5 +38,5 @@ RULE = Rule(
         "scheduling cycle (and, with the scheduler's feature gate off, loses every device). "
         "Not reported for a pool with no devices in the input (a metadata slice linted alone)."
     ),
-    pool_check=check,
+    check=check,
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import PoolContext, slice_location
+from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
 from dra_affinity.policies.scheduler.pools import pool_name, slice_names
 
 
@@ -16,7 +15,7 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
         return
     old = sorted({s.generation for s in pool.superseded})
     count = len(pool.superseded)
-    yield RULE.pool_finding(
+    yield RULE.finding(
         ctx,
         f"{count} superseded slice{'' if count == 1 else 's'} of pool {pool_name(pool.ref)} "
         f"({slice_names(pool.superseded)}: generation {', '.join(map(str, old))}) "
@@ -28,11 +27,10 @@ def check(ctx: PoolContext) -> Iterator[Finding]:
     )
 
 
-RULE = Rule(
+RULE = PoolRule(
     id="SP306",
     slug="pool-superseded-slices",
     severity=Severity.INFO,
-    scope=Scope.POOL,
     summary="superseded slices (lower generation) are present",
     description=(
         "When a driver republishes a pool it bumps `pool.generation`; the scheduler then uses "
@@ -41,5 +39,5 @@ RULE = Rule(
         "extractors and devices no longer count. The finding points at the old slices first, "
         "then at the current ones."
     ),
-    pool_check=check,
+    check=check,
 )

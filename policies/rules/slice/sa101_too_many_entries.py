@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import ENTRIES, SLICES, VapCel
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -18,11 +19,18 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+def vap(limits: Limits) -> VapCel:
+    return VapCel(
+        f"size({ENTRIES}) <= {limits.max_entries}",
+        f"'found ' + string(size({ENTRIES}))",
+        SLICES,
+    )
+
+
+RULE = SliceRule(
     id="SA101",
     slug="too-many-entries",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="sharingAffinity has more than 8 entries",
     description=(
         "The API declares `+k8s:maxItems=8` on `spec.sharingAffinity` "
@@ -33,5 +41,6 @@ RULE = Rule(
     bad_example="sharingAffinity: [9 entries: k1 … k9]",
     good_example="sharingAffinity: [at most 8 entries]",
     check=check,
+    vap=vap,
     upstream="kube-apiserver (declarative maxItems)",
 )

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import NAMES, SLICES, VapCel, indexed
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -22,11 +23,21 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         seen.add(entry.name)
 
 
-RULE = Rule(
+def vap(limits: Limits) -> VapCel:
+    # Every later occurrence of a non-empty name is reported, as `check` does; empty names
+    # are SA103's business.
+    return VapCel(
+        f"{NAMES}.all(n, n == '' || {NAMES}.exists_one(m, m == n))",
+        f"{NAMES}.transformList(i, n, n != '' && {NAMES}.indexOf(n) < i, "
+        f"{indexed('name')} + ' ' + n).join(', ')",
+        SLICES,
+    )
+
+
+RULE = SliceRule(
     id="SA102",
     slug="duplicate-name",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="two entries in one slice share a name",
     description=(
         "`sharingAffinity` is a map-type list keyed by `name`; generic list validation in "
@@ -37,5 +48,6 @@ RULE = Rule(
     bad_example="- name: subnet\n  expression: object.subnetID\n- name: subnet\n  expression: object.subnet",
     good_example="- name: subnet\n  expression: object.subnetID\n- name: pkey\n  expression: object.ibPKey",
     check=check,
+    vap=vap,
     upstream="kube-apiserver (listType=map)",
 )

@@ -10,9 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.k8s_names import qualified_name_errors
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX, qualified_name_errors
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import (
+    NAMES,
+    SLICES,
+    VapCel,
+    cel_raw,
+    indexed,
+    qualified_name_pattern,
+)
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -31,11 +39,29 @@ def _quote(value: str) -> str:
     return go_quote(value)
 
 
-RULE = Rule(
+def _valid_name(var: str) -> str:
+    # The pattern admits at most one '/', so indexOf finds the prefix separator or -1; the
+    # prefix and the name part are ASCII once the pattern matched, so code points are bytes.
+    return (
+        f"{var}.matches({cel_raw(qualified_name_pattern())})"
+        f" && {var}.indexOf('/') <= {SUBDOMAIN_MAX}"
+        f" && size({var}) - {var}.indexOf('/') <= {QNAME_MAX + 1}"
+    )
+
+
+def vap(limits: Limits) -> VapCel:
+    return VapCel(
+        f"{NAMES}.all(n, {_valid_name('n')})",
+        f"{NAMES}.transformList(i, n, !({_valid_name('n')}), "
+        f"{indexed('name')} + (n == '' ? ' is empty' : ' ' + n)).join(', ')",
+        SLICES,
+    )
+
+
+RULE = SliceRule(
     id="SA103",
     slug="invalid-name",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="an entry's name is empty or not a valid key name",
     description=(
         "The name is the affinity key the scheduler locks a device on and shows in "
@@ -47,4 +73,5 @@ RULE = Rule(
     bad_example="- name: 'my subnet'\n  expression: object.subnetID",
     good_example="- name: networking.example.com/subnet\n  expression: object.subnetID",
     check=check,
+    vap=vap,
 )

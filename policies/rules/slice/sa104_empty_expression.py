@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import ENTRIES, SLICES, VapCel, cel_raw, indexed, whitespace_class
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -15,11 +16,23 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             yield RULE.finding(ctx, ("spec", "sharingAffinity", entry.index, "expression"), "Required value")
 
 
-RULE = Rule(
+def _non_empty_expression(var: str) -> str:
+    return f"has({var}.expression) && !{var}.expression.matches({cel_raw('^' + whitespace_class() + '*$')})"
+
+
+def vap(limits: Limits) -> VapCel:
+    return VapCel(
+        f"{ENTRIES}.all(a, {_non_empty_expression('a')})",
+        f"{ENTRIES}.transformList(i, a, !({_non_empty_expression('a')}), "
+        f"{indexed('expression')}).join(', ')",
+        SLICES,
+    )
+
+
+RULE = SliceRule(
     id="SA104",
     slug="empty-expression",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="an entry's expression is empty",
     description=(
         "`expression` is `+required`: an entry without one declares a key the scheduler can "
@@ -30,5 +43,6 @@ RULE = Rule(
     bad_example="- name: subnet\n  expression: ''",
     good_example="- name: subnet\n  expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
     check=check,
+    vap=vap,
     upstream="kube-apiserver (+required)",
 )

@@ -5,8 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import (
+    ENTRIES,
+    MAX_UTF8_BYTES_PER_CODE_POINT,
+    OLD_EXPRESSIONS,
+    SLICES,
+    VapCel,
+    indexed,
+)
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -23,11 +31,33 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+def _short_enough(var: str, limits: Limits) -> str:
+    # size() counts code points; a code point is at most 4 UTF-8 bytes, so short expressions
+    # need no byte conversion. Go's len(), which upstream limits use, counts bytes.
+    limit = limits.max_expression_bytes
+    return (
+        f"!has({var}.expression)"
+        f" || size({var}.expression) <= {limit // MAX_UTF8_BYTES_PER_CODE_POINT}"
+        f" || size(bytes({var}.expression)) <= {limit}"
+        f" || {var}.expression in {OLD_EXPRESSIONS}"
+    )
+
+
+def vap(limits: Limits) -> VapCel:
+    # Above max_entries `check_slice` skips the expression rules, and so does the policy.
+    return VapCel(
+        f"size({ENTRIES}) > {limits.max_entries} || {ENTRIES}.all(a, {_short_enough('a', limits)})",
+        f"{ENTRIES}.transformList(i, a, !({_short_enough('a', limits)}), "
+        f"{indexed('expression')} + ' has ' + string(size(bytes(a.expression))) + ' bytes')"
+        f".join(', ')",
+        SLICES,
+    )
+
+
+RULE = SliceRule(
     id="SA105",
     slug="expression-too-long",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="an expression is longer than 10 Ki (10240) bytes",
     description=(
         "The KEP reuses `CELSelectorExpressionMaxLength` (10 Ki). Length is counted in UTF-8 "
@@ -38,6 +68,7 @@ RULE = Rule(
     bad_example="expression: <10241 bytes>",
     good_example="expression: <at most 10240 bytes>",
     check=check,
+    vap=vap,
     ratchets=True,
     upstream="kube-apiserver (CELSelectorExpressionMaxLength)",
 )

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.core.k8s_names import go_quote
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -23,11 +22,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA106",
     slug="compile-error",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="the expression does not compile (parse or type-check) in the Kubernetes CEL environment",
     description=(
         "The environment is the Kubernetes base CEL environment of the target release's "

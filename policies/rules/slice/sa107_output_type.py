@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.core.k8s_names import go_quote
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 from dra_affinity.policies.scheduler.extraction import LIBRARY_STRING_TYPES
 
 ACCEPTED = frozenset({"string", "dyn"}) | LIBRARY_STRING_TYPES
@@ -26,11 +25,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA107",
     slug="output-type",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="the expression's static output type is neither string nor dyn",
     description=(
         "An extractor must return a string (the KEP's alpha restricts return values to "

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from dra_affinity.policies.analysis.slice_cost import slice_cost
 from dra_affinity.policies.cel.cost.estimate import CostReport
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 _REWRITES = (
     ("concatenation", "return the field itself and let the driver derive the key, or compare it "
@@ -76,11 +75,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA108",
     slug="cost-budget",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="combined estimated cost of the slice's expressions exceeds 1,000,000",
     description=(
         "The scheduler estimates each extractor's cost with cel-go's static estimator, knowing "

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.core.limits import Limits
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.vap_cel import VapCel
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -19,11 +20,14 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+def vap(limits: Limits) -> VapCel:
+    return VapCel("!(has(object.spec.devices) && has(object.spec.sharingAffinity))", None, "spec")
+
+
+RULE = SliceRule(
     id="SA109",
     slug="devices-and-affinity",
     severity=Severity.ERROR,
-    scope=Scope.SLICE,
     summary="the slice sets both devices and sharingAffinity",
     description=(
         "KEP-5981 publishes sharing affinity as pool-level metadata in dedicated slices, "
@@ -35,5 +39,6 @@ RULE = Rule(
     bad_example="spec:\n  devices: [...]\n  sharingAffinity: [...]",
     good_example="# slice 1\nspec:\n  sharingAffinity: [...]\n# slice 2\nspec:\n  devices: [...]",
     check=check,
+    vap=vap,
     upstream="kube-apiserver (mutual exclusion, as for sharedCounters)",
 )

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def _optional_form(path: tuple[str, ...]) -> str:
@@ -27,11 +26,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA201",
     slug="unguarded-field",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="a field of object is selected without a has()/optional/apiVersion-kind guard",
     description=(
         "Every extractor runs against every opaque config in scope for a request, including "

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -21,11 +20,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA202",
     slug="no-schema-guard",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="no object.apiVersion / object.kind guard",
     description=(
         "The KEP dropped the per-extractor GVK field: the expression itself must recognise the "

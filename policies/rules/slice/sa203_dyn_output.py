@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from dra_affinity.policies.rules.slice.sa108_cost_budget import RULE as COST_BUDGET
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -18,17 +18,16 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
                 "output type is dyn: a config whose value is not a string (a number, a list) "
                 "makes the scheduler abort the pod (\"cel expression returned non-string\"); "
                 "`string(...)` and `type(...) == string` are unbounded in the scheduler's cost "
-                "estimate (SA108), so either reject non-string values in the driver's config "
+                f"estimate ({COST_BUDGET.id}), so either reject non-string values in the driver's config "
                 'validation or, if they are legitimate, convert at bounded cost with '
                 '`\"%s\".format([object.x])`',
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA203",
     slug="dyn-output",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="output type is dyn",
     description=(
         "`object` is `dyn`, so `object.subnetID` type-checks as `dyn`: nothing proves it is a "

@@ -6,8 +6,7 @@ from collections.abc import Iterator
 
 from dra_affinity.policies.analysis.slice_cost import slice_cost
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -24,11 +23,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA204",
     slug="cost-near-budget",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="estimated cost above half the budget",
     description=(
         "The KEP caps the combined cost of a pool's extractors at 1,000,000. A slice that "

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -20,11 +19,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA205",
     slug="constant-key",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="the expression does not depend on object",
     description=(
         "A constant non-empty key is satisfied by every request and never differs, so it adds "

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -21,11 +20,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA206",
     slug="cannot-decline",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="the expression can never return \"\"",
     description=(
         "`\"\"` is how an extractor says \"this config is not mine\". An expression with no "

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -21,11 +20,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA207",
     slug="not-fully-checked",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="the expression exceeds our CEL engine's limits but not upstream's; not fully checked",
     description=(
         "cel-expr-python's parser stops at nesting depth 32, while cel-go (the API server and "
