@@ -16,17 +16,23 @@ Every other module takes a rule id from its rule object (`from ...input.sa000_in
 RULE as INPUT_ERROR`, then `INPUT_ERROR.id`), never as a retyped string; tests/policies/rules/
 test_rule_ids.py enforces it.
 
-Examples (`bad_example`, `good_example`) run as tests (tests/policies/rules/test_examples.py):
-the bad one must raise exactly its rule, the good one must not raise it. Each is YAML a user
-could write, shown by `dra-affinity rules ID` as is:
+Examples (`bad_example`, `good_example`) run as tests (tests/policies/rules/test_examples.py,
+through the installed `dra-affinity`): the bad one must raise its rule, the good one must not
+raise it — ruff's per-code fixtures. Each is YAML a user could write, and `dra-affinity rules ID`
+shows it as is. `example_document` turns it into what the test runs:
 
-* a full YAML stream when it starts with `apiVersion:` (one or more documents, `---` between);
-* otherwise a fragment of a ResourceSlice's `spec`, which the test wraps in a fixed slice
-  (`example_document`): `driver: nic.example.com`, `pool: {name: pool-a, generation: 1,
-  resourceSliceCount: 1}` and `allNodes: true` are filled in for whichever of those keys the
-  fragment does not set itself. Several fragments separated by `---` become several slices of
-  the same pool (named `example-0`, `example-1`, …), which is how pool rules show two slices.
-  An input rule whose finding needs other objects says which in its `example_setting`.
+* a full YAML stream when it starts with `apiVersion:` (one or more documents);
+* otherwise a fragment of a ResourceSlice's `spec`, wrapped in a fixed slice: `driver:
+  nic.example.com`, `pool: {name: pool-a, generation: 1, resourceSliceCount: <slices>}` and
+  `allNodes: true` are filled in for whichever of those keys the fragment does not set. Several
+  fragments separated by `---` become that many slices of the one pool (`example-0`, …): how
+  pool rules and SA109's fix show two slices;
+* `<N × c>` stands for N copies of the character c (SA105's 10 KiB expression), so the
+  example stays readable;
+* an `InputRule` whose finding needs other objects names them in `example_setting`:
+  `"device-class"` (SA003) means the fragment is a DeviceClass `spec`, dry-run with one claim
+  requesting that class and a pool of two slices: one declaring sharing affinity, one with the
+  device `eth0`, whose only attribute is `vendor`.
 """
 
 from __future__ import annotations
@@ -87,30 +93,57 @@ class InputRule(Rule):
 
 EXAMPLE_DRIVER = "nic.example.com"
 EXAMPLE_POOL = "pool-a"
-_EXAMPLE_DEFAULTS = (
-    ("driver", f"driver: {EXAMPLE_DRIVER}"),
-    ("pool", f"pool:\n  name: {EXAMPLE_POOL}\n  generation: 1\n  resourceSliceCount: 1"),
-    ("allNodes", "allNodes: true"),
-)
+DEVICE_CLASS_SETTING = "device-class"
 _NODE_KEYS = frozenset({"allNodes", "nodeName", "nodeSelector", "perDeviceNodeSelection"})
 _TOP_KEY = re.compile(r"^([A-Za-z]+):", re.MULTILINE)
+_PADDING = re.compile(r"<(\d+) × (.)>")
 
 
-def example_document(example: str) -> str:
-    """The YAML stream an example stands for (see the module docstring for the template)."""
+def _indented(text: str, by: str = "  ") -> str:
+    return "".join(f"{by}{line}\n" if line else "\n" for line in text.splitlines())
+
+
+def _slice(name: str, spec: str) -> str:
+    return (
+        f"apiVersion: {RESOURCE_GROUP}/v1\nkind: ResourceSlice\nmetadata:\n  name: {name}\nspec:\n"
+        + _indented(spec)
+    )
+
+
+def example_document(example: str, setting: str = "", driver: str = EXAMPLE_DRIVER) -> str:
+    """The YAML stream an example stands for (see the module docstring for the template).
+
+    `driver` replaces the template's driver, so that a test can lint many examples at once
+    without their pools merging.
+    """
+    example = _PADDING.sub(lambda m: m.group(2) * int(m.group(1)), example)
     if example.startswith("apiVersion:"):
         return example
+    if setting == DEVICE_CLASS_SETTING:
+        pool = f"{{name: {EXAMPLE_POOL}, generation: 1, resourceSliceCount: 2}}"
+        return "---\n".join([
+            f"apiVersion: {RESOURCE_GROUP}/v1\nkind: DeviceClass\nmetadata:\n  name: example\nspec:\n"
+            + _indented(example),
+            f"apiVersion: {RESOURCE_GROUP}/v1\nkind: ResourceClaim\n"
+            "metadata:\n  name: example\n  namespace: default\nspec:\n  devices:\n    requests:\n"
+            "    - name: nic\n      exactly:\n        deviceClassName: example\n",
+            _slice("example-0", f"driver: {driver}\npool: {pool}\nallNodes: true\nsharingAffinity:\n"
+                   "- name: subnet\n  expression: 'object.?subnetID.orValue(\"\")'"),
+            _slice("example-1", f"driver: {driver}\npool: {pool}\nallNodes: true\ndevices:\n- name: eth0\n"
+                   "  allowMultipleAllocations: true\n  attributes:\n    vendor: {string: acme}"),
+        ])
+    fragments = example.split("\n---\n")
+    defaults = (
+        ("driver", f"driver: {driver}"),
+        ("pool", f"pool:\n  name: {EXAMPLE_POOL}\n  generation: 1\n  resourceSliceCount: {len(fragments)}"),
+        ("allNodes", "allNodes: true"),
+    )
     documents = []
-    for index, fragment in enumerate(example.split("\n---\n")):
+    for index, fragment in enumerate(fragments):
         keys = set(_TOP_KEY.findall(fragment))
         filled = [
-            text for key, text in _EXAMPLE_DEFAULTS
+            text for key, text in defaults
             if key not in keys and not (key == "allNodes" and keys & _NODE_KEYS)
         ]
-        spec = "\n".join([*filled, fragment])
-        documents.append(
-            f"apiVersion: {RESOURCE_GROUP}/v1\nkind: ResourceSlice\n"
-            f"metadata:\n  name: example-{index}\nspec:\n"
-            + "".join(f"  {line}\n" if line else "\n" for line in spec.splitlines())
-        )
+        documents.append(_slice(f"example-{index}", "\n".join([*filled, fragment])))
     return "---\n".join(documents)

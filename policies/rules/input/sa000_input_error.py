@@ -15,6 +15,16 @@ RULE = InputRule(
         "field path for structural problems (`spec.pool.generation: Invalid value: \"7\": must "
         "be of type integer`). Other documents and files are still checked."
     ),
-    bad_example="spec:\n  pool:\n    name: p\n    generation: \"7\"   # a string",
-    good_example="spec:\n  pool:\n    name: p\n    generation: 7",
+    bad_example=(
+        "pool:\n"
+        "  name: pool-a\n"
+        "  generation: \"7\"   # a string, not an integer\n"
+        "  resourceSliceCount: 1"
+    ),
+    good_example=(
+        "pool:\n"
+        "  name: pool-a\n"
+        "  generation: 7\n"
+        "  resourceSliceCount: 1"
+    ),
 )

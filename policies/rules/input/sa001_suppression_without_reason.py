@@ -16,9 +16,14 @@ RULE = InputRule(
         "applies; this finding asks for the reason. Inline comments take it after `--`, "
         "annotations after `:`, config ignores in `reason:`."
     ),
-    bad_example="expression: 'object.subnet'  # dra-affinity: ignore SA201",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.subnetID  # dra-affinity: ignore SA201"
+    ),
     good_example=(
-        "expression: 'object.subnet'  # dra-affinity: ignore SA201 -- every config of this "
-        "driver carries subnet (admission-enforced)"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.subnetID  # dra-affinity: ignore SA201 -- admission requires subnetID"
     ),
 )

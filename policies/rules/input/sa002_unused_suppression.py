@@ -18,8 +18,15 @@ RULE = InputRule(
         "nothing and is always reported."
     ),
     bad_example=(
-        "# the expression has been guarded since, so SA201 no longer fires here\n"
-        "expression: 'has(object.subnet) ? object.subnet : \"\"'  # dra-affinity: ignore SA201 -- old"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  # guarded since, so SA201 no longer fires here\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'  # dra-affinity: ign"
+        "ore SA201 -- old"
     ),
-    good_example="expression: 'has(object.subnet) ? object.subnet : \"\"'",
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
+    ),
 )

@@ -1,7 +1,7 @@
 """SA003: a device selector the allocator cannot evaluate (reported by dry-run and simulate)."""
 
 from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.rules.base import InputRule
+from dra_affinity.policies.rules.base import DEVICE_CLASS_SETTING, InputRule
 
 RULE = InputRule(
     id="SA003",
@@ -16,9 +16,16 @@ RULE = InputRule(
         "non-match: the allocator aborts scheduling of the pod. The message is the allocator's "
         "(`class <name>: selector #<i>: CEL runtime error: …`)."
     ),
-    bad_example="selectors:\n- cel:\n    expression: device.attributes[\"nic.example.com\"].model == \"x\"",
-    good_example=(
-        "selectors:\n- cel:\n    expression: '\"model\" in device.attributes[\"nic.example.com\"] && "
-        "device.attributes[\"nic.example.com\"].model == \"x\"'"
+    bad_example=(
+        "selectors:\n"
+        "- cel:\n"
+        "    expression: device.attributes[\"nic.example.com\"].model == \"x\""
     ),
+    good_example=(
+        "selectors:\n"
+        "- cel:\n"
+        "    expression: '\"model\" in device.attributes[\"nic.example.com\"] &&\n"
+        "      device.attributes[\"nic.example.com\"].model == \"x\"'"
+    ),
+    example_setting=DEVICE_CLASS_SETTING,
 )

@@ -38,14 +38,26 @@ RULE = PoolRule(
         "points at the `name` of every declaration. Duplicates inside one slice are SA102."
     ),
     bad_example=(
-        "# slice meta-a            # slice meta-b (same driver and pool)\n"
-        "sharingAffinity:          sharingAffinity:\n"
-        "- name: subnet            - name: subnet"
+        "# slice 1\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "# slice 2 of the same pool\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnet.orValue(\"\")'"
     ),
     good_example=(
-        "# slice meta-a            # slice meta-b\n"
-        "sharingAffinity:          sharingAffinity:\n"
-        "- name: subnet            - name: pkey"
+        "# slice 1\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "# slice 2 of the same pool\n"
+        "sharingAffinity:\n"
+        "- name: pkey\n"
+        "  expression: 'object.?ibPKey.orValue(\"\")'"
     ),
     check=check,
     upstream="kube-scheduler (pool validation; KEP-5981 \"Key name uniqueness\")",

@@ -44,6 +44,32 @@ RULE = PoolRule(
         "saturating uint64 arithmetic; the message lists each slice's share. A pool with a "
         "single metadata slice is SA108's alone."
     ),
+    bad_example=(
+        "# slice 1: within budget alone\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: >-\n"
+        "    lists.range(300).all(x, lists.range(300).all(y, x != y))\n"
+        "    ? object.?subnetID.orValue(\"\") : \"\"\n"
+        "---\n"
+        "# slice 2: within budget alone, over it together with slice 1\n"
+        "sharingAffinity:\n"
+        "- name: pkey\n"
+        "  expression: >-\n"
+        "    lists.range(300).all(x, lists.range(300).all(y, x != y))\n"
+        "    ? object.?ibPKey.orValue(\"\") : \"\""
+    ),
+    good_example=(
+        "# slice 1\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "# slice 2\n"
+        "sharingAffinity:\n"
+        "- name: pkey\n"
+        "  expression: 'object.?ibPKey.orValue(\"\")'"
+    ),
     check=check,
     upstream="kube-scheduler (shared per-pool CEL cost budget)",
 )

@@ -49,6 +49,24 @@ RULE = PoolRule(
         "(`--complete-pools`, `--cluster`); otherwise a warning, because linting some files of "
         "a repository can leave slices out."
     ),
+    bad_example=(
+        "pool:\n"
+        "  name: pool-a\n"
+        "  generation: 1\n"
+        "  resourceSliceCount: 2   # only one slice is published\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
+    good_example=(
+        "pool:\n"
+        "  name: pool-a\n"
+        "  generation: 1\n"
+        "  resourceSliceCount: 1\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     upstream="kube-scheduler (pool completeness, KEP-4815)",
 )

@@ -39,6 +39,28 @@ RULE = PoolRule(
         "a driver bumped the count without bumping the generation. Severity as SP303: an error "
         "on complete input (`--complete-pools`, `--cluster`), else a warning."
     ),
+    bad_example=(
+        "pool: {name: pool-a, generation: 1, resourceSliceCount: 2}\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "pool: {name: pool-a, generation: 1, resourceSliceCount: 3}\n"
+        "devices:\n"
+        "- name: eth0\n"
+        "  allowMultipleAllocations: true"
+    ),
+    good_example=(
+        "pool: {name: pool-a, generation: 1, resourceSliceCount: 2}\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "pool: {name: pool-a, generation: 1, resourceSliceCount: 2}\n"
+        "devices:\n"
+        "- name: eth0\n"
+        "  allowMultipleAllocations: true"
+    ),
     check=check,
     upstream="kube-scheduler (pool completeness, KEP-4815)",
 )

@@ -38,5 +38,22 @@ RULE = PoolRule(
         "scheduling cycle (and, with the scheduler's feature gate off, loses every device). "
         "Not reported for a pool with no devices in the input (a metadata slice linted alone)."
     ),
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "devices:\n"
+        "- name: eth0   # exclusive: never shared"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "devices:\n"
+        "- name: eth0\n"
+        "  allowMultipleAllocations: true"
+    ),
     check=check,
 )

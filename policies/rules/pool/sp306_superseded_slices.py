@@ -39,5 +39,24 @@ RULE = PoolRule(
         "extractors and devices no longer count. The finding points at the old slices first, "
         "then at the current ones."
     ),
+    bad_example=(
+        "# left over from generation 1\n"
+        "pool: {name: pool-a, generation: 1, resourceSliceCount: 1}\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "# the current generation\n"
+        "pool: {name: pool-a, generation: 2, resourceSliceCount: 1}\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
+    good_example=(
+        "pool: {name: pool-a, generation: 2, resourceSliceCount: 1}\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
 )

@@ -38,8 +38,23 @@ RULE = SliceRule(
         "A pool that needs more keys than that is probably mixing unrelated sharing "
         "constraints; split its devices into separate pools."
     ),
-    bad_example="sharingAffinity: [9 entries: k1 … k9]",
-    good_example="sharingAffinity: [at most 8 entries]",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- {name: k1, expression: 'object.?k1.orValue(\"\")'}\n"
+        "- {name: k2, expression: 'object.?k2.orValue(\"\")'}\n"
+        "- {name: k3, expression: 'object.?k3.orValue(\"\")'}\n"
+        "- {name: k4, expression: 'object.?k4.orValue(\"\")'}\n"
+        "- {name: k5, expression: 'object.?k5.orValue(\"\")'}\n"
+        "- {name: k6, expression: 'object.?k6.orValue(\"\")'}\n"
+        "- {name: k7, expression: 'object.?k7.orValue(\"\")'}\n"
+        "- {name: k8, expression: 'object.?k8.orValue(\"\")'}\n"
+        "- {name: k9, expression: 'object.?k9.orValue(\"\")'}"
+    ),
+    good_example=(
+        "sharingAffinity:   # at most 8 entries\n"
+        "- {name: k1, expression: 'object.?k1.orValue(\"\")'}\n"
+        "- {name: k2, expression: 'object.?k2.orValue(\"\")'}"
+    ),
     check=check,
     vap=vap,
     upstream="kube-apiserver (declarative maxItems)",

@@ -45,8 +45,20 @@ RULE = SliceRule(
         "otherwise not know which extractor's value to lock on. Duplicates across "
         "*different* metadata slices of one pool are SP301."
     ),
-    bad_example="- name: subnet\n  expression: object.subnetID\n- name: subnet\n  expression: object.subnet",
-    good_example="- name: subnet\n  expression: object.subnetID\n- name: pkey\n  expression: object.ibPKey",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnet.orValue(\"\")'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "- name: pkey\n"
+        "  expression: 'object.?ibPKey.orValue(\"\")'"
+    ),
     check=check,
     vap=vap,
     upstream="kube-apiserver (listType=map)",

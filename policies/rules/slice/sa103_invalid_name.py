@@ -70,8 +70,16 @@ RULE = SliceRule(
         "ending with a letter or digit. An empty or missing name is rejected as "
         "`Required value`."
     ),
-    bad_example="- name: 'my subnet'\n  expression: object.subnetID",
-    good_example="- name: networking.example.com/subnet\n  expression: object.subnetID",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: my subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: networking.example.com/subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     vap=vap,
 )

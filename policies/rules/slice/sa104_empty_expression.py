@@ -40,8 +40,16 @@ RULE = SliceRule(
         "expression of only white space is reported too: CEL would reject it as a syntax "
         "error, and this message says more."
     ),
-    bad_example="- name: subnet\n  expression: ''",
-    good_example="- name: subnet\n  expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: ''"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
+    ),
     check=check,
     vap=vap,
     upstream="kube-apiserver (+required)",

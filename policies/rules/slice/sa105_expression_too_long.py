@@ -65,8 +65,16 @@ RULE = SliceRule(
         "long. Ratcheting: an expression already stored unchanged in the old object is not "
         "re-checked on UPDATE."
     ),
-    bad_example="expression: <10241 bytes>",
-    good_example="expression: <at most 10240 bytes>",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\") + \"<10241 × a>\"'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'   # at most 10240 bytes"
+    ),
     check=check,
     vap=vap,
     ratchets=True,

@@ -36,8 +36,16 @@ RULE = SliceRule(
         "`ERROR: <input>:L:C:` report with a caret under the problem. An expression that only "
         "our engine cannot handle (nesting deeper than 32) is SA207, not SA106."
     ),
-    bad_example="expression: 'object.subnetID.'",
-    good_example="expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.subnetID."
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
+    ),
     check=check,
     ratchets=True,
     upstream="kube-scheduler (compiles every extractor; a failure blocks the pool)",

@@ -39,8 +39,16 @@ RULE = SliceRule(
         "Kubernetes library types that upstream converts to a string (`net.IP`, `net.CIDR`, "
         "`kubernetes.Quantity`, `kubernetes.URL`, `kubernetes.Semver`) are accepted."
     ),
-    bad_example="expression: 'object.?subnetID'",
-    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.?subnetID"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
 )

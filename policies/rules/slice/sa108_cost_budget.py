@@ -90,8 +90,16 @@ RULE = SliceRule(
         "inside the expression) and how to rewrite it. Ratcheting: a slice whose expressions "
         "are all unchanged is not re-costed."
     ),
-    bad_example="expression: '\"subnet-\" + object.subnetID'",
-    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: '\"subnet-\" + object.subnetID'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
     upstream="kube-scheduler (estimated cost per extractor; the KEP caps the pool at 1,000,000)",

@@ -36,8 +36,25 @@ RULE = SliceRule(
         "`sharingAffinity` is rejected too. Move the extractors to a metadata slice of the "
         "same pool and raise `resourceSliceCount` by one."
     ),
-    bad_example="spec:\n  devices: [...]\n  sharingAffinity: [...]",
-    good_example="# slice 1\nspec:\n  sharingAffinity: [...]\n# slice 2\nspec:\n  devices: [...]",
+    bad_example=(
+        "devices:\n"
+        "- name: eth0\n"
+        "  allowMultipleAllocations: true\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
+    good_example=(
+        "# slice 1: the pool's metadata\n"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "---\n"
+        "# slice 2: its devices\n"
+        "devices:\n"
+        "- name: eth0\n"
+        "  allowMultipleAllocations: true"
+    ),
     check=check,
     vap=vap,
     upstream="kube-apiserver (mutual exclusion, as for sharedCounters)",

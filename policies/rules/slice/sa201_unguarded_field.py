@@ -41,8 +41,16 @@ RULE = SliceRule(
         "written with optional syntax (`object.?f.orValue(\"\")`). `object.apiVersion` and "
         "`object.kind` themselves are the guard idiom and not reported."
     ),
-    bad_example="expression: 'object.subnetID'",
-    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.subnetID"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
 )

@@ -32,10 +32,17 @@ RULE = SliceRule(
         "either aborts the pod (missing field) or locks the device on a value that means "
         "something else."
     ),
-    bad_example="expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
+    ),
     good_example=(
-        "expression: 'object.apiVersion == \"networking.example.com/v1\" && "
-        "object.kind == \"NICConfig\" ? object.subnetID : \"\"'"
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: >-\n"
+        "    object.apiVersion == \"networking.example.com/v1\" && object.kind == \"NICConfig\"\n"
+        "    ? object.subnetID : \"\""
     ),
     check=check,
     ratchets=True,

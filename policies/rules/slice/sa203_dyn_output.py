@@ -39,8 +39,16 @@ RULE = SliceRule(
         "turns `7` into `\"7\"`: use it only when such values are legitimate keys; otherwise "
         "keep `dyn` and have the driver's config validation reject non-string values."
     ),
-    bad_example="expression: 'object.?subnetID.orValue(\"\")'",
-    good_example="expression: 'has(object.vlan) ? \"%s\".format([object.vlan]) : \"\"'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: vlan\n"
+        "  expression: 'has(object.vlan) ? \"%s\".format([object.vlan]) : \"\"'"
+    ),
     check=check,
     ratchets=True,
 )

@@ -33,6 +33,18 @@ RULE = SliceRule(
         "already uses more than half leaves little room for another metadata slice or key, "
         "and scheduling latency grows with the cost of every claim evaluated."
     ),
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: >-\n"
+        "    lists.range(300).all(x, lists.range(300).all(y, x != y))\n"
+        "    ? object.?subnetID.orValue(\"\") : \"\""
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
 )

@@ -30,8 +30,16 @@ RULE = SliceRule(
         "gating no request can use the pool at all. Either way it is almost certainly a "
         "mistake, such as a quoted expression (`'\"object.subnetID\"'`)."
     ),
-    bad_example="expression: '\"object.subnetID\"'",
-    good_example="expression: 'object.?subnetID.orValue(\"\")'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: '\"object.subnetID\"'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
 )

@@ -30,8 +30,16 @@ RULE = SliceRule(
         "`\"\"` among its possible results (through `?:`, `cel.bind` and `orValue`) turns "
         "every foreign config into either a wrong key or a runtime error that aborts the pod."
     ),
-    bad_example="expression: 'object.subnetID'",
-    good_example="expression: 'has(object.subnetID) ? object.subnetID : \"\"'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: object.subnetID"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
+    ),
     check=check,
     ratchets=True,
 )

@@ -32,6 +32,17 @@ RULE = SliceRule(
         "advisories could not run on it. Flatten the nesting (e.g. with `cel.bind`) to get it "
         "fully checked."
     ),
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: '((((((((((((((((((((((((((((((((((((((((object.?subnetID.orValue("
+        "\"\")))))))))))))))))))))))))))))))))))))))))'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: subnet\n"
+        "  expression: 'object.?subnetID.orValue(\"\")'"
+    ),
     check=check,
     ratchets=True,
 )
