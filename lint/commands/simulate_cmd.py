@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
 
 import click
 from dra_affinity.lint.options import kubernetes_version_option
@@ -16,6 +16,7 @@ from dra_affinity.policies.scheduler.simulation import (
     DeviceReport,
     Evaluated,
     SimulationReport,
+    SimulationRun,
     StepResult,
 )
 
@@ -47,8 +48,8 @@ def _state(d: DeviceReport) -> dict[str, Any]:
     return state_to_json(d.ref, d.state, d.shareable, d.capacity, d.consumed)
 
 
-def step_to_json(s: StepResult) -> dict[str, Any]:
-    """One step: the shape `simulate` steps and `explain` share."""
+def step_to_json(s: StepResult, summary: bool = False) -> dict[str, Any]:
+    """One step: the shape `simulate` steps and `explain` share (`summary`: counts, not devices)."""
     out: dict[str, Any] = {"action": s.step.action.value, "claim": s.step.claim}
     if s.step.action is Action.RELEASE:
         out["released"] = [device_to_json(r) for r in s.released]
@@ -63,6 +64,10 @@ def step_to_json(s: StepResult) -> dict[str, Any]:
         "request": s.failed_request, "reasons": [r.value for r in s.reasons],
         "diagnostics": [d.value for d in s.diagnostics], **(_rejection(s.failure) or {}),
     }
+    if summary:
+        out["rejected"] = [{"request": r.request, "reason": r.reason.value, "count": r.count}
+                           for r in s.rejected]
+        return out
     out["candidates"] = [
         {"request": e.request, "device": device_to_json(e.device), "state": e.status.value,
          "viable": e.viable, "rejections": [_rejection(r) for r in e.rejections]}
@@ -147,6 +152,56 @@ def _step_lines(n: int, s: StepResult) -> list[str]:
     return lines
 
 
+def _summary_lines(n: int, s: StepResult) -> list[str]:
+    """A step with counts instead of one line per device (`--summary`)."""
+    lines = _step_lines(n, s)
+    rejected = [f"   - {r.count} device(s) [{r.request}] not viable: {r.reason.value}" for r in s.rejected]
+    return lines[:1] + rejected + lines[1:]
+
+
+def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iterable[tuple[int, StepResult]],
+                 summary: bool) -> None:
+    gate = "on" if run.feature_gate else "off"
+    write(f"Simulation: mode {run.mode.value}, feature gate DRASharingAffinity {gate}\n")
+    held = tuple(d for d in run.reconstructed if d.state.holders)
+    if held:
+        write("\nReconstructed from bound claims:\n")
+        write("".join(f"  {line}\n" for line in _devices_table(held)))
+    write("\nSteps:\n")
+    printed = False
+    for n, s in steps:
+        printed = True
+        write("".join(f"  {line}\n" for line in (_summary_lines if summary else _step_lines)(n, s)))
+    if not printed:
+        write("  (no unallocated claims)\n")
+    write("\nDevices:\n" + "".join(f"  {line}\n" for line in _devices_table(run.devices())))
+    write("\nMetrics:\n" + "".join(f"  {k} {v}\n" for k, v in run.metrics().as_dict().items()))
+    for note in run.notes:
+        write(f"note: {note}\n")
+
+
+def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iterable[tuple[int, StepResult]],
+                 summary: bool, findings: list[dict[str, Any]]) -> None:
+    """One JSON document (README `### simulate`), each step written as soon as it is decided."""
+    def items(values: Iterable[Any]) -> None:
+        first = True
+        for value in values:
+            write(("\n    " if first else ",\n    ") + json.dumps(value))
+            first = False
+        write("\n  ]" if not first else "]")
+
+    write(f'{{\n  "mode": {json.dumps(run.mode.value)},\n  "featureGate": {json.dumps(run.feature_gate)},\n')
+    write('  "reconstructed": [')
+    items(_state(d) for d in run.reconstructed)
+    write(',\n  "steps": [')
+    items(step_to_json(s, summary) for _, s in steps)
+    write(',\n  "devices": [')
+    items(_state(d) for d in run.devices())
+    write(f',\n  "metrics": {json.dumps(run.metrics().as_dict())},')
+    write(f'\n  "notes": {json.dumps(list(run.notes))},')
+    write(f'\n  "findings": {json.dumps(findings)}\n}}\n')
+
+
 def render_text(report: SimulationReport) -> str:
     gate = "on" if report.feature_gate else "off"
     lines = [f"Simulation: mode {report.mode.value}, feature gate DRASharingAffinity {gate}"]
@@ -181,9 +236,15 @@ def render_text(report: SimulationReport) -> str:
 @click.option("--pool", "pools", multiple=True, metavar="POOL",
               help="Only these candidate pools (driver/name, or name); repeatable.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--summary", is_flag=True,
+              help="Per step, how many devices were not viable for which reason instead of one entry per "
+                   "device (JSON: `rejected` instead of `candidates`); for large inputs.")
+@click.option("--only-failing", is_flag=True,
+              help="Print only the steps whose claim could not be placed (devices and metrics stay "
+                   "complete).")
 @kubernetes_version_option
 def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, pools: tuple[str, ...],
-             fmt: str, kubernetes_version: KubernetesVersion) -> None:
+             fmt: str, summary: bool, only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
     """Replay the scheduler's sharing-affinity locks over a sequence of claims.
 
     Reconstructs every device's lock from the claims that already have
@@ -192,14 +253,16 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     not viable (lock mismatch, no keys extracted, CEL evaluation failure, unknown
     lock state, capacity), the final lock state per device and the KEP's metrics.
 
+    Output is written step by step as the claims are placed, so a run over 100,000 claims
+    needs no memory for its report; --summary and --only-failing shorten it.
+
     Exit code 0 when every claim was placed; 1 when a claim could not be placed or an
     input is invalid (so a CI job fails when a workload no longer fits); 2 on usage
     errors. Use `dra-affinity test` when a pending claim is the expected outcome.
     """
     from dra_affinity.lint.inputs import load_objects
     from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.simulation import parse_order
-    from dra_affinity.policies.scheduler.simulation import simulate as run
+    from dra_affinity.policies.scheduler.simulation import Detail, parse_order, start
 
     inputs = load_objects(paths)
     for message in inputs.usage_errors:
@@ -207,8 +270,9 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     if inputs.usage_errors:
         sys.exit(2)
     steps = parse_order(order) if order is not None else None
-    result = run(inputs.slices, inputs.claims, steps, mode=Mode(mode), feature_gate=gate == "on",
-                 kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes)
+    result = start(inputs.slices, inputs.claims, steps, mode=Mode(mode), feature_gate=gate == "on",
+                   kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes,
+                   detail=Detail.COUNTS if summary else Detail.DEVICES)
     if isinstance(result, list):
         for problem in result:
             click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)
@@ -218,13 +282,23 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
         loc = finding.primary
         where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
         click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+    unplaced = 0
+
+    def decided() -> Iterable[tuple[int, StepResult]]:
+        nonlocal unplaced
+        for n, s in enumerate(result.steps(), start=1):
+            failed_step = s.step.action is Action.ALLOCATE and not s.placed
+            unplaced += failed_step
+            if failed_step or not only_failing:
+                yield n, s
+
+    out: TextIO = sys.stdout
     if fmt == "json":
         from dra_affinity.lint.reporters.json_reporter import finding_to_json
 
-        doc = report_to_json(result)
-        doc["findings"] = [finding_to_json(f) for f in findings]
-        click.echo(json.dumps(doc, indent=2))
+        _stream_json(out.write, result, decided(), summary, [finding_to_json(f) for f in findings])
     else:
-        click.echo(render_text(result))
-    failed = bool(result.unplaced) or any(f.severity is Severity.ERROR for f in findings)
+        _stream_text(out.write, result, decided(), summary)
+    out.flush()
+    failed = bool(unplaced) or any(f.severity is Severity.ERROR for f in findings)
     sys.exit(1 if failed else 0)

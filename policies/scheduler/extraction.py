@@ -235,13 +235,17 @@ class ExtractionMemo:
         self._scopes: dict[tuple[str, str, str], tuple[Hashable, ...] | None] = {}
         self.misses = 0
 
-    def extract(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
-        scope_key = (claim.qualified_name, request, pool.ref.driver)
+    def content(self, claim: ResourceClaim, request: str, driver: str) -> tuple[Hashable, ...] | None:
+        """What extraction reads of the claim for `request` on `driver`'s pools (None: unkeyable)."""
+        scope_key = (claim.qualified_name, request, driver)
         if scope_key in self._scopes:
-            content = self._scopes[scope_key]
-        else:
-            content = _content_key(in_scope_configs(claim, request, pool.ref.driver))
-            self._scopes[scope_key] = content
+            return self._scopes[scope_key]
+        content = _content_key(in_scope_configs(claim, request, driver))
+        self._scopes[scope_key] = content
+        return content
+
+    def extract(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
+        content = self.content(claim, request, pool.ref.driver)
         if content is None:
             self.misses += 1
             return extract(claim, request, pool, kubernetes_version=self._version)

@@ -17,7 +17,7 @@ any candidate pool aborts the claim, as a scheduler Filter error aborts the pod.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -244,6 +244,26 @@ class _Profile:
 
     kinds: list[_Kind]
     summary: dict[_Kind, list[int]]
+    verdicts: dict[int, tuple[PoolVerdict, dict[_Kind, Reason | None], list[int],
+                              list[tuple[Reason, int]]]] = field(default_factory=dict)
+
+    def seen_by(self, verdict: PoolVerdict
+                ) -> tuple[dict[_Kind, Reason | None], list[int], list[tuple[Reason, int]]]:
+        """Per kind its first reason under `verdict`; the first positions of the viable kinds;
+        the rejected counts in walk order (once per verdict: claims sharing one pay nothing)."""
+        cached = self.verdicts.get(id(verdict))
+        if cached is not None and cached[0] is verdict:
+            return cached[1], cached[2], cached[3]
+        reasons = {kind: _reason(kind, verdict) for kind in self.summary}
+        viable = [first for kind, (_, first) in self.summary.items() if reasons[kind] is None]
+        rejected: dict[Reason, int] = {}
+        for kind, (n, _) in sorted(self.summary.items(), key=lambda item: item[1][1]):
+            reason = reasons[kind]
+            if reason is not None:
+                rejected[reason] = rejected.get(reason, 0) + n
+        result = (reasons, viable, list(rejected.items()))
+        self.verdicts[id(verdict)] = (verdict, *result)
+        return result
 
 
 @dataclass
@@ -258,6 +278,9 @@ class _PoolIndex:
     devices: list[tuple[Device, DeviceRef]]
     unknown: int = 0
     profiles: dict[str, _Profile] = field(default_factory=dict)
+
+
+_SharedVerdicts = tuple[dict[PoolRef, PoolVerdict], int, int, tuple[tuple[int, int], ...]]
 
 
 @dataclass
@@ -284,6 +307,14 @@ class _Run:
     order: dict[DeviceRef, int] = field(default_factory=dict)
     pool_bits: dict[PoolRef, int] = field(default_factory=dict)
     candidates: dict[tuple[object, ...], list[Pool] | SelectorError] = field(default_factory=dict)
+    prechecks: dict[PoolRef, PoolVerdict | None] = field(default_factory=dict)
+    demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
+    """(id of a device of `devices`, which lives as long as the run; capacity request) -> demand."""
+    drivers: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    """id(cached candidate list) -> the distinct drivers of its pools."""
+    shared_verdicts: dict[tuple[Hashable, ...], _SharedVerdicts] = field(default_factory=dict)
+    """(candidate list, request, in-scope contents) -> (verdicts, pool bits, evaluations, per pool).
+    A shared verdict's `extraction` is the first such claim's (same outcome, same values)."""
     held: dict[str, set[DeviceRef]] = field(default_factory=dict)
     """claim -> the devices it holds (bound or placed by a step)."""
     notes: list[str] = field(default_factory=list)
@@ -305,21 +336,78 @@ class _Run:
         scheduler's `extractor_evaluations_total` would be."""
         assert self.memo is not None
         result = self.memo.extract(claim, request, self.summaries[ref])
-        key = (claim.qualified_name, request)
-        seen = self.counted.get(key, 0)
-        bit = self.pool_bits[ref]
-        if not seen & bit:
-            self.counted[key] = seen | bit
-            self.counters.evaluations += len(result.evaluations)
+        self._count_evaluations(claim.qualified_name, request, self.pool_bits[ref], len(result.evaluations))
         return result
 
+    def _count_evaluations(self, claim: str, request: str, bits: int, evaluations: int) -> None:
+        key = (claim, request)
+        seen = self.counted.get(key, 0)
+        if not seen & bits:
+            self.counted[key] = seen | bits
+            self.counters.evaluations += evaluations
+
     def verdict(self, claim: ResourceClaim, request: str, pool: Pool) -> PoolVerdict:
-        early = locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
-                                    incomplete_reason=pool.incomplete_reason,
-                                    feature_gate=self.feature_gate)
+        early = self._precheck(pool)
         if early is not None:
             return early
         return locks.pool_verdict(self.extraction(claim, request, pool.ref))
+
+    def _precheck(self, pool: Pool) -> PoolVerdict | None:
+        if pool.ref in self.prechecks:
+            return self.prechecks[pool.ref]
+        cached = locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
+                                     incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
+        self.prechecks[pool.ref] = cached
+        return cached
+
+    def verdicts(self, claim: ResourceClaim, request: str, pools: list[Pool], shared: bool
+                 ) -> Mapping[PoolRef, PoolVerdict]:
+        """Every candidate pool's verdict for the request, once per distinct content.
+
+        `shared`: `pools` is a cached candidate list (stable for the run), so the verdicts of
+        claims whose in-scope configs read the same can be shared: a claim then pays for a
+        dictionary lookup, not for one verdict per pool. Its evaluations are still counted
+        per (claim, request, pool), as the scheduler performs them.
+        """
+        assert self.memo is not None
+        if not shared:
+            return {pool.ref: self.verdict(claim, request, pool) for pool in pools}
+        drivers = self.drivers.get(id(pools))
+        if drivers is None:
+            drivers = tuple(dict.fromkeys(p.ref.driver for p in pools))
+            self.drivers[id(pools)] = drivers
+        contents = tuple(self.memo.content(claim, request, d) for d in drivers)
+        if None in contents:
+            return {pool.ref: self.verdict(claim, request, pool) for pool in pools}
+        key = (id(pools), request, contents)
+        entry = self.shared_verdicts.get(key)
+        if entry is None:
+            verdicts: dict[PoolRef, PoolVerdict] = {}
+            extracted: list[tuple[int, int]] = []
+            for pool in pools:
+                early = self._precheck(pool)
+                if early is not None:
+                    verdicts[pool.ref] = early
+                    continue
+                result = self.memo.extract(claim, request, self.summaries[pool.ref])
+                verdicts[pool.ref] = locks.pool_verdict(result)
+                extracted.append((self.pool_bits[pool.ref], len(result.evaluations)))
+            mask = 0
+            for bit, _ in extracted:
+                mask |= bit
+            entry = (verdicts, mask, sum(n for _, n in extracted), tuple(extracted))
+            self.shared_verdicts[key] = entry
+        verdicts, mask, total, extracted_ = entry
+        counted = (claim.qualified_name, request)
+        seen = self.counted.get(counted, 0)
+        if not seen:
+            if mask:
+                self.counted[counted] = mask
+                self.counters.evaluations += total
+        else:
+            for bit, n in extracted_:
+                self._count_evaluations(claim.qualified_name, request, bit, n)
+        return verdicts
 
     def tracked(self, pool: Pool) -> bool:
         """The scheduler keeps locks for the pool's devices (gate on, complete, named extractors)."""
@@ -445,7 +533,7 @@ class _Run:
         except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
             return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
                                          exc.failure.message(claim.qualified_name))
-        verdicts = {pool.ref: self.verdict(claim, request.name, pool) for pool in pools}
+        verdicts = self.verdicts(claim, request.name, pools, self.candidate is None)
         for pool in pools:
             verdict = verdicts[pool.ref]
             if verdict.aborts:
@@ -517,12 +605,12 @@ class _Run:
         counts: dict[Reason, int] = {}
         position = 0
         best: tuple[tuple[int, ...], Option] | None = None
+        demand_key = repr(sorted(request.capacity_requests.items()))
         for pool in pools:
             verdict = verdicts[pool.ref]
             index = self.index[pool.ref]
-            profile = self._profile(index, request, working)
-            reasons = {kind: _reason(kind, verdict) for kind in profile.summary}
-            viable = [first for kind, (_, first) in profile.summary.items() if reasons[kind] is None]
+            profile = self._profile(index, request, demand_key, working)
+            reasons, viable, rejected = profile.seen_by(verdict)
             if self.mode is Mode.ALPHA and viable:
                 stop = min(viable)
                 for kind in profile.kinds[:stop]:
@@ -532,12 +620,10 @@ class _Run:
                 ref = index.devices[stop][1]
                 chosen = Option(ref, working[ref], position + stop, index.unknown > 0)
                 return counts, position + stop + 1, [chosen]
-            for kind, (n, _) in sorted(profile.summary.items(), key=lambda item: item[1][1]):
-                reason = reasons[kind]
-                if reason is not None:
-                    counts[reason] = counts.get(reason, 0) + n
-            for kind, (_, first) in profile.summary.items():
-                if reasons[kind] is None:
+            for reason, n in rejected:
+                counts[reason] = counts.get(reason, 0) + n
+            if self.mode is Mode.BETA:
+                for first in viable:
                     ref = index.devices[first][1]
                     option = Option(ref, working[ref], position + first, index.unknown > 0)
                     key = locks.preference(self.mode, option)
@@ -546,9 +632,8 @@ class _Run:
             position += len(index.devices)
         return counts, position, [best[1]] if best is not None else []
 
-    def _profile(self, index: _PoolIndex, request: DeviceRequest, working: _Working) -> _Profile:
+    def _profile(self, index: _PoolIndex, request: DeviceRequest, key: str, working: _Working) -> _Profile:
         """Each device's kind for `request`'s demand (cached unless this claim changed the pool)."""
-        key = repr(sorted(request.capacity_requests.items()))
         changed = bool(index.devices) and index.devices[0][1].pool_ref in working.pools
         cached = None if changed else index.profiles.get(key)
         if cached is not None:
@@ -556,7 +641,7 @@ class _Run:
         kinds: list[_Kind] = []
         summary: dict[_Kind, list[int]] = {}
         for position, (device, ref) in enumerate(index.devices):
-            kind = _kind(device, working[ref], demand(device, request))
+            kind = _kind(device, working[ref], self._demand(device, request, key))
             kinds.append(kind)
             entry = summary.get(kind)
             if entry is None:
@@ -567,6 +652,16 @@ class _Run:
         if not changed:
             index.profiles[key] = profile
         return profile
+
+    def _demand(self, device: Device, request: DeviceRequest, key: str
+                ) -> Mapping[str, Fraction] | CapacityProblem:
+        """`capacity.demand`, once per (device, capacity request): it reads nothing else."""
+        cache_key = (id(device), key)
+        cached = self.demands.get(cache_key)
+        if cached is None:
+            cached = demand(device, request)
+            self.demands[cache_key] = cached
+        return cached
 
     def _summary(self, request: DeviceRequest, counts: Mapping[Reason, int], examined: int, wanted: int,
                  viable: int) -> Rejection:

@@ -250,3 +250,42 @@ def test_unschedulable_true_accepts_any_reason(tmp_path: Path) -> None:
         {"claim": "training/pod-a", "unschedulable": True},
         {"claim": "training/pod-b", "unschedulable": "feature gate off"}]})
     assert run("test", str(path)).code == 0
+
+
+def _cluster(tmp_path: Path, claims: int, devices: int = 12, pools: int = 4) -> list[str]:
+    from bench.gen_slices import generate_cluster
+
+    return [str(p) for p in generate_cluster(claims, tmp_path, seed=3, devices=devices, pools=pools)]
+
+
+def test_summary_counts_what_the_full_report_lists(tmp_path: Path) -> None:
+    files = _cluster(tmp_path, 60, devices=100)
+    full = simulate(*files)
+    summary = simulate(*files, "--summary")
+    assert summary["metrics"] == full["metrics"] and summary["devices"] == full["devices"]
+    assert chosen(summary) == chosen(full)
+    for long, short in zip(full["steps"], summary["steps"], strict=True):
+        assert "candidates" not in short
+        firsts: dict[str, int] = {}
+        for c in long["candidates"]:
+            if not c["viable"]:
+                firsts[c["rejections"][0]["reason"]] = firsts.get(c["rejections"][0]["reason"], 0) + 1
+        assert {r["reason"]: r["count"] for r in short["rejected"]} == firsts
+
+
+def test_a_cluster_larger_than_its_capacity_prints_every_step_and_fails(tmp_path: Path) -> None:
+    """More claims than slots: the report is still printed, step by step, and the run exits 1
+    (the 10,000-claim run of issue 15 printed nothing: its whole report was one string)."""
+    files = _cluster(tmp_path, 250, devices=8, pools=2)  # 8 devices x 16 pods = 128 slots
+    doc = simulate(*files, "--summary", code=1)
+    assert len(doc["steps"]) == 250
+    unplaced = [s for s in doc["steps"] if not s["placed"]]
+    assert len(unplaced) >= 250 - 128
+    assert all(s["unschedulable"]["reasons"] for s in unplaced)
+    failing = simulate(*files, "--summary", "--only-failing", code=1)
+    assert [s["claim"] for s in failing["steps"]] == [s["claim"] for s in unplaced]
+    assert failing["metrics"] == doc["metrics"]
+    text = run("simulate", *files, "--summary", "--only-failing")
+    assert text.code == 1
+    assert "device(s) [nic] not viable: lock mismatch" in text.out
+    assert "UNSCHEDULABLE" in text.out and "Metrics:" in text.out
