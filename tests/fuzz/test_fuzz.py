@@ -1,0 +1,24 @@
+"""The bounded fuzz run of the suite: the campaign's targets, a few hundred cases each.
+
+The long run is `python -m tests.fuzz.campaign` (its docstring); its figures go in the
+issue's note. Here every case still runs in a child process, so a SIGSEGV fails the test
+with the saved case instead of killing pytest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fuzz.campaign import campaign
+
+
+@pytest.mark.parametrize(("target", "cases"), [("expressions", 250), ("reviews", 120)])
+def test_bounded_campaign_finds_nothing(tmp_path: Path, target: str, cases: int) -> None:
+    figures = campaign(target, cases, seconds=240, out=tmp_path, seed=1)
+    found = {p.name: json.loads(p.read_text())["detail"][:500] for p in tmp_path.glob("*.json")}
+    assert figures["cases"] > 0
+    assert found == {}, found
+    assert figures["ok"] == figures["cases"]
