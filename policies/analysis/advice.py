@@ -246,3 +246,31 @@ def result_leaves(ast: CheckedAst) -> list[Node]:
 def can_decline(ast: CheckedAst) -> bool:
     """Can the expression return `""` by construction (a literal `""` among its results)?"""
     return any(_string_const(leaf) == "" for leaf in result_leaves(ast))
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedFormat:
+    """A `format` call whose literal format string has a clause too precise to render."""
+
+    verb: str  # as written, e.g. `%.999999999f`
+    precision: int
+    line: int
+    column: int
+
+
+def oversized_format_verbs(ast: CheckedAst) -> list[OversizedFormat]:
+    """Clauses of literal format strings with a precision over `MAX_RENDERED_PRECISION`:
+    the output grows with the precision while the cost tracker charges the call 1."""
+    from dra_affinity.policies.cel.k8s_library.strings_format import oversized_clauses
+
+    found: list[OversizedFormat] = []
+    for node in ast.walk():
+        if node.kind is not NodeKind.CALL or node.function != "format" or node.target is None:
+            continue
+        text = _string_const(node.target)
+        if text is None:
+            continue
+        line, column = start_location(ast, node.target)
+        found.extend(OversizedFormat(verb, precision, line, column)
+                     for verb, precision in oversized_clauses(text))
+    return found

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dra_affinity.policies.analysis.advice import (
+    OversizedFormat,
     UnguardedSelect,
     can_decline,
     depends_on_object,
     has_schema_guard,
+    oversized_format_verbs,
     unguarded_selects,
 )
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
@@ -60,6 +62,11 @@ class ExpressionAnalysis:
     def has_schema_guard(self) -> bool:
         ast = self.compiled.checked
         return ast is not None and has_schema_guard(ast)
+
+    @cached_property
+    def oversized_formats(self) -> tuple[OversizedFormat, ...]:
+        ast = self.compiled.checked
+        return tuple(oversized_format_verbs(ast)) if ast is not None else ()
 
     @cached_property
     def can_decline(self) -> bool:

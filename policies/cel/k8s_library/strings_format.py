@@ -174,8 +174,50 @@ class _Unfaithful(Exception):
     """Internal: a value this module cannot render as cel-go would (see the docstring)."""
 
 
+MAX_RENDERED_PRECISION = 1000
+"""The largest clause precision this package renders (`%.1000f` prints ~1,000 characters).
+
+Why a bound upstream lacks: cel-go's runtime cost tracker (`interpreter/runtimecost.go`,
+`costCall`) has no case for `string_format`, so it charges the default 1 for the call, and
+Kubernetes' `library/cost.go` adds nothing for it either: `'%.999999999f'.format([-0.0])`
+costs 2 and builds a 1 GB string (42 s, 3.9 GB RSS here). No cost limit stops that, so the
+evaluation here refuses such a clause instead (SA208 flags it at lint and admission time).
+"""
+
+
+def oversized_clauses(text: str) -> list[tuple[str, int]]:
+    """(verb as written, e.g. `%.999999999f`, precision) of each clause of the format string
+    `text` whose precision is over `MAX_RENDERED_PRECISION`. A linear scan of the text."""
+    found: list[tuple[str, int]] = []
+    data = text.encode("utf-8")
+    i, n = 0, len(data)
+    while i < n - 1:
+        if data[i] != 0x25:
+            i += 1
+            continue
+        if data[i + 1] == 0x25:
+            i += 2
+            continue
+        parsed = _clause(data, i + 1)
+        if isinstance(parsed, FormatFailure):
+            return found
+        _, precision, after = parsed
+        if precision is not None and precision > MAX_RENDERED_PRECISION:
+            found.append((data[i:after].decode("utf-8", "replace"), precision))
+        i = after
+    return found
+
+
 def render(text: str, args: Sequence[object]) -> str | FormatFailure | None:
-    """cel-go's `text.format(args)` on walk values; None where it cannot be faithful."""
+    """cel-go's `text.format(args)` on walk values; None where it cannot be faithful.
+
+    A clause whose precision is over `MAX_RENDERED_PRECISION` fails (evaluation stays
+    bounded in time and memory whatever upstream would spend)."""
+    oversized = oversized_clauses(text)
+    if oversized:
+        verb, precision = oversized[0]
+        return FormatFailure(f"{_DURING}: the precision of {verb} ({precision}) is over "
+                             f"{MAX_RENDERED_PRECISION}, the most this evaluation renders")
     if any(_holds_time(a) for a in args):
         return None
 

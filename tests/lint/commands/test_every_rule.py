@@ -21,6 +21,7 @@ EXPRESSIONS = {
     "SA205": '"object.subnetID"',
     "SA206": "object.subnetID",
     "SA207": "(" * 40 + '""' + ")" * 40,
+    "SA208": "object.?kind.orValue('') == 'NICConfig' ? '%.999999999f'.format([1.5]) : ''",
 }
 
 

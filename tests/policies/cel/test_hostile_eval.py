@@ -149,3 +149,12 @@ def test_depth_estimate_work_is_linear_in_the_text(monkeypatch: pytest.MonkeyPat
     result = compile_expression(text, KEY)
     assert not result.ok
     assert result.errors[0].message == "expression recursion limit exceeded: 250"
+
+
+def test_a_huge_format_precision_is_refused_quickly() -> None:
+    """Issue 14 item 6: `'%.999999999f'.format([-0.0])` built a 1 GB string in 42 s."""
+    result = evaluate(compile_expression("'%.999999999f'.format([-0.0])", KEY), {"object": {}})
+    assert result.error is not None
+    assert "%.999999999f" in result.error.message
+    ok = evaluate(compile_expression("'%.1000f'.format([-0.0])", KEY), {"object": {}})
+    assert ok.error is None and isinstance(ok.value, str) and len(ok.value) == 1003
