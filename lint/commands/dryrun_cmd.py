@@ -127,6 +127,47 @@ def explain(results: list[ExtractionResult]) -> str:
     return "\n".join(lines) if lines else "no results for that claim"
 
 
+QUIET = frozenset({Outcome.OK, Outcome.NOT_APPLICABLE})
+"""Outcomes `--summary` and `--only-failing` count without keeping: nothing to fix there."""
+
+
+class OutcomeCounts:
+    """How many (claim request, pool) results had each outcome, per pool and in total."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.by_pool: dict[PoolRef, dict[Outcome, int]] = {}
+
+    def add(self, result: ExtractionResult) -> Outcome:
+        self.total += 1
+        pool = self.by_pool.setdefault(result.pool, {})
+        pool[result.outcome] = pool.get(result.outcome, 0) + 1
+        return result.outcome
+
+    def outcomes(self) -> dict[Outcome, int]:
+        out: dict[Outcome, int] = {}
+        for pool in self.by_pool.values():
+            for outcome, n in pool.items():
+                out[outcome] = out.get(outcome, 0) + n
+        return {o: out[o] for o in Outcome if o in out}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"results": self.total, "outcomes": {o.value: n for o, n in self.outcomes().items()},
+                "pools": [{"pool": {"driver": ref.driver, "name": ref.name},
+                           "outcomes": {o.value: pool[o] for o in Outcome if o in pool}}
+                          for ref, pool in sorted(self.by_pool.items())]}
+
+    def render(self) -> str:
+        rows = [("POOL", "RESULTS", "OUTCOMES")]
+        for ref, pool in sorted(self.by_pool.items()):
+            rows.append((f"{ref.driver}/{ref.name}", str(sum(pool.values())),
+                         ", ".join(f"{o.value} {pool[o]}" for o in Outcome if o in pool)))
+        totals = ", ".join(f"{o.value} {n}" for o, n in self.outcomes().items())
+        rows.append(("total", str(self.total), totals))
+        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        return "\n".join(f"{r[0].ljust(widths[0])}  {r[1].rjust(widths[1])}  {r[2]}" for r in rows)
+
+
 DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
 """`text` is the table, so one config `format:` list serves lint, dry-run and test."""
 
@@ -141,12 +182,17 @@ DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
 @click.option("--request", "request_name", help="Only this request (or sub-request parent/sub).")
 @click.option("--explain", "explain_claim", metavar="CLAIM",
               help="Print every step for one claim (namespace/name) in words.")
+@click.option("--summary", is_flag=True,
+              help="Outcome counts per pool and in total, and the results of non-ok outcomes only "
+                   "(ok results are counted, not kept): for large inputs.")
+@click.option("--only-failing", is_flag=True,
+              help="Only the results whose outcome is not ok or not-applicable (ok results are not kept).")
 @kubernetes_version_option
 @click.pass_context
 def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], output: tuple[str, ...],
             config_path: str | None, strict: bool, fail_if_no_resources: bool, show_suppressed: bool,
             claim: str | None, pool: str | None, request_name: str | None, explain_claim: str | None,
-            kubernetes_version: KubernetesVersion) -> None:
+            summary: bool, only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
     """Run the pools' extractors against the claims' opaque configs, as the scheduler would.
 
     PATHS hold ResourceSlices, ResourceClaims / ResourceClaimTemplates and (optionally)
@@ -176,8 +222,19 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     filters = Filters(claim=explain_claim or claim, pool=pool, request=request_name)
-    report = run(inputs.slices, inputs.claims, inputs.classes,
-                 kubernetes_version=kubernetes_version, filters=filters)
+    counts = OutcomeCounts()
+    if summary or only_failing:
+        from dra_affinity.policies.scheduler.dryrun import DryRun, DryRunReport
+
+        dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
+                     filters=filters)
+        kept = tuple(r for r in dry.results() if counts.add(r) not in QUIET)
+        report = DryRunReport(kept, tuple(dry.findings), dry.pools)
+    else:
+        report = run(inputs.slices, inputs.claims, inputs.classes,
+                     kubernetes_version=kubernetes_version, filters=filters)
+        for r in report.results:
+            counts.add(r)
     disabled = config.disabled_rules(_rule_ids())
     checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=texts,
                     disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
@@ -200,11 +257,15 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
 
                 data: dict[str, Any] = {"results": [result_to_json(r) for r in results],
                                         "findings": [finding_to_json(f) for f in findings]}
+                if summary:
+                    data["summary"] = counts.to_json()
                 if show:
                     data["suppressed"] = [suppressed_to_json(s) for s in checked.suppressed]
                 return json.dumps(data, indent=2)
             if name in ("table", "text"):
-                return render_table(results) if results else "no claim requests matched any pool"
+                table = render_table(results) if results else (
+                    "no result other than ok" if counts.total else "no claim requests matched any pool")
+                return f"{table}\n\n{counts.render()}" if summary else table
             from dra_affinity.lint.reporters import render_ci
 
             return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
@@ -216,7 +277,8 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     if inputs.usage_errors or failures:
         sys.exit(2)
-    if pick(ctx, "fail_if_no_resources", fail_if_no_resources, settings.fail_if_no_resources) and not results:
+    no_results = not counts.total
+    if pick(ctx, "fail_if_no_resources", fail_if_no_resources, settings.fail_if_no_resources) and no_results:
         click.echo("dra-affinity dry-run: no claim request met a pool (--fail-if-no-resources)", err=True)
         sys.exit(2)
     failed = any(r.outcome in FAILING for r in results) or any(f.severity >= threshold for f in findings)

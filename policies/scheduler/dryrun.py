@@ -8,8 +8,9 @@ do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
@@ -17,13 +18,16 @@ from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, Re
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.extraction import (
+    ExtractionMemo,
     ExtractionPool,
     ExtractionResult,
     PoolExtractor,
-    extract,
     request_names,
 )
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
+
+if TYPE_CHECKING:
+    from dra_affinity.policies.scheduler.candidates import CandidateMatch
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,40 +94,68 @@ def dry_run(
     any, every pool is a candidate (SPEC §5). A selector the allocator cannot evaluate
     aborts the pod: it becomes an SA003 finding and that request gets no results.
     """
-    from dra_affinity.policies.scheduler.candidates import match_pool
+    run = DryRun(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
+    results = tuple(run.results())
+    return DryRunReport(results, tuple(run.findings), run.pools)
 
-    filters = filters or Filters()
-    limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
-    pools = build_pools(slices, limits)
-    summaries = {ref: to_extraction_pool(pool) for ref, pool in pools.items()}
-    by_class = {c.name: c for c in classes}
-    findings: list[Finding] = []
-    results: list[ExtractionResult] = []
-    for claim in claims:
-        findings.extend(claim_problems(claim))
-        if not filters.claim_ok(claim):
-            continue
-        requests = {r.name: r for r in _device_requests(claim)}
-        for name in request_names(claim):
-            if not filters.request_ok(name):
+
+class DryRun:
+    """A dry run whose results are produced one at a time (`results()`), for streaming output.
+
+    Work is shared the way the allocator's inputs repeat: candidate matching once per
+    (DeviceClass, request selectors, pool) and extraction once per (pool extractors, request,
+    in-scope config contents), so claims made from one template cost a lookup each.
+    `findings` is complete once `results()` is exhausted.
+    """
+
+    def __init__(self, slices: Sequence[ResourceSlice], claims: Sequence[ResourceClaim],
+                 classes: Sequence[DeviceClass] = (), *, kubernetes_version: KubernetesVersion | None = None,
+                 filters: Filters | None = None) -> None:
+        self._claims = claims
+        self._filters = filters or Filters()
+        self._limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
+        self.pools = build_pools(slices, self._limits)
+        self._summaries = {ref: to_extraction_pool(pool) for ref, pool in self.pools.items()}
+        self._classes = {c.name: c for c in classes}
+        self._memo = ExtractionMemo(self._limits.kubernetes_version)
+        self._matches: dict[tuple[object, ...], CandidateMatch] = {}
+        self.findings: list[Finding] = []
+
+    def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
+        from dra_affinity.policies.scheduler.candidates import match_pool
+
+        key = (request.device_class_name, request.name,
+               tuple((s.index, s.expression) for s in request.selectors), pool.ref)
+        match = self._matches.get(key)
+        if match is None:
+            match = match_pool(request, self._classes, pool,
+                               kubernetes_version=self._limits.kubernetes_version)
+            self._matches[key] = match
+        return match
+
+    def results(self) -> Iterator[ExtractionResult]:
+        filters, pools, by_class = self._filters, self.pools, self._classes
+        for claim in self._claims:
+            self.findings.extend(claim_problems(claim))
+            if not filters.claim_ok(claim):
                 continue
-            request = requests.get(name)
-            for ref, pool in pools.items():
-                if not filters.pool_ok(ref):
+            requests = {r.name: r for r in _device_requests(claim)}
+            for name in request_names(claim):
+                if not filters.request_ok(name):
                     continue
-                if by_class and request is not None:
-                    match = match_pool(request, by_class, pool,
-                                       kubernetes_version=limits.kubernetes_version)
-                    if match.failure is not None:
-                        findings.append(_selector_finding(claim, match.failure.message(
-                            claim.qualified_name), by_class.get(request.device_class_name)))
-                        break  # the allocator aborts the pod: no further pool is tried
-                    if not match.candidate:
+                request = requests.get(name)
+                for ref, pool in pools.items():
+                    if not filters.pool_ok(ref):
                         continue
-                results.append(
-                    extract(claim, name, summaries[ref], kubernetes_version=limits.kubernetes_version)
-                )
-    return DryRunReport(tuple(results), tuple(findings), pools)
+                    if by_class and request is not None:
+                        match = self._match(request, pool)
+                        if match.failure is not None:
+                            self.findings.append(_selector_finding(claim, match.failure.message(
+                                claim.qualified_name), by_class.get(request.device_class_name)))
+                            break  # the allocator aborts the pod: no further pool is tried
+                        if not match.candidate:
+                            continue
+                    yield self._memo.extract(claim, name, self._summaries[ref])
 
 
 def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceClass | None) -> Finding:

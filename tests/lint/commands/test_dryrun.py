@@ -167,3 +167,22 @@ def test_non_string_results_of_every_kind_are_reported_not_crashed_on(tmp_path: 
         assert [e["value"] for e in result["evaluations"]] == [shown], expression
         text = run("dry-run", "--explain", "training/pod-a", *args)
         assert text.code == 1 and "Traceback" not in text.err, (expression, text.err)
+
+
+def test_summary_counts_every_outcome_and_keeps_only_the_others() -> None:
+    full = run("dry-run", "--format", "json", *NETWORK).json()["results"]
+    out = run("dry-run", "--format", "json", "--summary", *NETWORK)
+    doc = out.json()
+    jsonschema.validate(doc, RESULT_SCHEMA)
+    every: dict[str, int] = {}
+    for r in full:
+        every[r["outcome"]] = every.get(r["outcome"], 0) + 1
+    assert doc["summary"]["results"] == len(full) and doc["summary"]["outcomes"] == every
+    assert sum(sum(p["outcomes"].values()) for p in doc["summary"]["pools"]) == len(full)
+    assert doc["results"] == [r for r in full if r["outcome"] not in ("ok", "not-applicable")]
+    assert any(r["outcome"] == "ok" for r in full) and doc["results"]
+    failing = run("dry-run", "--format", "json", "--only-failing", *NETWORK).json()
+    assert failing["results"] == doc["results"] and "summary" not in failing
+    text = run("dry-run", "--summary", *NETWORK)
+    assert text.code == out.code
+    assert "total" in text.out and f"ok {every['ok']}" in text.out
