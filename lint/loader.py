@@ -80,9 +80,15 @@ class LoadResult:
     files: int = 0
 
 
-def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None) -> LoadResult:
-    """Load every path in order: files, directories (recursively) and `-` for stdin."""
-    loader = _Loader(stdin if stdin is not None else sys.stdin)
+def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
+               json_positions: bool = True) -> LoadResult:
+    """Load every path in order: files, directories (recursively) and `-` for stdin.
+
+    `json_positions=False`: JSON documents get one position each instead of one per node —
+    a cluster dump of 100,000 objects decodes in about a second instead of minutes; callers
+    load again with positions when they have a finding to place.
+    """
+    loader = _Loader(stdin if stdin is not None else sys.stdin, json_positions=json_positions)
     for path in paths:
         loader.load_argument(path)
     return loader.result
@@ -307,9 +313,10 @@ def _not_object(what: str, found: str) -> str:
 class _Loader:
     """One `load_paths` call: its result, and which files it has already read."""
 
-    def __init__(self, stdin: TextIO | None) -> None:
+    def __init__(self, stdin: TextIO | None, *, json_positions: bool = True) -> None:
         self.result = LoadResult()
         self._stdin = stdin
+        self._json_positions = json_positions
         self._read: set[tuple[int, int]] = set()
 
     # -- paths ----------------------------------------------------------------------------
@@ -449,12 +456,13 @@ class _Loader:
         If the YAML parser cannot follow (surrogate-pair escapes, concatenated values),
         use the JSON decoder's values with one position per document.
         """
-        before = (len(self.result.documents), len(self.result.findings))
-        parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
-        if parsed == len(stream.values):
-            return
-        del self.result.documents[before[0] :]
-        del self.result.findings[before[1] :]
+        if self._json_positions:
+            before = (len(self.result.documents), len(self.result.findings))
+            parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
+            if parsed == len(stream.values):
+                return
+            del self.result.documents[before[0] :]
+            del self.result.findings[before[1] :]
         for index, (value, position) in enumerate(stream.values):
             self._add_plain(name, index, value, position)
 

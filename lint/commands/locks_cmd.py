@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -59,14 +61,14 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
                     kube_context: str | None, chunk_size: int | None, gate: str,
                     kubernetes_version: KubernetesVersion, *, keep_pods: bool = False) -> LockInput:
     """Read and reconstruct; usage errors (exit 2) and input findings go to stderr here."""
-    from dra_affinity.lint.inputs import cluster_target, load_cluster_state, load_input, model_objects
+    from dra_affinity.lint.inputs import cluster_target, load_cluster_state
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    if target is not None:
-        objects = load_cluster_state(target)
-    else:
-        objects = model_objects(load_input(paths), trusted=True, keep_pods=keep_pods)
+    with _gc_paused():
+        objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods)
+        book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
+                              kubernetes_version=kubernetes_version)
     for note in objects.notes:
         click.echo(f"dra-affinity {command}: warning: {note}", err=True)
     for message in objects.usage_errors:
@@ -75,9 +77,40 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
         sys.exit(2)
     for finding in objects.findings:
         echo_finding(finding)
-    book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
-                          kubernetes_version=kubernetes_version)
     return LockInput(objects, book, target)
+
+
+def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
+    """Files as a `kubectl get -o json|yaml` dump: trusted, JSON decoded without node positions.
+
+    Positions cost minutes at 100,000 objects and matter only for findings: when there is
+    one, the input is loaded again with positions so it names its line.
+    """
+    from dra_affinity.lint.inputs import Input, model_objects
+    from dra_affinity.lint.loader import load_paths
+
+    def load(json_positions: bool) -> Objects:
+        loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions)
+        inputs = Input(documents=loaded.documents, findings=loaded.findings,
+                       usage_errors=loaded.usage_errors, files=loaded.files)
+        return model_objects(inputs, trusted=True, keep_pods=keep_pods)
+
+    if "-" in paths or not paths:
+        return load(True)  # stdin is read once
+    fast = load(False)
+    return load(True) if fast.findings else fast
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while the reconstruction's millions of acyclic objects are made (as the loader)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def echo_finding(finding: Finding) -> None:

@@ -199,7 +199,7 @@ def extract(
     return done(Outcome.OK, affinity=dict(sorted(values.items())), evaluations=evaluations, configs=scope)
 
 
-def _content_key(configs: Sequence[Config]) -> tuple[Hashable, ...] | None:
+def content_key(configs: Sequence[Config]) -> tuple[Hashable, ...] | None:
     """What extraction reads of the in-scope configs: their indexes and parameters' contents.
 
     None when the parameters cannot be rendered canonically (mixed key types): then the
@@ -213,7 +213,7 @@ def _content_key(configs: Sequence[Config]) -> tuple[Hashable, ...] | None:
         return None
 
 
-def _pool_key(pool: ExtractionPool) -> tuple[Hashable, ...]:
+def pool_key(pool: ExtractionPool) -> tuple[Hashable, ...]:
     """Everything of a pool extraction reads except its name (which only appears in errors)."""
     return (tuple((p.extractor.name, p.extractor.expression) for p in pool.extractors), pool.complete,
             pool.incomplete_reason, pool.duplicate_keys, pool.total_cost)
@@ -240,7 +240,7 @@ class ExtractionMemo:
         scope_key = (claim.qualified_name, request, driver)
         if scope_key in self._scopes:
             return self._scopes[scope_key]
-        content = _content_key(in_scope_configs(claim, request, driver))
+        content = content_key(in_scope_configs(claim, request, driver))
         self._scopes[scope_key] = content
         return content
 
@@ -249,7 +249,7 @@ class ExtractionMemo:
         if content is None:
             self.misses += 1
             return extract(claim, request, pool, kubernetes_version=self._version)
-        key: tuple[Hashable, ...] = (_pool_key(pool), request, content)
+        key: tuple[Hashable, ...] = (pool_key(pool), request, content)
         hit = self._results.get(key)
         if hit is not None and hit.outcome is Outcome.SLICE_ERROR and hit.pool != pool.ref:
             key = (*key, pool.ref, pool.generation)

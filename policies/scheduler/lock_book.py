@@ -15,7 +15,6 @@ inconsistent) are shared; a slice error is evaluated per pool, as its message na
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -36,8 +35,10 @@ from dra_affinity.policies.scheduler.extraction import (
     ExtractionPool,
     ExtractionResult,
     Outcome,
+    content_key,
     extract,
     in_scope_configs,
+    pool_key,
 )
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Holder, LockStatus
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
@@ -211,13 +212,13 @@ class LockBook:
             return cached
         summary = self._summaries[ref]
         memo_key = _memo_key(claim, request, summary)
-        shared = self._memo.get(memo_key)
+        shared = self._memo.get(memo_key) if memo_key is not None else None
         if shared is not None:
             result = replace(shared, claim=claim.qualified_name, pool=ref)
         else:
             result = extract(claim, request, summary, kubernetes_version=self.kubernetes_version)
             self.evaluations += len(result.evaluations)
-            if result.outcome in _SHAREABLE_OUTCOMES:
+            if memo_key is not None and result.outcome in _SHAREABLE_OUTCOMES:
                 self._memo[memo_key] = result
         per_claim[key] = result
         return result
@@ -302,13 +303,13 @@ class LockBook:
             [(h, self.extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
 
 
-def _memo_key(claim: ResourceClaim, request: str, pool: ExtractionPool) -> _MemoKey:
-    """What an extraction result depends on, besides the names it carries."""
-    configs = tuple((c.index, json.dumps(c.opaque.parameters if c.opaque else None, sort_keys=True))
-                    for c in in_scope_configs(claim, request, pool.ref.driver))
-    extractors = tuple((p.extractor.name, p.extractor.expression) for p in pool.extractors)
-    return (pool.ref.driver, request, extractors, pool.complete, pool.duplicate_keys,
-            pool.total_cost, configs)
+def _memo_key(claim: ResourceClaim, request: str, pool: ExtractionPool) -> _MemoKey | None:
+    """What an extraction result depends on besides the names it carries (the key
+    `ExtractionMemo` uses); None when the parameters have no canonical form: no sharing."""
+    content = content_key(in_scope_configs(claim, request, pool.ref.driver))
+    if content is None:
+        return None
+    return (pool.ref.driver, request, pool_key(pool), content)
 
 
 def bound_consumption(claim: ResourceClaim, index: int, request: str,
