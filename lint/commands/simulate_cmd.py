@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
 from dra_affinity.lint.options import kubernetes_version_option
@@ -19,6 +20,11 @@ from dra_affinity.policies.scheduler.simulation import (
     SimulationRun,
     StepResult,
 )
+
+if TYPE_CHECKING:
+    from dra_affinity.lint.inputs import Objects
+    from dra_affinity.lint.workload_file import WorkloadFile
+    from dra_affinity.policies.core.findings import Finding
 
 
 def device_to_json(ref: DeviceRef) -> dict[str, str]:
@@ -227,15 +233,24 @@ def render_text(report: SimulationReport) -> str:
               help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
                    "Prefix a claim with '-' to release it at that point. Default: every claim without "
                    "status.allocation, in file order.")
-@click.option("--mode", type=click.Choice([m.value for m in Mode]), default=Mode.ALPHA.value,
-              show_default=True,
-              help="alpha: first-fit in slice/device order; beta: prefer compatibly locked devices.")
+@click.option("--workload", "workload_path", metavar="FILE",
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="Replay a workload file (arrivals, lifetimes, varied affinity values; see "
+                   "docs/simulate.md) and print the fragmentation report instead of single steps.")
+@click.option("--mode", "modes", type=click.Choice([m.value for m in Mode]), multiple=True,
+              help="alpha: first-fit in slice/device order; beta: prefer compatibly locked devices. "
+                   "[default: alpha] Give both (with --workload) to compare them on the same arrivals.")
+@click.option("--compare", is_flag=True, help="Same as --mode alpha --mode beta (needs --workload).")
 @click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="DRASharingAffinity in the scheduler; off makes every device of an affinity pool "
                    "unallocatable.")
 @click.option("--pool", "pools", multiple=True, metavar="POOL",
               help="Only these candidate pools (driver/name, or name); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "html"]), default="table",
+              show_default=True,
+              help="html (with --workload): one self-contained page with device grids and charts.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Write the report to FILE instead of standard output.")
 @click.option("--summary", is_flag=True,
               help="Per step, how many devices were not viable for which reason instead of one entry per "
                    "device (JSON: `rejected` instead of `candidates`); for large inputs.")
@@ -243,8 +258,9 @@ def render_text(report: SimulationReport) -> str:
               help="Print only the steps whose claim could not be placed (devices and metrics stay "
                    "complete).")
 @kubernetes_version_option
-def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, pools: tuple[str, ...],
-             fmt: str, summary: bool, only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
+def simulate(paths: tuple[str, ...], order: str | None, workload_path: Path | None, modes: tuple[str, ...],
+             compare: bool, gate: str, pools: tuple[str, ...], fmt: str, output: Path | None, summary: bool,
+             only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
     """Replay the scheduler's sharing-affinity locks over a sequence of claims.
 
     Reconstructs every device's lock from the claims that already have
@@ -256,32 +272,59 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     Output is written step by step as the claims are placed, so a run over 100,000 claims
     needs no memory for its report; --summary and --only-failing shorten it.
 
-    Exit code 0 when every claim was placed; 1 when a claim could not be placed or an
-    input is invalid (so a CI job fails when a workload no longer fits); 2 on usage
-    errors. Use `dra-affinity test` when a pending claim is the expected outcome.
+    With --workload FILE, claims arrive and leave as the workload file says
+    (pending claims retry when a departure frees a device) and the report is the
+    fragmentation over the run and at its end: devices locked per value, capacity
+    in use, stranded capacity, pending claims that raw capacity could have held,
+    time to place and the KEP's metrics, per mode and side by side (docs/simulate.md).
+
+    Exit code 0 when every claim was placed (with --workload: none is pending at the
+    end); 1 when a claim could not be placed or an input is invalid (so a CI job fails
+    when a workload no longer fits); 2 on usage errors. Use `dra-affinity test` when a
+    pending claim is the expected outcome.
     """
     from dra_affinity.lint.inputs import load_objects
     from dra_affinity.policies.core.findings import Severity
     from dra_affinity.policies.scheduler.simulation import Detail, parse_order, start
 
+    chosen = [Mode.ALPHA, Mode.BETA] if compare else list(dict.fromkeys(Mode(m) for m in modes))
+    if workload_path is None:
+        if len(chosen) > 1:
+            _usage("comparing modes (--compare, --mode twice) needs --workload")
+        if fmt == "html":
+            _usage("--format html needs --workload")
+    elif order is not None:
+        _usage("--order and --workload exclude each other (a workload generates its own order)")
+    elif summary or only_failing:
+        _usage("--summary and --only-failing shorten step output; a workload report has no steps")
+    workload_file = None
+    if workload_path is not None:
+        from dra_affinity.lint.workload_file import WorkloadFileError, load_workload
+
+        try:
+            workload_file = load_workload(workload_path)
+        except WorkloadFileError as exc:
+            _usage(str(exc))
+        paths = (*paths, *(str(p) for p in workload_file.resources))
     inputs = load_objects(paths)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity simulate: {message}", err=True)
     if inputs.usage_errors:
         sys.exit(2)
+    if workload_file is not None:
+        _replay(workload_file, inputs, chosen or [Mode.ALPHA], gate == "on", pools, fmt, output,
+                kubernetes_version)
+        return
     steps = parse_order(order) if order is not None else None
-    result = start(inputs.slices, inputs.claims, steps, mode=Mode(mode), feature_gate=gate == "on",
-                   kubernetes_version=kubernetes_version, pools=pools, classes=inputs.classes,
-                   detail=Detail.COUNTS if summary else Detail.DEVICES)
+    result = start(inputs.slices, inputs.claims, steps, mode=chosen[0] if chosen else Mode.ALPHA,
+                   feature_gate=gate == "on", kubernetes_version=kubernetes_version, pools=pools,
+                   classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES)
     if isinstance(result, list):
         for problem in result:
             click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)
         sys.exit(2)
     findings = [*inputs.findings, *result.findings]
-    for finding in findings:
-        loc = finding.primary
-        where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
-        click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+    _print_findings(findings)
     unplaced = 0
 
     def decided() -> Iterable[tuple[int, StepResult]]:
@@ -292,7 +335,7 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
             if failed_step or not only_failing:
                 yield n, s
 
-    out: TextIO = sys.stdout
+    out: TextIO = sys.stdout if output is None else _open(output)
     if fmt == "json":
         from dra_affinity.lint.reporters.json_reporter import finding_to_json
 
@@ -300,5 +343,68 @@ def simulate(paths: tuple[str, ...], order: str | None, mode: str, gate: str, po
     else:
         _stream_text(out.write, result, decided(), summary)
     out.flush()
+    if output is not None:
+        out.close()
     failed = bool(unplaced) or any(f.severity is Severity.ERROR for f in findings)
+    sys.exit(1 if failed else 0)
+
+
+def _usage(message: str) -> NoReturn:
+    click.echo(f"dra-affinity simulate: {message}", err=True)
+    sys.exit(2)
+
+
+def _open(output: Path) -> TextIO:
+    try:
+        return output.open("w", encoding="utf-8")
+    except OSError as exc:
+        _usage(f"--output {output}: {exc.strerror or exc}")
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        click.echo(text)
+        return
+    with _open(output) as out:
+        out.write(text if text.endswith("\n") else text + "\n")
+
+
+def _print_findings(findings: Sequence[Finding]) -> None:
+    for finding in findings:
+        loc = finding.primary
+        where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
+        click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+
+
+def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode], feature_gate: bool,
+            pools: tuple[str, ...], fmt: str, output: Path | None,
+            kubernetes_version: KubernetesVersion) -> None:
+    from dra_affinity.lint.reporters import workload_reporter
+    from dra_affinity.policies.core.findings import Severity
+    from dra_affinity.policies.scheduler.replay import ReplayReport, replay
+
+    _print_findings(inputs.findings)
+    reports: list[ReplayReport] = []
+    for mode in modes:
+        result = replay(inputs.slices, inputs.claims, workload_file.workload, mode=mode,
+                        feature_gate=feature_gate, kubernetes_version=kubernetes_version, pools=pools,
+                        classes=inputs.classes)
+        if isinstance(result, list):
+            for problem in result:
+                click.echo(f"dra-affinity simulate: {workload_file.where(problem.path)}: {problem.message}",
+                           err=True)
+            sys.exit(2)
+        reports.append(result)
+    seed = workload_file.workload.seed
+    if fmt == "json":
+        from dra_affinity.lint.reporters.json_reporter import finding_to_json
+
+        doc = workload_reporter.render_json(reports, seed)
+        doc["findings"] = [finding_to_json(f) for f in inputs.findings]
+        _emit(json.dumps(doc, indent=2), output)
+    elif fmt == "html":
+        _emit(workload_reporter.render_html(reports, seed), output)
+    else:
+        _emit(workload_reporter.render_text(reports, seed), output)
+    failed = any(r.pending for r in reports) or any(f.severity is Severity.ERROR for f in inputs.findings)
     sys.exit(1 if failed else 0)

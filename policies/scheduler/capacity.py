@@ -127,11 +127,23 @@ def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | Capa
 
 
 def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:
-    """The per-capacity sum of several holders' consumption."""
-    out: dict[str, Fraction] = {}
+    """The per-capacity sum of several holders' consumption.
+
+    Whole amounts (almost all: `pods: 1`, `bandwidth: 10G`) are summed as integers and
+    wrapped once: every Reserve and release rebuilds a device's sum over its holders, and
+    Fraction addition is ~20 times slower than int addition.
+    """
+    whole: dict[str, int] = {}
+    parts: dict[str, Fraction] = {}
     for item in amounts:
         for name, value in item.items():
-            out[name] = out.get(name, Fraction(0)) + value
+            if value.denominator == 1:
+                whole[name] = whole.get(name, 0) + value.numerator
+            else:
+                parts[name] = parts.get(name, Fraction(0)) + value
+    out = {name: Fraction(n) for name, n in whole.items()}
+    for name, value in parts.items():
+        out[name] = out[name] + value if name in out else value
     return out
 
 

@@ -17,7 +17,7 @@ and a dictionary comparison. Orchestration over many claims is
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -115,6 +115,16 @@ class DeviceState:
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
 
+    def joined(self, holder: Holder) -> DeviceState:
+        """This state with one more holder; the sum is extended, not recomputed over every holder
+        (a device shared by 16 pods is joined and left 100,000s of times in a workload replay)."""
+        new = object.__new__(DeviceState)
+        for name, value in (("status", self.status), ("lock", self.lock),
+                            ("holders", (*self.holders, holder)), ("reason", self.reason),
+                            ("consumed", total_amounts((self.consumed, holder.consumed)))):
+            object.__setattr__(new, name, value)
+        return new
+
     @property
     def tracked(self) -> bool:
         return self.status is not LockStatus.UNTRACKED
@@ -139,7 +149,7 @@ def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | N
     may have locked the device in between).
     """
     if not state.tracked:
-        return replace(state, holders=(*state.holders, holder))
+        return state.joined(holder)
     if state.status is LockStatus.UNRECONSTRUCTABLE:
         return Rejection(Reason.UNKNOWN_LOCK_STATE,
                          describe(Diagnostic.UNKNOWN_LOCK_STATE, device=device or None, detail=state.reason))
@@ -149,7 +159,7 @@ def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | N
         return DeviceState(LockStatus.LOCKED, dict(affinity), (holder,))
     if dict(state.lock or {}) != dict(affinity):
         return Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, affinity, device))
-    return replace(state, holders=(*state.holders, holder))
+    return state.joined(holder)
 
 
 def release(state: DeviceState, claim: str) -> DeviceState:
@@ -276,6 +286,59 @@ def pool_verdict(result: ExtractionResult) -> PoolVerdict:
     return PoolVerdict(True, rejection=rejection, extraction=result)
 
 
+def room_for(device: Device, ref: DeviceRef, state: DeviceState,
+             wanted: Mapping[str, Fraction] | CapacityProblem
+             ) -> tuple[Reason, Callable[[], Rejection]] | None:
+    """Filter's first stage: None when the device can take the request next to its holders
+    (allows multiple allocations or has none, and the capacity fits), else the reason."""
+    if not device.allow_multiple_allocations and state.holders:
+        def in_use() -> Rejection:
+            holders = ", ".join(sorted({h.claim for h in state.holders}))
+            return Rejection(Reason.IN_USE, f"device {ref} does not allow multiple allocations and "
+                                            f"is allocated to {holders}")
+        return Reason.IN_USE, in_use
+    if isinstance(wanted, CapacityProblem):
+        problem = wanted
+        return Reason.CAPACITY, lambda: Rejection(Reason.CAPACITY, f"device {ref}: {problem.message}")
+    short = fits(device, state.consumed, wanted)
+    if short is not None:
+        found = short
+        return Reason.CAPACITY, lambda: Rejection(
+            Reason.CAPACITY, f"device {ref} has not enough capacity left: {found.message}")
+    return None
+
+
+def _failures(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+              wanted: Mapping[str, Fraction] | CapacityProblem
+              ) -> Iterator[tuple[Reason, Callable[[], Rejection]]]:
+    """The reasons `device` is not viable, in Filter order, each with its rejection built on demand.
+
+    One definition of Filter for both callers: `check_device` (every reason, with the
+    sentences) and `first_reason` (the reason the scheduler reports and counts, no sentence),
+    which a workload replay asks 100,000s of times.
+    """
+    if verdict.pool_level:
+        pool_wide = verdict.rejection
+        assert pool_wide is not None
+        yield pool_wide.reason, lambda: pool_wide
+        return
+    room = room_for(device, ref, state, wanted)
+    if room is not None:
+        yield room
+    if verdict.tracked and state.status is LockStatus.UNRECONSTRUCTABLE:
+        yield Reason.UNKNOWN_LOCK_STATE, lambda: Rejection(
+            Reason.UNKNOWN_LOCK_STATE,
+            describe(Diagnostic.UNKNOWN_LOCK_STATE, device=str(ref), detail=state.reason))
+    if verdict.rejection is not None:
+        rejection: Rejection = verdict.rejection
+        yield rejection.reason, lambda: rejection
+    elif (verdict.tracked and verdict.affinity is not None and state.status is LockStatus.LOCKED
+          and dict(state.lock or {}) != dict(verdict.affinity)):
+        affinity = verdict.affinity
+        yield Reason.LOCK_MISMATCH, lambda: Rejection(
+            Reason.LOCK_MISMATCH, mismatch_message(state, affinity, str(ref)))
+
+
 def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
                  wanted: Mapping[str, Fraction] | CapacityProblem) -> tuple[Rejection, ...]:
     """Every reason `device` is not viable for the request, in the KEP's Filter order.
@@ -284,31 +347,15 @@ def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: Po
     extractor satisfied, 5 lock empty or equal to the request's map. The first reason
     is the one the scheduler reports and counts; empty means viable.
     """
-    if verdict.pool_level:
-        assert verdict.rejection is not None
-        return (verdict.rejection,)
-    name = str(ref)
-    reasons: list[Rejection] = []
-    if not device.allow_multiple_allocations and state.holders:
-        holders = ", ".join(sorted({h.claim for h in state.holders}))
-        reasons.append(Rejection(Reason.IN_USE, f"device {name} does not allow multiple allocations and "
-                                                f"is allocated to {holders}"))
-    elif isinstance(wanted, CapacityProblem):
-        reasons.append(Rejection(Reason.CAPACITY, f"device {name}: {wanted.message}"))
-    else:
-        short = fits(device, state.consumed, wanted)
-        if short is not None:
-            reasons.append(Rejection(Reason.CAPACITY, f"device {name} has not enough capacity left: "
-                                                      f"{short.message}"))
-    if verdict.tracked and state.status is LockStatus.UNRECONSTRUCTABLE:
-        reasons.append(Rejection(Reason.UNKNOWN_LOCK_STATE,
-                                 describe(Diagnostic.UNKNOWN_LOCK_STATE, device=name, detail=state.reason)))
-    if verdict.rejection is not None:
-        reasons.append(verdict.rejection)
-    elif (verdict.tracked and verdict.affinity is not None and state.status is LockStatus.LOCKED
-          and dict(state.lock or {}) != dict(verdict.affinity)):
-        reasons.append(Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, verdict.affinity, name)))
-    return tuple(reasons)
+    return tuple(build() for _, build in _failures(device, ref, state, verdict, wanted))
+
+
+def first_reason(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+                 wanted: Mapping[str, Fraction] | CapacityProblem) -> Reason | None:
+    """The first reason of `check_device` (None: viable), without building any message."""
+    for reason, _ in _failures(device, ref, state, verdict, wanted):
+        return reason
+    return None
 
 
 # -- device choice ----------------------------------------------------------------------------

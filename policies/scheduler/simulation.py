@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import Finding, PoolRef
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
 from dra_affinity.policies.model.resources import (
     Device,
     DeviceClass,
@@ -813,6 +813,39 @@ class SimulationRun:
         return tuple(self._run.notes)
 
 
+def new_run(
+    slices: Sequence[ResourceSlice],
+    claims: Sequence[ResourceClaim],
+    *,
+    mode: Mode,
+    feature_gate: bool,
+    limits: Limits,
+    pools: Sequence[str] = (),
+    classes: Sequence[DeviceClass] = (),
+    candidate: CandidateFilter | None = None,
+    detail: Detail = Detail.DEVICES,
+) -> _Run:
+    """Pools gathered, devices listed and every lock reconstructed from the bound claims: the
+    start of a simulation, and of a workload replay (`scheduler.replay`)."""
+    filters = [Filters(pool=p) for p in pools]
+    built = build_pools(slices, limits)
+    run = _Run(
+        pools=built,
+        summaries={ref: to_extraction_pool(pool) for ref, pool in built.items()},
+        claims={c.qualified_name: c for c in claims},
+        mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
+        pool_ok=lambda ref: not filters or any(f.pool_ok(ref) for f in filters),
+        candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
+    )
+    for ref, pool in built.items():
+        if run.pool_ok(ref):  # pools left out by `pools` are not simulated at all
+            for device, _ in pool.devices:
+                run.devices.setdefault(DeviceRef(ref.driver, ref.name, device.name), device)
+    run.build_index()
+    run.reconstruct()
+    return run
+
+
 def start(
     slices: Sequence[ResourceSlice],
     claims: Sequence[ResourceClaim],
@@ -838,22 +871,8 @@ def start(
     problems = check_steps(steps, claims)
     if problems:
         return problems
-    filters = [Filters(pool=p) for p in pools]
-    built = build_pools(slices, limits)
-    run = _Run(
-        pools=built,
-        summaries={ref: to_extraction_pool(pool) for ref, pool in built.items()},
-        claims={c.qualified_name: c for c in claims},
-        mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
-        pool_ok=lambda ref: not filters or any(f.pool_ok(ref) for f in filters),
-        candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
-    )
-    for ref, pool in built.items():
-        if run.pool_ok(ref):  # pools left out by `pools` are not simulated at all
-            for device, _ in pool.devices:
-                run.devices.setdefault(DeviceRef(ref.driver, ref.name, device.name), device)
-    run.build_index()
-    run.reconstruct()
+    run = new_run(slices, claims, mode=mode, feature_gate=feature_gate, limits=limits, pools=pools,
+                  classes=classes, candidate=candidate, detail=detail)
     findings = tuple(f for c in claims for f in claim_problems(c))
     return SimulationRun(run, steps, findings)
 
