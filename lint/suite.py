@@ -40,6 +40,21 @@ reason it must stay unschedulable:
           mlx5-0: {state: locked, lock: {pkey: pkey-0x8001}}
         metrics: {sharing_affinity_lock_conflict_total: 1}   # optional, exact values
 
+A case with `workload:` replays a workload file (docs/simulate.md) and checks expectations
+on its fragmentation report, so a driver's CI fails when a change makes its reference
+workload fragment:
+
+      - name: 20 subnets fit the NIC pools
+        workload: ../capacity/nic-20-subnets.yaml   # relative to the suite file
+        modes: [alpha, beta]              # optional (default: the modes the expectations name,
+                                          # else alpha)
+        featureGate: true                 # optional
+        pools: [nic.example.com/node-1]   # optional
+        expect:
+          - beta.pending <= 0
+          - beta.stranded <= 5%
+          - beta.peakPending <= alpha.peakPending   # beta no worse than alpha
+
 The suite is checked with a JSON schema first, so a typo in a key is a located
 error instead of a silently ignored expectation.
 """
@@ -48,7 +63,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dra_affinity.lint.workload_expect import Expectation
+    from dra_affinity.lint.workload_file import WorkloadFile
 
 OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
             "pool-incomplete"]
@@ -140,6 +159,20 @@ _SIMULATION_CASE: dict[str, Any] = {
     },
 }
 
+_WORKLOAD_CASE: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "workload", "expect"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string"},
+        "workload": {"type": "string"},
+        "modes": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": ["alpha", "beta"]}},
+        "featureGate": {"enum": [True, False, "on", "off"]},
+        "pools": {"type": "array", "items": {"type": "string"}},
+        "expect": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+    },
+}
+
 SUITE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["cases"],
@@ -155,10 +188,15 @@ SUITE_SCHEMA: dict[str, Any] = {
             "type": "array",
             "minItems": 1,
             "items": {
-                # `allocate:` makes a case a lock simulation; any other case is an extraction case
+                # `allocate:` makes a case a lock simulation, `workload:` a workload replay; any
+                # other case is an extraction case
                 "if": {"type": "object", "required": ["allocate"]},
                 "then": _SIMULATION_CASE,
-                "else": _EXTRACTION_CASE,
+                "else": {
+                    "if": {"type": "object", "required": ["workload"]},
+                    "then": _WORKLOAD_CASE,
+                    "else": _EXTRACTION_CASE,
+                },
             },
         },
     },
@@ -208,13 +246,26 @@ class SimulationCase:
 
 
 @dataclass(frozen=True)
+class WorkloadCase:
+    """A workload replay and the expectations its report must meet (in each of `modes`)."""
+
+    name: str
+    workload: WorkloadFile
+    modes: tuple[str, ...]
+    expect: tuple[Expectation, ...]
+    feature_gate: bool = True
+    pools: tuple[str, ...] = ()
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Suite:
     path: Path
     name: str
     kubernetes_version: str | None
     resources: tuple[Path, ...]
     objects: tuple[dict[str, Any], ...]
-    cases: tuple[Case | SimulationCase, ...] = field(default=())
+    cases: tuple[Case | SimulationCase | WorkloadCase, ...] = field(default=())
 
 
 def load_suite(path: Path) -> Suite:
@@ -244,7 +295,7 @@ def load_suite(path: Path) -> Suite:
         raise SuiteError(f"{where}: {rendered}: {error.message}")
     data = doc.data
     base = path.parent
-    cases: list[Case | SimulationCase] = []
+    cases: list[Case | SimulationCase | WorkloadCase] = []
     for i, c in enumerate(data["cases"]):
         pos = doc.source.locate(("cases", i))
         line = pos.line if pos else None
@@ -257,6 +308,9 @@ def load_suite(path: Path) -> Suite:
                                      "claim must go) or `unschedulable:` (why it must stay pending)")
             cases.append(_simulation_case(c, line))
             continue
+        if "workload" in c:
+            cases.append(_workload_case(path, doc.source, i, c, line))
+            continue
         cases.append(Case(name=c["name"], claim=c["claim"], request=c.get("request"),
                           pool=c.get("pool"), expect=c["expect"], line=line))
     version = data.get("kubernetesVersion")
@@ -268,6 +322,39 @@ def load_suite(path: Path) -> Suite:
         objects=tuple(data.get("objects", [])),
         cases=tuple(cases),
     )
+
+
+def _workload_case(path: Path, source: Any, i: int, data: dict[str, Any], line: int | None) -> WorkloadCase:
+    from dra_affinity.lint.workload_expect import ExpectationError, parse_expectation
+    from dra_affinity.lint.workload_file import WorkloadFileError, load_workload
+
+    def located(field_path: tuple[str | int, ...], message: str) -> SuiteError:
+        pos = source.locate(field_path)
+        where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
+        return SuiteError(f"{where}: {'.'.join(str(p) for p in field_path)}: {message}")
+
+    target = path.parent / data["workload"]
+    if not target.is_file():
+        raise located(("cases", i, "workload"), f"no workload file {str(target)!r}")
+    try:
+        workload = load_workload(target)
+    except WorkloadFileError as exc:
+        raise SuiteError(str(exc)) from None
+    expect = []
+    for j, text in enumerate(data["expect"]):
+        try:
+            expect.append(parse_expectation(text))
+        except ExpectationError as exc:
+            raise located(("cases", i, "expect", j), str(exc)) from None
+    named = sorted({m.value for e in expect for m in e.modes})
+    modes = tuple(data.get("modes") or named or ["alpha"])
+    missing = [m for m in named if m not in modes]
+    if missing:
+        raise located(("cases", i, "modes"), f"the expectations name mode {missing[0]!r}, which the case "
+                                             "does not run")
+    gate = data.get("featureGate", True)
+    return WorkloadCase(name=data["name"], workload=workload, modes=modes, expect=tuple(expect),
+                        feature_gate=gate in (True, "on"), pools=tuple(data.get("pools", [])), line=line)
 
 
 def _simulation_case(data: dict[str, Any], line: int | None) -> SimulationCase:

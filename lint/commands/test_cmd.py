@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 import click
 from dra_affinity.lint.options import FormatCommand, load_settings, output_specs, report_options
 from dra_affinity.lint.reporters.run import ExtraRule
-from dra_affinity.lint.suite import Case, SimulationCase, SimulationStep, Suite, SuiteError, load_suite
+from dra_affinity.lint.suite import (
+    Case,
+    SimulationCase,
+    SimulationStep,
+    Suite,
+    SuiteError,
+    WorkloadCase,
+    load_suite,
+)
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice
 from dra_affinity.policies.scheduler.extraction import ExtractionResult
@@ -25,7 +33,7 @@ if TYPE_CHECKING:
 class CaseResult:
     suite: str
     file: str
-    case: Case | SimulationCase
+    case: Case | SimulationCase | WorkloadCase
     passed: bool
     failures: tuple[str, ...]
 
@@ -105,6 +113,29 @@ def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) 
     return failures
 
 
+def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> list[str]:
+    """Replay the case's workload in each of its modes and check every expectation."""
+    from dra_affinity.lint.inputs import load_objects
+    from dra_affinity.policies.scheduler.locks import Mode
+    from dra_affinity.policies.scheduler.replay import ReplayReport, replay
+
+    extra = load_objects([str(p) for p in case.workload.resources]) if case.workload.resources else None
+    slices = [*objects.slices, *(extra.slices if extra else [])]
+    claims = [*objects.claims, *(extra.claims if extra else [])]
+    classes = [*objects.classes, *(extra.classes if extra else [])]
+    problems = [*objects.problems, *((f.message for f in extra.findings) if extra else ()),
+                *(extra.usage_errors if extra else ())]
+    reports: dict[Mode, ReplayReport] = {}
+    for mode in (Mode(m) for m in case.modes):
+        result = replay(slices, claims, case.workload.workload, mode=mode, feature_gate=case.feature_gate,
+                        kubernetes_version=version, pools=case.pools, classes=classes)
+        if isinstance(result, list):
+            hint = f" (input problems: {'; '.join(problems)})" if problems else ""
+            return [f"{case.workload.where(p.path)}: {p.message}{hint}" for p in result]
+        reports[mode] = result
+    return [f for e in case.expect for f in e.failures(reports)]
+
+
 def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
     from dra_affinity.policies.scheduler.simulation import device_matches
 
@@ -172,6 +203,10 @@ def run_suite(suite: Suite) -> list[CaseResult]:
         failures: list[str] = []
         if isinstance(case, SimulationCase):
             failures = _simulation_failures(case, base.add(case.objects, str(suite.path)), version)
+            out.append(CaseResult(suite.name, str(suite.path), case, not failures, tuple(failures)))
+            continue
+        if isinstance(case, WorkloadCase):
+            failures = _workload_failures(case, base, version)
             out.append(CaseResult(suite.name, str(suite.path), case, not failures, tuple(failures)))
             continue
         assert report is not None
@@ -250,7 +285,8 @@ def _json(results: list[CaseResult]) -> str:
 def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], output: tuple[str, ...],
          config_path: str | None) -> None:
     """Run test SUITES: each names slices, claims and the expected outcome per claim/request/pool,
-    or (`allocate:` cases) the device each claim of a lock simulation must get.
+    or (`allocate:` cases) the device each claim of a lock simulation must get, or (`workload:`
+    cases) bounds on a workload replay's fragmentation report (e.g. `beta.stranded <= 5%`).
 
     Exit code 1 when a case fails, 2 when a suite file is unusable.
     """

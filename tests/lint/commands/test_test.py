@@ -71,3 +71,21 @@ def test_unusable_suite_is_a_located_usage_error(tmp_path: Path) -> None:
     assert "typo.yaml:4:" in out.err
     assert "afinity" in out.err
     assert run("test", str(tmp_path / "none.yaml")).code == 2
+
+
+def test_workload_cases_check_the_fragmentation_report(tmp_path: Path) -> None:
+    passing = run("test", "examples/suites/capacity.yaml")
+    assert passing.code == 0, passing.out
+    assert "2 passed, 0 failed" in passing.out
+    suite = tmp_path / "suite.yaml"
+    workload = REPO / "examples/capacity/nic-20-subnets.yaml"
+    suite.write_text(f"resources: [{REPO / 'examples/capacity/nic-pool.yaml'}]\ncases:\n"
+                     f"  - name: alpha must not strand\n    workload: {workload}\n"
+                     "    expect: [alpha.peakStranded <= 5%, pending <= 0, placed >= 1]\n")
+    failing = run("test", str(suite))
+    assert failing.code == 1
+    assert "alpha.peakStranded <= 5%: alpha.peakStranded is 69.27%, not <= 5%" in failing.out
+    assert "pending <= 0: alpha.pending is 1, not <= 0" in failing.out
+    suite.write_text(suite.read_text().replace("placed >= 1", "beta.placed >= alpha.plced"))
+    unusable = run("test", str(suite))
+    assert unusable.code == 2 and f"{suite}:5:" in unusable.err and "unknown metric 'plced'" in unusable.err
