@@ -32,7 +32,7 @@ import itertools
 import time as wallclock
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
@@ -48,7 +48,7 @@ from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.candidates import SelectorError, pool_is_candidate
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits
 from dra_affinity.policies.scheduler.capacity import total as _sums
-from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
+from dra_affinity.policies.scheduler.extraction import ExtractionResult
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
@@ -182,9 +182,6 @@ class ReplayReport:
 # -- the replay -------------------------------------------------------------------------------
 
 
-_POOL_FREE = frozenset({Outcome.OK, Outcome.NOT_SATISFIED, Outcome.NOT_APPLICABLE})
-"""Extraction outcomes whose result names no pool in a message: shareable between pools."""
-
 _UNTRACKED = "untracked"
 _UNKNOWN = "unknown"
 Bucket = tuple[str, LockKey]
@@ -273,7 +270,6 @@ class _Replay:
         self.positions: dict[DeviceRef, tuple[Device, int]] = {}
         self.by_position: list[DeviceRef] = [ref for rows in self.pool_devices.values() for _, ref, _ in rows]
         self.plans: dict[tuple[int, str], _Plan | Rejection] = {}
-        self.shared: dict[tuple[int, str, object], ExtractionResult] = {}
         for rows in self.pool_devices.values():
             for device, ref, position in rows:
                 self.positions[ref] = (device, position)
@@ -319,18 +315,9 @@ class _Replay:
         return found
 
     def extraction(self, variant: Variant, request: str, pool: Pool) -> ExtractionResult:
-        """Once per (variant, request, extractor set): pools publishing the same extractors give
-        the same outcome, so an outcome that names no pool is shared (50 pools: one extraction)."""
-        summary = self.run.summaries[pool.ref]
-        shape = (tuple((e.extractor.name, e.extractor.expression) for e in summary.extractors),
-                 summary.complete, summary.duplicate_keys, summary.total_cost)
-        key = (variant.index, request, shape)
-        shared = self.shared.get(key)
-        if shared is not None and shared.outcome in _POOL_FREE:
-            return replace(shared, pool=pool.ref)
-        result = self.run.extraction(variant.claim, request, pool.ref, f"variant {variant.index}")
-        self.shared[key] = result
-        return result
+        """Through the run's memo (by extractors and config contents): once per variant, request
+        and extractor set, however many copies arrive and pools publish the same extractors."""
+        return self.run.extraction(variant.claim, request, pool.ref)
 
     def demand(self, template: int, request: DeviceRequest, device: Device, ref: DeviceRef
                ) -> Mapping[str, Fraction] | CapacityProblem:
@@ -642,7 +629,7 @@ def _count(lists: Sequence[Sequence[int]], before: int | None) -> int:
 
 
 def _copy_name(variant: Variant, arrival: Arrival) -> str:
-    return f"{variant.claim.namespace}/{variant.claim.name}-{arrival.index + 1}"
+    return f"{variant.template_claim}-{arrival.index + 1}"
 
 
 # -- snapshots --------------------------------------------------------------------------------
@@ -897,6 +884,6 @@ def replay(
         duration=end, placed=len(placed_at), departed=departed, pending=pending,
         waits=_waits(waits, immediate), final=final, series=tuple(series), metrics=metrics,
         devices=devices, pending_reasons=tuple(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
-        extractions=len(run.extractions), elapsed=wallclock.perf_counter() - started,
+        extractions=run.memo.misses if run.memo else 0, elapsed=wallclock.perf_counter() - started,
         notes=tuple(run.notes),
     )

@@ -105,6 +105,10 @@ class Variant:
     template: int
     values: tuple[str, ...]
     claim: ResourceClaim
+    """The template's claim with these values, named `<name>~<n>` (one name per content, as the
+    extraction memo and every cache keyed by claim name expect)."""
+    template_claim: str
+    """`namespace/name` of the template: the copies are named after it (`<name>-<arrival>`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +160,8 @@ def variants(workload: Workload, claims: Mapping[str, ResourceClaim]
                 problems.append(built)
                 break
             index[(t, combo)] = len(out)
-            out.append(Variant(len(out), t, values, built))
+            named = replace(built, name=f"{claim.name}~{len(out)}")
+            out.append(Variant(len(out), t, values, named, claim.qualified_name))
     return problems or (out, index)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler import simulation
+from dra_affinity.policies.scheduler import extraction
 from dra_affinity.policies.scheduler.locks import LockStatus, Mode
 from dra_affinity.policies.scheduler.replay import ReplayReport, replay
 from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, Step, simulate
@@ -195,7 +195,7 @@ def test_copies_never_extract_or_compile_again(monkeypatch: pytest.MonkeyPatch) 
 
     extracted: list[str] = []
     compiled: list[str] = []
-    real_extract = simulation.extract
+    real_extract = extraction.extract
     real_compile = scheduler_cel.compile_expression
 
     def counting_extract(*args: Any, **kwargs: Any) -> Any:
@@ -206,7 +206,7 @@ def test_copies_never_extract_or_compile_again(monkeypatch: pytest.MonkeyPatch) 
         compiled.append(expression)
         return real_compile(expression, *args, **kwargs)
 
-    monkeypatch.setattr(simulation, "extract", counting_extract)
+    monkeypatch.setattr(extraction, "extract", counting_extract)
     monkeypatch.setattr(scheduler_cel, "compile_expression", counting_compile)
     slices, templates = model([*pool_slices(5, 2, 16), claim_doc()])
     values = [f"s{k}" for k in range(4)]
