@@ -128,6 +128,8 @@ class LockBook:
         for ref in sorted(grouped):
             book._load_pool(ref)
         for claim in claims:
+            if claim.kind != "ResourceClaim":
+                continue  # a template holds nothing and is not scheduled
             book.claims[claim.qualified_name] = claim
             book._bind(claim)
         for dref in book.devices:
@@ -157,6 +159,8 @@ class LockBook:
 
     def put_claim(self, claim: ResourceClaim) -> None:
         """A claim added or changed (allocated, released, re-configured)."""
+        if claim.kind != "ResourceClaim":
+            return
         name = claim.qualified_name
         touched = set(self._unbind(name))
         self.claims[name] = claim
@@ -205,6 +209,14 @@ class LockBook:
 
     def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
         """SPEC §5 for (claim, request, pool), once per triple and once per content."""
+        result = self._shared_extraction(claim, request, ref)
+        if result.claim == claim.qualified_name and result.pool == ref:
+            return result
+        return replace(result, claim=claim.qualified_name, pool=ref)
+
+    def _shared_extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
+        """The extraction as memoised: its outcome and map are this claim's, its names may be
+        another's (reconstruction reads only the outcome and the map)."""
         per_claim = self._extractions.setdefault(claim.qualified_name, {})
         key = (request, ref)
         cached = per_claim.get(key)
@@ -214,7 +226,7 @@ class LockBook:
         memo_key = _memo_key(claim, request, summary)
         shared = self._memo.get(memo_key) if memo_key is not None else None
         if shared is not None:
-            result = replace(shared, claim=claim.qualified_name, pool=ref)
+            result = shared
         else:
             result = extract(claim, request, summary, kubernetes_version=self.kubernetes_version)
             self.evaluations += len(result.evaluations)
@@ -300,7 +312,7 @@ class LockBook:
             self.states[ref] = DeviceState(LockStatus.UNTRACKED, holders=tuple(holders))
             return
         self.states[ref] = locks.reconstruct(
-            [(h, self.extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
+            [(h, self._shared_extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
 
 
 def _memo_key(claim: ResourceClaim, request: str, pool: ExtractionPool) -> _MemoKey | None:

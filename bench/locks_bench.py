@@ -1,0 +1,115 @@
+"""Benchmark of `locks`, `explain` and the exporter's event application at cluster scale.
+
+Issue 16's targets, on a generated cluster (bench/gen_cluster.py: 10,000 devices in 500
+pools, 100,000 allocated claims): `locks` and `explain` each answer in <= 10 s with <= 1 GiB
+RSS, and the exporter applies one watch event in <= 5 ms on average. Each command runs as
+the installed console script in its own process (wall time and peak RSS from `wait4`); the
+exporter's figure is measured in-process on a `LockExporter` built from the same objects,
+applying a mix of claim allocations, releases and slice generation changes. Prints figures,
+never asserts on them.
+
+Run: `python bench/locks_bench.py [--devices N] [--pools N] [--claims N] [--events N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_cluster import claim, driver_of, generate, pool_slices
+
+SCRIPT = Path(sys.executable).with_name("dra-affinity")
+
+
+def _timed(*args: str) -> tuple[float, float, int]:
+    """(wall seconds, peak RSS MiB, exit code) of one console-script run."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([str(SCRIPT), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    return wall, usage.ru_maxrss / 1024, proc.returncode
+
+
+def _exporter_events(doc: dict[str, Any], events: int, pools: int,
+                     per_pool: int) -> tuple[float, float, float]:
+    """(build seconds, mean ms per event, max ms) for `events` watch events on a built exporter."""
+    from dra_affinity.lint.exporter import LockExporter
+
+    exporter = LockExporter(api_factory=lambda plural: None)  # type: ignore[arg-type, return-value]
+    plural = {"ResourceSlice": "resourceslices", "DeviceClass": "deviceclasses",
+              "ResourceClaim": "resourceclaims"}
+    by_kind: dict[str, list[dict[str, Any]]] = {name: [] for name in plural.values()}
+    for n, item in enumerate(doc["items"]):
+        item.setdefault("metadata", {})["resourceVersion"] = str(n + 1)
+        by_kind[plural[item["kind"]]].append(item)
+    started = time.perf_counter()
+    for name in ("resourceslices", "deviceclasses", "resourceclaims"):
+        exporter._replace(name, by_kind[name])
+    built = time.perf_counter() - started
+    timings: list[float] = []
+    for n in range(events):
+        p, d = n % pools, (n * 7) % per_pool
+        driver, node = driver_of(p), f"node-{p:04d}"
+        if n % 10 == 9:  # a slice changes generation (its pool is gathered again)
+            obj, kind, name = pool_slices(p, per_pool, generation=2 + n)[1], "MODIFIED", "resourceslices"
+        elif n % 2 == 0:  # a new claim allocated to a device
+            obj = claim(f"bench-{n}", "bench", driver, {"subnet": "subnet-1", "tenant": "team-1"},
+                        (node, f"nic-{d:03d}"))
+            kind, name = "ADDED", "resourceclaims"
+        else:  # the previous one released
+            obj = claim(f"bench-{n - 1}", "bench", driver, {"subnet": "subnet-1", "tenant": "team-1"}, None)
+            kind, name = "MODIFIED", "resourceclaims"
+        started = time.perf_counter()
+        exporter.apply(name, kind, obj)
+        timings.append(time.perf_counter() - started)
+    return built, 1000 * sum(timings) / len(timings), 1000 * max(timings)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", type=int, default=10_000)
+    parser.add_argument("--pools", type=int, default=500)
+    parser.add_argument("--claims", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=1_000)
+    args = parser.parse_args()
+    load = os.getloadavg()
+    print(f"cluster: {args.devices} devices, {args.pools} pools, {args.claims} allocated claims; "
+          f"load average {load[0]:.1f} on {os.cpu_count()} cores")
+    doc = generate(args.devices, args.pools, args.claims)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cluster.json"
+        path.write_text(json.dumps(doc))
+        size = path.stat().st_size / 2**20
+        started = time.perf_counter()
+        json.loads(path.read_text())
+        floor = time.perf_counter() - started
+        print(f"dump: {size:.0f} MiB of JSON; bare json.loads {floor:.2f} s")
+        rows = [("locks --format json", ["locks", str(path), "--format", "json"]),
+                ("locks --format prometheus", ["locks", str(path), "--format", "prometheus"]),
+                ("explain (pending claim)",
+                 ["explain", "pending/pending-0000", str(path), "--format", "json"]),
+                ("explain (allocated claim)", ["explain", "ns-00/claim-000000", str(path)])]
+        print(f"{'command':32} {'wall s':>8} {'x json.loads':>12} {'us/claim':>9} {'peak RSS MiB':>13} "
+              f"{'exit':>5}   target <= 10 s, <= 1024 MiB")
+        for label, argv in rows:
+            wall, rss, code = _timed(*argv)
+            print(f"{label:32} {wall:8.2f} {wall / floor:12.1f} {1e6 * wall / max(args.claims, 1):9.0f} "
+                  f"{rss:13.0f} {code:5d}")
+    built, mean, worst = _exporter_events(doc, args.events, args.pools, max(args.devices // args.pools, 1))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"exporter: initial reconstruction {built:.2f} s; {args.events} watch events: mean {mean:.3f} ms, "
+          f"max {worst:.1f} ms per event (target mean <= 5 ms); bench process peak RSS {rss:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
