@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.context import SliceContext
+from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
@@ -23,11 +22,10 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
             )
 
 
-RULE = Rule(
+RULE = SliceRule(
     id="SA208",
     slug="unbounded-format",
     severity=Severity.WARNING,
-    scope=Scope.SLICE,
     summary="a string.format() clause has a precision so large its output is unbounded in practice",
     description=(
         "`'%.999999999f'.format([x])` prints a billion digits. cel-go's runtime cost tracker "
@@ -37,8 +35,16 @@ RULE = Rule(
         "tool refuses to render a clause above precision 1000 when it evaluates, and reports "
         "the verb here."
     ),
-    bad_example="expression: '\"%.999999999f\".format([1.0])'",
-    good_example="expression: '\"%.2f\".format([1.0])'",
+    bad_example=(
+        "sharingAffinity:\n"
+        "- name: rate\n"
+        "  expression: '\"%.999999999f\".format([object.rate])'"
+    ),
+    good_example=(
+        "sharingAffinity:\n"
+        "- name: rate\n"
+        "  expression: '\"%.2f\".format([object.rate])'"
+    ),
     check=check,
     ratchets=True,
 )
