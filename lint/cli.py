@@ -7,7 +7,6 @@ pre-commit run of `lint` never pay for Flask, gunicorn or the CEL engine.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 
 import click
 
@@ -54,14 +53,25 @@ class LazyGroup(click.Group):
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~40 ms: only for --version
+
     try:
         return version("dra-affinity")
     except PackageNotFoundError:  # running from a source tree without installing
         return "0+unknown"
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """click's `version_option` output, with the version looked up only when asked for."""
+    if not value or ctx.resilient_parsing:
+        return
+    click.echo(f"dra-affinity, version {_version()}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(_version(), "--version", "-V", prog_name="dra-affinity")
+@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and exit.")
 def main() -> None:
     """Lint and validate Kubernetes DRA ResourceSlice `sharingAffinity` (KEP-5981).
 

@@ -9,7 +9,7 @@ own ids, not schema errors, so that each keeps its rule id and message.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -264,8 +264,55 @@ def _error_path(error: ValidationError) -> FieldPath:
     return path
 
 
+_JSON_TYPES: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "object": lambda v: isinstance(v, dict),
+    "array": lambda v: isinstance(v, list),
+    "null": lambda v: v is None,
+}
+"""The types a conforming value can have, strictly: anything else (a float for `integer`, a
+YAML timestamp) is left to jsonschema, which knows the exact rules."""
+
+_KEYWORDS = frozenset({"type", "properties", "required", "items", "additionalProperties"})
+
+
+def _conforms(value: object, schema: Mapping[str, Any]) -> bool:
+    """True only when `value` certainly satisfies `schema` (the subset of keywords ours use).
+
+    Why: importing jsonschema costs ~100 ms of a one-file lint's start-up, and nearly every
+    object conforms. False means "ask jsonschema", which then words the violations; a keyword
+    outside `_KEYWORDS` always does, so this can only ever skip work, never a violation.
+    """
+    if not _KEYWORDS.issuperset(schema):
+        return False
+    wanted = schema.get("type")
+    if wanted is not None:
+        names = [wanted] if isinstance(wanted, str) else wanted
+        if not any(name in _JSON_TYPES and _JSON_TYPES[name](value) for name in names):
+            return False
+    if isinstance(value, dict):
+        if any(key not in value for key in schema.get("required", ())):
+            return False
+        properties: Mapping[str, Any] = schema.get("properties", {})
+        extra = schema.get("additionalProperties", True)
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is not None:
+                if not _conforms(item, sub):
+                    return False
+            elif extra is False or (isinstance(extra, Mapping) and not _conforms(item, extra)):
+                return False
+    if isinstance(value, list) and "items" in schema:
+        return all(_conforms(item, schema["items"]) for item in value)
+    return True
+
+
 def validate(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
     """Yield every structural violation of `document`, deepest-first order irrelevant."""
+    if _conforms(document, SCHEMAS[kind]):
+        return
     errors = _validator(kind).iter_errors(document)
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
         yield SchemaViolation(_error_path(error), _describe(error))
