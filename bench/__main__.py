@@ -109,7 +109,7 @@ def bench_cold(sizes: Sequence[int], tmp: Path) -> list[Row]:
              ("lint --help", [str(BIN), "lint", "--help"]), ("lint one file", [str(BIN), "lint", str(small)]))
     for case, cmd in cases:
         results = sorted((measure(cmd) for _ in range(runs)), key=lambda m: m.wall)
-        rows.append(_row("cold", case, runs, "runs", results[len(results) // 2]))
+        rows.append(_row("cold", case, 1, f"run (median of {runs})", results[len(results) // 2]))
     return rows
 
 
@@ -213,14 +213,16 @@ def _load() -> str:
 
 
 def render(rows: Sequence[Row], old: dict[str, dict[str, float]] | None = None) -> str:
-    head = ["bench", "case", "size", "wall s", "cpu s", "ms/unit", "RSS MB", "exit", "notes"]
+    head = ["bench", "case", "size", "wall s", "cpu s", "wall ms/unit", "cpu ms/unit", "RSS MB", "exit",
+            "notes"]
     if old is not None:
         head.insert(4, "old wall s")
     table = [head]
     for r in rows:
         notes = ", ".join(f"{k} {v}" for k, v in r.extra.items() if k != "output")
         cells = [r.bench, r.case, f"{r.size} {r.unit}", f"{r.wall:.2f}", f"{r.cpu:.2f}",
-                 f"{r.per_unit_ms:.3f}", f"{r.rss_mb:.0f}", str(r.code), notes]
+                 f"{r.per_unit_ms:.3f}", f"{r.cpu / r.size * 1e3 if r.size else 0.0:.3f}", f"{r.rss_mb:.0f}",
+                 str(r.code), notes]
         if old is not None:
             before = old.get(r.key)
             ratio = "-"

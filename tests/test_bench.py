@@ -30,3 +30,11 @@ def test_bench_runs_writes_json_and_compares(tmp_path: Path) -> None:
                    "--compare", str(first))
     assert again.returncode == 0, again.stderr
     assert "old wall s" in again.stdout and "x)" in again.stdout
+
+
+def test_the_performance_page_shows_the_command_and_its_options_exist() -> None:
+    page = (REPO / "docs" / "performance.md").read_text()
+    usage = _bench("--help").stdout
+    assert "python -m bench --quick" in page
+    for option in ("--quick", "--only", "--size", "--json", "--compare"):
+        assert option in page and option in usage
