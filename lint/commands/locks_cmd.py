@@ -209,6 +209,46 @@ def render_table(report: LockReport) -> str:
     return "\n".join(lines)
 
 
+# -- html -----------------------------------------------------------------------------------------
+
+
+def render_html(report: LockReport) -> str:
+    """One self-contained page (the renderer `simulate --workload --format html` uses): totals,
+    pools with their lock values and stranded capacity, and every device coloured by its lock."""
+    from dra_affinity.lint.reporters.html_page import Grid, Page, Table, device_cells
+
+    t = report.totals
+    page = Page("Sharing-affinity locks")
+    page.paragraph("Every device's lock as a restarted scheduler reconstructs it from the claims' "
+                   "status.allocation (KEP-5981).")
+    page.heading("Totals")
+    rows = [("sharing_affinity_locked_devices", str(t.locked_devices)),
+            ("sharing_affinity_unreconstructable_devices", str(t.unreconstructable_devices)),
+            *((f"{state} devices", str(n)) for state, n in t.states.items())]
+    page.table(Table(("", "value"), tuple(rows), (False, True)))
+    if report.pools:
+        page.heading("Pools")
+        page.table(Table(
+            ("pool", "node", "clean", "locked", "unreconstructable", "stranded", "locks"),
+            tuple((f"{p.ref.driver}/{p.ref.name}", p.node, *(
+                ("-", "-", "-", "-", f"untracked: {p.untracked}") if p.untracked else (
+                    str(p.states["clean"]), str(p.states["locked"]), str(p.states["unreconstructable"]),
+                    ", ".join(f"{k} {v}" for k, v in p.stranded.items()) or "-",
+                    "; ".join(f"{v.text} ({v.devices})" for v in p.locks) or "-")))
+                  for p in report.pools),
+            (False, False, True, True, True, False, False)))
+    page.heading("Devices")
+    if report.devices:
+        page.paragraph("One square per device, coloured by its lock value; hover for holders and capacity.")
+        page.grids([Grid("devices", device_cells((d.ref, d.state, d.capacity, d.consumed)
+                                                 for d in report.devices))])
+    else:
+        page.paragraph("No device matches.")
+    for note in report.notes:
+        page.paragraph(f"note: {note}")
+    return page.render()
+
+
 @click.command("locks")
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
 @lock_input_options
@@ -221,8 +261,9 @@ def render_table(report: LockReport) -> str:
               help="Only devices this claim holds (a bare name means namespace default); repeatable.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list the devices of pools that keep no lock (untracked).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus"]), default="table",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus", "html"]), default="table",
+              show_default=True,
+              help="html: one self-contained page (device grid coloured by lock value, holders on hover).")
 def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
           chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
           pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],
@@ -255,6 +296,8 @@ def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_co
         from dra_affinity.lint.lock_metrics import exposition
 
         click.echo(exposition(report), nl=False)
+    elif fmt == "html":
+        click.echo(render_html(report), nl=False)
     else:
         click.echo(render_table(report))
     failed = any(f.severity is Severity.ERROR for f in findings)

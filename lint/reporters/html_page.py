@@ -5,16 +5,17 @@ nothing: no script, no stylesheet, no font, no image from anywhere — inline CS
 only, so it opens from a CI artifact, an air-gapped laptop or a mail attachment alike, and a
 Content-Security-Policy of `default-src 'none'` holds. Hover text is the `title` attribute
 (devices: holders, lock, capacity; chart points: the value), which every browser shows without
-JavaScript. Colours are a stable function of the lock value, so the same subnet has the same
-colour in every grid of the page and from one run to the next.
+JavaScript. Lock values get well-separated colours (`palette`), the same value the same colour
+in every grid of the page.
 """
 
 from __future__ import annotations
 
-import hashlib
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, render_map
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -40,13 +41,19 @@ margin-right:4px}
 """
 
 
-def value_colour(value: str) -> str:
-    """A stable, well-spread colour for one lock value (`subnet=subnet-07`)."""
-    digest = hashlib.sha256(value.encode()).digest()
-    hue = int.from_bytes(digest[:2], "big") % 360
-    saturation = 55 + digest[2] % 30
-    lightness = 42 + digest[3] % 20
-    return f"hsl({hue},{saturation}%,{lightness}%)"
+def palette(values: Sequence[str]) -> dict[str, str]:
+    """Well-separated colours for the lock values of one page, in sorted order.
+
+    Hues step by the golden angle, so neighbours in the list never look alike (a hash of the
+    value gave two greens to two of three subnets); the same value has the same colour in
+    every grid of the page.
+    """
+    out = {}
+    for n, value in enumerate(sorted(values)):
+        hue = (n * 137.508) % 360
+        lightness = (45, 60, 35)[n % 3]
+        out[value] = f"hsl({hue:.0f},70%,{lightness}%)"
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +65,8 @@ class Cell:
     value: str = ""
     hover: str = ""
 
-    @property
-    def colour(self) -> str:
-        return value_colour(self.value) if self.value else STATE_COLOURS.get(self.state, "#ffffff")
+    def colour(self, colours: dict[str, str]) -> str:
+        return colours[self.value] if self.value else STATE_COLOURS.get(self.state, "#ffffff")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +135,24 @@ class Page:
         )
 
 
+def device_cells(devices: Iterable[tuple[DeviceRef, DeviceState, Mapping[str, str], Mapping[str, str]]]
+                 ) -> tuple[PoolGrid, ...]:
+    """(device, state, capacity, consumed) grouped by pool: coloured by lock value, with the
+    device, its state, lock, consumption and holders on hover."""
+    pools: dict[str, list[Cell]] = {}
+    for ref, state, capacity, consumed in devices:
+        value = render_map(state.lock) if state.lock else ""
+        holders = sorted({h.claim for h in state.holders})
+        shown = ", ".join(holders[:12]) + (f" and {len(holders) - 12} more" if len(holders) > 12 else "")
+        used = ", ".join(f"{k} {v}/{capacity.get(k, '?')}" for k, v in consumed.items())
+        lines = (str(ref), f"state: {state.status.value}", f"lock: {value}" if value else "", state.reason,
+                 f"consumed: {used}" if used else "", f"holders: {shown}" if holders else "holders: none")
+        hover = "\n".join(x for x in lines if x)
+        cell = Cell(ref.device, state.status.value, value, hover)
+        pools.setdefault(f"{ref.driver}/{ref.pool}", []).append(cell)
+    return tuple(PoolGrid(name, tuple(cells)) for name, cells in pools.items())
+
+
 def render_table(table: Table) -> str:
     numeric = table.numeric or tuple(False for _ in table.headers)
     head = "".join(f"<th>{html.escape(h)}</th>" for h in table.headers)
@@ -144,7 +168,8 @@ def render_table(table: Table) -> str:
 def render_grids(grids: Sequence[Grid]) -> str:
     values = sorted({c.value for g in grids for p in g.pools for c in p.cells if c.value})
     states = sorted({c.state for g in grids for p in g.pools for c in p.cells if not c.value})
-    legend = [f'<span><span class="swatch" style="background:{value_colour(v)}"></span>'
+    colours = palette(values)
+    legend = [f'<span><span class="swatch" style="background:{colours[v]}"></span>'
               f"{html.escape(v)}</span>" for v in values]
     legend += [f'<span><span class="swatch" style="background:{STATE_COLOURS.get(s, "#fff")}"></span>'
                f"{html.escape(s)}</span>" for s in states]
@@ -155,7 +180,7 @@ def render_grids(grids: Sequence[Grid]) -> str:
         for pool in grid.pools:
             cells = "".join(
                 f'<div class="device" data-state="{html.escape(c.state)}" '
-                f'data-value="{html.escape(c.value)}" style="background:{c.colour}" '
+                f'data-value="{html.escape(c.value)}" style="background:{c.colour(colours)}" '
                 f'title="{html.escape(c.hover or c.name)}"></div>'
                 for c in pool.cells)
             out.append(f'<div class="pool"><div class="pool-name">{html.escape(pool.name)}</div>'

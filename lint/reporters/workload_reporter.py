@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dra_affinity.lint.reporters.html_page import Cell, Chart, Grid, Page, PoolGrid, Series, Table
-from dra_affinity.policies.scheduler.locks import METRIC_NAMES, render_map
+from dra_affinity.lint.reporters.html_page import Chart, Grid, Page, Series, Table, device_cells
+from dra_affinity.policies.scheduler.locks import METRIC_NAMES
 from dra_affinity.policies.scheduler.replay import ReplayReport, Snapshot
-from dra_affinity.policies.scheduler.simulation import DeviceReport
 
 Row = tuple[str, Callable[[ReplayReport], float], str]
 """(label, value, format): one line of the side-by-side table."""
@@ -138,23 +137,6 @@ def render_json(reports: Sequence[ReplayReport], seed: int) -> dict[str, Any]:
     return doc
 
 
-def device_cells(devices: Sequence[DeviceReport]) -> tuple[PoolGrid, ...]:
-    """Devices grouped by pool, coloured by lock value, holders and capacity on hover."""
-    pools: dict[str, list[Cell]] = {}
-    for d in devices:
-        value = render_map(d.state.lock) if d.state.lock else ""
-        holders = sorted({h.claim for h in d.state.holders})
-        shown = ", ".join(holders[:12]) + (f" and {len(holders) - 12} more" if len(holders) > 12 else "")
-        consumed = ", ".join(f"{k} {v}/{d.capacity.get(k, '?')}" for k, v in d.consumed.items())
-        hover = "\n".join(x for x in (
-            str(d.ref), f"state: {d.state.status.value}", f"lock: {value}" if value else "",
-            d.state.reason, f"consumed: {consumed}" if consumed else "",
-            f"holders: {shown}" if holders else "holders: none") if x)
-        pools.setdefault(f"{d.ref.driver}/{d.ref.pool}", []).append(
-            Cell(d.ref.device, d.state.status.value, value, hover))
-    return tuple(PoolGrid(name, tuple(cells)) for name, cells in pools.items())
-
-
 def render_html(reports: Sequence[ReplayReport], seed: int) -> str:
     first = reports[0]
     page = Page(f"Capacity plan: {first.workload}")
@@ -181,7 +163,8 @@ def render_html(reports: Sequence[ReplayReport], seed: int) -> str:
             Series(r.mode.value, tuple((s.time, pick(s)) for s in r.series)) for r in reports)))
     page.heading("Devices at the end of the run")
     page.paragraph("One square per device, coloured by its lock value; hover for holders and capacity.")
-    page.grids([Grid(r.mode.value, device_cells(r.devices)) for r in reports])
+    page.grids([Grid(r.mode.value, device_cells((d.ref, d.state, d.capacity, d.consumed) for d in r.devices))
+                for r in reports])
     values = _values(reports)
     if values:
         page.heading("Devices locked per value at end", 3)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from tests.cli import run
 from tests.lint.html.browser import colours, render
+from tests.lint.html.browser import colours as colours_of
 
 
 class _Elements(HTMLParser):
@@ -73,3 +74,26 @@ def test_the_checks_catch_a_broken_page(tmp_path: Path) -> None:
     assert any("undefinedFunction" in line for line in shown.console), shown.console
     distinct, inked = colours(shown.png)
     assert distinct <= 2 and inked < 0.01
+
+
+def test_the_locks_page_renders_in_chromium(tmp_path: Path) -> None:
+    """`locks --format html` uses the same renderer: one square per device, coloured by lock value."""
+    result = run("locks", "examples/cluster/dump.yaml", "--format", "html")
+    assert result.code == 0, result.err
+    page = tmp_path / "locks.html"
+    page.write_text(result.out)
+    shown = render(page, tmp_path, size=(1100, 900))
+    assert shown.console == (), shown.console
+    dom = _Elements()
+    dom.feed(shown.dom)
+    devices = [a for t, a in dom.tags if t == "div" and a.get("class") == "device"]
+    assert sorted((a["data-state"], a["data-value"]) for a in devices) == [
+        ("locked", "subnet=subnet-a"), ("locked", "subnet=subnet-c"), ("locked", "subnet=subnet-c"),
+        ("unreconstructable", "")]
+    legacy = next(a for a in devices if a["data-state"] == "unreconstructable")
+    assert "holders: team-b/legacy" in legacy["title"] and "no value extracted for subnet" in legacy["title"]
+    colours = {a["data-value"]: a["style"] for a in devices if a["data-value"]}
+    assert len(set(colours.values())) == 2
+    assert len(dom.having("table")) == 2
+    distinct, inked = colours_of(shown.png)
+    assert distinct > 10 and inked > 0.02, (distinct, inked)
