@@ -267,13 +267,14 @@ class _Replay:
         """The rooms to move a device in when its state changes."""
         self.unknown: dict[PoolRef, int] = {p.ref: 0 for p in self.pool_list}
         """Unreconstructable devices per pool (beta places on such pools last)."""
-        self.positions: dict[DeviceRef, tuple[Device, int]] = {}
+        self.positions: dict[DeviceRef, tuple[Device, int, PoolRef]] = {}
         self.by_position: list[DeviceRef] = [ref for rows in self.pool_devices.values() for _, ref, _ in rows]
         self.plans: dict[tuple[int, str], _Plan | Rejection] = {}
         for rows in self.pool_devices.values():
             for device, ref, position in rows:
-                self.positions[ref] = (device, position)
+                self.positions[ref] = (device, position, ref.pool_ref)
                 self.unknown[ref.pool_ref] += self.states[ref].status is LockStatus.UNRECONSTRUCTABLE
+        self.unknown_total = sum(self.unknown.values())
         self.candidates: dict[tuple[int, str], list[Pool] | Rejection] = {}
         self.demands: dict[tuple[int, str, DeviceRef], Mapping[str, Fraction] | CapacityProblem] = {}
         self.verdicts: dict[tuple[int, str, PoolRef], PoolVerdict] = {}
@@ -339,11 +340,11 @@ class _Replay:
             for pool in pools:
                 self.watchers.setdefault(pool.ref, []).append(found)
                 for device, ref, position in self.pool_devices[pool.ref]:
-                    self._move(found, device, ref, position)
+                    self._move(found, device, ref, position, pool.ref)
             self.rooms[key] = found
         return found
 
-    def _move(self, room: _Room, device: Device, ref: DeviceRef, position: int) -> None:
+    def _move(self, room: _Room, device: Device, ref: DeviceRef, position: int, pool_ref: PoolRef) -> None:
         """Put `ref` in the bucket its current state gives it for `room`'s request."""
         state = self.states[ref]
         where: Bucket | None
@@ -360,7 +361,7 @@ class _Replay:
         before = room.member.get(ref)
         if before == where:
             return
-        pool_room = room.rooms[room.slot[ref.pool_ref]]
+        pool_room = room.rooms[room.slot[pool_ref]]
         if before is not None:
             pool_room.buckets[before].remove(position)
             _discard(room.everywhere[before], position)
@@ -444,8 +445,7 @@ class _Replay:
         every = request.allocation_mode == "All"
         wanted = 1 if every else max(request.count or 1, 1)
         room = self.room(variant.template, request, plan.pools)
-        if plan.uniform is not None and not every and not (self.mode is Mode.BETA and any(
-                self.unknown[p.ref] for p in plan.pools)):
+        if plan.uniform is not None and not every and not (self.mode is Mode.BETA and self.unknown_total):
             heads: list[Option] | None = self._uniform_heads(room, plan.uniform, wanted)
         else:
             heads = self._pool_heads(room, plan, wanted, every)
@@ -470,7 +470,8 @@ class _Replay:
 
     def _option(self, position: int) -> Option:
         ref = self.by_position[position]
-        return Option(ref, self.states[ref], position, self.unknown[ref.pool_ref] > 0)
+        unknown = self.unknown_total > 0 and self.unknown[self.positions[ref][2]] > 0
+        return Option(ref, self.states[ref], position, unknown)
 
     def _uniform_heads(self, room: _Room, uniform: tuple[bool, LockKey], wanted: int) -> list[Option]:
         """Every candidate pool gives the request the same verdict: look at the cluster-wide buckets."""
@@ -530,11 +531,14 @@ class _Replay:
         """The one place a device's state changes: the rooms watching its pool follow."""
         old = self.states[ref]
         self.states[ref] = state
-        self.unknown[ref.pool_ref] += (state.status is LockStatus.UNRECONSTRUCTABLE) - \
-            (old.status is LockStatus.UNRECONSTRUCTABLE)
-        device, position = self.positions[ref]
-        for room in self.watchers.get(ref.pool_ref, ()):
-            self._move(room, device, ref, position)
+        device, position, pool_ref = self.positions[ref]
+        if state.status is not old.status:
+            unknown = LockStatus.UNRECONSTRUCTABLE
+            moved = (state.status is unknown) - (old.status is unknown)
+            self.unknown[pool_ref] += moved
+            self.unknown_total += moved
+        for room in self.watchers.get(pool_ref, ()):
+            self._move(room, device, ref, position, pool_ref)
 
     def try_place(self, arrival: Arrival) -> Rejection | None:
         """Place every request of one copy, or nothing (the devices it had taken are given back)."""
