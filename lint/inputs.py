@@ -32,6 +32,8 @@ class Input:
     usage_errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     files: int = 0
+    texts: dict[str, str] = field(default_factory=dict)
+    """Each file's text by name, as the loader read it (stdin too; none for a cluster)."""
 
 
 def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> Input:
@@ -51,6 +53,7 @@ def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> 
         findings=list(loaded.findings),
         usage_errors=list(loaded.usage_errors),
         files=loaded.files,
+        texts=loaded.texts,
     )
 
 

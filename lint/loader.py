@@ -72,12 +72,20 @@ class LoadedDocument:
 
 @dataclass(slots=True)
 class LoadResult:
-    """Everything the loader produced; `files` counts the files (and stdin) actually read."""
+    """Everything the loader produced; `files` counts the files (and stdin) actually read.
+
+    `texts` keeps each file's text by the name its findings carry (`<stdin>` included), so
+    what needs the text after loading — suppression comments, positions inside an expression —
+    reads it from here: every file is read once, and stdin (which can only be read once) works
+    like any file. A file that is not text is kept decoded with U+FFFD for its bad bytes, so a
+    suppression comment in it is still seen.
+    """
 
     documents: list[LoadedDocument] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     usage_errors: list[str] = field(default_factory=list)
     files: int = 0
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -413,6 +421,7 @@ class _Loader:
         if isinstance(data, bytes):
             self._load_bytes(STDIN_NAME, data)
         elif "\0" in data:
+            self.result.texts[STDIN_NAME] = data
             self._file_finding(
                 STDIN_NAME, "binary input (contains NUL characters), not YAML or JSON"
             )
@@ -422,6 +431,7 @@ class _Loader:
     def _load_bytes(self, name: str, raw: bytes) -> None:
         text, position, problem = _decode(raw)
         if text is None:
+            self.result.texts[name] = raw.decode("utf-8-sig", "replace")
             self._file_finding(name, problem, position)
             return
         self.load_text(name, text)
@@ -430,6 +440,7 @@ class _Loader:
 
     def load_text(self, name: str, text: str) -> None:
         """Load one file's text; a last-resort guard turns any exception into a finding."""
+        self.result.texts[name] = text
         try:
             with _gc_paused():
                 self._load_content(name, text)

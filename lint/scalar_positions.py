@@ -3,7 +3,7 @@
 Rules know where in an expression a problem is (`<input>:2:5`); a user wants the
 file's line. The mapping depends on how the scalar was written, which only the file
 text tells, so it is computed here, for the few findings that need it, from the
-file text and the value's start position — never on the loading hot path.
+file text the loader kept and the value's start position — never on the loading hot path.
 
 Literal blocks (`|`) and single-line quoted or plain scalars map exactly; folded
 blocks and multi-line flow scalars are folded by YAML, so their first line is used.
@@ -12,8 +12,7 @@ blocks and multi-line flow scalars are folded by YAML, so their first line is us
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 
 from dra_affinity.policies.core.findings import Finding, Location
 from dra_affinity.policies.core.source import Position
@@ -74,13 +73,17 @@ def _escape_width(line: str, i: int) -> int:
     return {"x": 4, "u": 6, "U": 10}.get(nxt, 2)
 
 
-def resolve_inner_positions(findings: Iterable[Finding]) -> list[Finding]:
-    """Point findings that carry an in-expression position at the exact file line:column."""
-    texts: dict[str, list[str] | None] = {}
+def resolve_inner_positions(findings: Iterable[Finding], texts: Mapping[str, str]) -> list[Finding]:
+    """Point findings that carry an in-expression position at the exact file line:column.
+
+    `texts` is each file's text as loaded (`LoadResult.texts`, stdin included); a finding in a
+    file without text (a cluster object) keeps its field's position.
+    """
+    lines: dict[str, list[str]] = {}
     out: list[Finding] = []
     for finding in findings:
         loc = finding.primary
-        mapped = _mapped(loc, texts)
+        mapped = _mapped(loc, texts, lines)
         if mapped is None:
             out.append(finding)
             continue
@@ -89,13 +92,12 @@ def resolve_inner_positions(findings: Iterable[Finding]) -> list[Finding]:
     return out
 
 
-def _mapped(loc: Location, texts: dict[str, list[str] | None]) -> Position | None:
+def _mapped(loc: Location, texts: Mapping[str, str], lines: dict[str, list[str]]) -> Position | None:
     if loc.inner is None or loc.value is None or loc.file is None:
         return None
-    if loc.file not in texts:
-        try:
-            texts[loc.file] = Path(loc.file).read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError):
-            texts[loc.file] = None  # stdin, or gone since: keep the field's position
-    lines = texts[loc.file]
-    return locate_in_scalar(lines, loc.value, loc.inner) if lines is not None else None
+    if loc.file not in lines:
+        text = texts.get(loc.file)
+        if text is None:
+            return None
+        lines[loc.file] = text.splitlines()
+    return locate_in_scalar(lines[loc.file], loc.value, loc.inner)

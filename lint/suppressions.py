@@ -24,10 +24,8 @@ from __future__ import annotations
 
 import bisect
 import enum
-import io
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -41,8 +39,6 @@ from dra_affinity.policies.rules.input.sa001_suppression_without_reason import R
 from dra_affinity.policies.rules.input.sa002_unused_suppression import RULE as UNUSED
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.cluster import ClusterTarget
-    from dra_affinity.lint.inputs import Input
     from dra_affinity.lint.loader import LoadedDocument
 
 MARKER = "dra-affinity:"
@@ -181,36 +177,6 @@ class Audit:
     suppressed: tuple[Suppressed, ...]
 
 
-# -- input with stdin kept ----------------------------------------------------------------
-
-
-def load_keeping_stdin(
-    paths: tuple[str, ...], cluster: ClusterTarget | None = None
-) -> tuple[Input, dict[str, str]]:
-    """`dra_affinity.lint.inputs.load_input`, also returning stdin's text (keyed `<stdin>`).
-
-    Standard input can be read once; its comments are needed after loading.
-    """
-    from dra_affinity.lint.inputs import Input, load_input
-    from dra_affinity.lint.loader import STDIN_NAME, load_paths
-
-    reads_stdin = cluster is None and (not paths or "-" in paths)
-    stream = sys.stdin
-    if not reads_stdin or stream is None or getattr(stream, "buffer", None) is None:
-        return load_input(paths, cluster), {}
-    try:
-        raw: bytes = stream.buffer.read()
-    except (OSError, ValueError):
-        return load_input(paths, cluster), {}
-    loaded = load_paths(list(paths) or ["-"], stdin=io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
-    inputs = Input(documents=list(loaded.documents), findings=list(loaded.findings),
-                   usage_errors=list(loaded.usage_errors), files=loaded.files)
-    try:
-        return inputs, {STDIN_NAME: raw.decode("utf-8-sig")}
-    except UnicodeDecodeError:
-        return inputs, {}
-
-
 # -- collecting ---------------------------------------------------------------------------
 
 
@@ -224,15 +190,14 @@ def collect(
     """Every suppression in the loaded documents' files, their annotations and the config.
 
     `files` adds files that produced no document (a YAML syntax error can be suppressed
-    too); `texts` gives text already read (stdin), others are read from disk.
+    too); `texts` is each file's text as the loader read it (`LoadResult.texts`): nothing is
+    read from disk again, and a name without text (a cluster object) has no comments.
     """
     spans = _object_spans(documents)
     found: list[Suppression] = []
     names = dict.fromkeys([*(d.source.file for d in documents if d.source.file), *files])
     for name in names:
         text = (texts or {}).get(name)
-        if text is None:
-            text = _read(name)
         if text is not None and MARKER in text:
             found.extend(_comment_suppressions(name, text, FileObjects(spans.get(name, {}).values())))
     for document in documents:
@@ -242,18 +207,6 @@ def collect(
         for ignore in config.ignores
     )
     return Collected(tuple(found), tuple(_no_reason(s) for s in found if not s.reason))
-
-
-def _read(name: str) -> str | None:
-    try:
-        if not os.path.isfile(name):
-            return None
-        raw = Path(name).read_bytes()
-    except OSError:
-        return None
-    if MARKER.encode() not in raw:
-        return None
-    return raw.decode("utf-8-sig", "replace")
 
 
 def _object_spans(documents: Sequence[LoadedDocument]) -> dict[str | None, dict[int, ObjectSpan]]:

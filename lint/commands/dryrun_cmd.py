@@ -5,24 +5,22 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
-    given,
     kubernetes_version_option,
-    load_settings,
-    output_specs,
-    pick,
     report_options,
     suppression_options,
 )
 from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.values import json_value
 from dra_affinity.policies.core.findings import Finding, PoolRef, Severity
-from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.scheduler.dryrun import Filters
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
@@ -172,6 +170,29 @@ DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
 """`text` is the table, so one config `format:` list serves lint, dry-run and test."""
 
 
+@dataclass(frozen=True, slots=True)
+class DryRunSettings:
+    """Everything one `dry-run` uses, resolved from flags and config before it starts."""
+
+    paths: tuple[str, ...]
+    report: ReportSettings
+    filters: Filters
+    explain: bool
+    summary: bool = False
+    only_failing: bool = False
+
+
+def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
+    """Flags > config > defaults for `dry-run`."""
+    report = report_settings(ctx, params, config_for(params), command="dry-run", choices=DRY_RUN_FORMATS,
+                             default="table", strict=True, version=True)
+    explain_claim = params["explain_claim"]
+    filters = Filters(claim=explain_claim or params["claim"], pool=params["pool"],
+                      request=params["request_name"])
+    return DryRunSettings(params["paths"], report, filters, explain=bool(explain_claim),
+                          summary=params["summary"], only_failing=params["only_failing"])
+
+
 @click.command("dry-run", cls=FormatCommand)
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
 @report_options(DRY_RUN_FORMATS, "table")
@@ -188,11 +209,8 @@ DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
 @click.option("--only-failing", is_flag=True,
               help="Only the results whose outcome is not ok or not-applicable (ok results are not kept).")
 @kubernetes_version_option
-@click.pass_context
-def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], output: tuple[str, ...],
-            config_path: str | None, strict: bool, fail_if_no_resources: bool, show_suppressed: bool,
-            claim: str | None, pool: str | None, request_name: str | None, explain_claim: str | None,
-            summary: bool, only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
+@resolved(dry_run_settings)
+def dry_run(settings: DryRunSettings) -> None:
     """Run the pools' extractors against the claims' opaque configs, as the scheduler would.
 
     PATHS hold ResourceSlices, ResourceClaims / ResourceClaimTemplates and (optionally)
@@ -202,28 +220,20 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
     Exit code 1 when a slice or claim authoring error (slice-error, claim-inconsistent)
     or an input error is found (with --strict, an input warning too).
     """
-    from dra_affinity.lint.inputs import model_objects
-    from dra_affinity.lint.suppressions import audit, load_keeping_stdin
-    from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.dryrun import Filters
+    from dra_affinity.lint.inputs import load_input, model_objects
+    from dra_affinity.lint.suppressions import audit
     from dra_affinity.policies.scheduler.dryrun import dry_run as run
 
-    config = load_settings(config_path)
-    settings = config.for_command("dry-run")
-    specs = output_specs(ctx, fmt, output, settings.formats, config, choices=DRY_RUN_FORMATS,
-                         default="table")
-    threshold = Severity.WARNING if pick(ctx, "strict", strict, settings.strict) else Severity.ERROR
-    if not given(ctx, "kubernetes_version") and config.kubernetes_version is not None:
-        from dra_affinity.policies.core.limits import parse_kubernetes_version
-
-        kubernetes_version = parse_kubernetes_version(config.kubernetes_version)
-    loaded, texts = load_keeping_stdin(paths)
+    config, specs = settings.report.config, settings.report.outputs
+    threshold, show = settings.report.threshold, settings.report.show_suppressed
+    loaded = load_input(settings.paths)
     inputs = model_objects(loaded)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
-    filters = Filters(claim=explain_claim or claim, pool=pool, request=request_name)
+    filters = settings.filters
+    kubernetes_version = settings.report.kubernetes_version
     counts = OutcomeCounts()
-    if summary or only_failing:
+    if settings.summary or settings.only_failing:
         from dra_affinity.policies.scheduler.dryrun import DryRun, DryRunReport
 
         dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
@@ -236,7 +246,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
         for r in report.results:
             counts.add(r)
     disabled = config.disabled_rules(_rule_ids())
-    checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=texts,
+    checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=loaded.texts,
                     disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
     findings = list(checked.findings)
     for finding in findings:
@@ -244,8 +254,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
         where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
         click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
     results = list(report.results)
-    show = pick(ctx, "show_suppressed", show_suppressed, settings.show_suppressed)
-    if explain_claim:
+    if settings.explain:
         click.echo(explain(results))
         failures: list[str] = []
     else:
@@ -257,7 +266,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
 
                 data: dict[str, Any] = {"results": [result_to_json(r) for r in results],
                                         "findings": [finding_to_json(f) for f in findings]}
-                if summary:
+                if settings.summary:
                     data["summary"] = counts.to_json()
                 if show:
                     data["suppressed"] = [suppressed_to_json(s) for s in checked.suppressed]
@@ -265,7 +274,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
             if name in ("table", "text"):
                 table = render_table(results) if results else (
                     "no result other than ok" if counts.total else "no claim requests matched any pool")
-                return f"{table}\n\n{counts.render()}" if summary else table
+                return f"{table}\n\n{counts.render()}" if settings.summary else table
             from dra_affinity.lint.reporters import render_ci
 
             return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
@@ -278,7 +287,7 @@ def dry_run(ctx: click.Context, paths: tuple[str, ...], fmt: tuple[str, ...], ou
     if inputs.usage_errors or failures:
         sys.exit(2)
     no_results = not counts.total
-    if pick(ctx, "fail_if_no_resources", fail_if_no_resources, settings.fail_if_no_resources) and no_results:
+    if settings.report.fail_if_no_resources and no_results:
         click.echo("dra-affinity dry-run: no claim request met a pool (--fail-if-no-resources)", err=True)
         sys.exit(2)
     failed = any(r.outcome in FAILING for r in results) or any(f.severity >= threshold for f in findings)

@@ -9,7 +9,7 @@ live cluster (`--cluster`); the input helpers here are shared with `pools`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,11 +25,7 @@ from dra_affinity.lint.inputs import (
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
-    given,
     kubernetes_version_option,
-    load_settings,
-    output_specs,
-    pick,
     report_options,
     rule_selection_options,
     suppression_options,
@@ -37,13 +33,13 @@ from dra_affinity.lint.options import (
 from dra_affinity.lint.report import Report, Summary
 from dra_affinity.lint.reporters import LINT_FORMATS
 from dra_affinity.lint.scalar_positions import resolve_inner_positions
+from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.rules.engine import EngineOptions, check_pools, check_slice
 
 if TYPE_CHECKING:
     from dra_affinity.lint.cluster import ClusterTarget
-    from dra_affinity.lint.config import Config, OutputSpec
+    from dra_affinity.lint.config import OutputSpec
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Audit
 
@@ -65,6 +61,44 @@ class Layers:
         return {Scope.INPUT: True, Scope.SLICE: self.slices, Scope.POOL: self.pools}[rule.scope]
 
 
+@dataclass(frozen=True, slots=True)
+class LintSettings:
+    """Everything one `lint` run uses, resolved from flags and config before it starts."""
+
+    paths: tuple[str, ...]
+    cluster: ClusterTarget | None
+    report: ReportSettings
+    options: EngineOptions
+    layers: Layers = Layers()
+    complete_pools: bool = False
+
+
+def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
+    """Flags > config > defaults for `lint`; usage and config errors are raised here, in the
+    order users have always met them."""
+    from dra_affinity.policies.rules.catalog import catalog
+
+    if params["pools_only"] and params["no_pools"]:
+        raise click.UsageError("--pools-only and --no-pools exclude each other")
+    paths = params["paths"]
+    target = cluster_target(paths, params["cluster"], params["kubeconfig"], params["kube_context"],
+                            params["chunk_size"])
+    enable, disable = params["enable"], params["disable"]
+    known = list(catalog())
+    for pattern in (*enable, *disable):
+        if not any(r.startswith(pattern.upper()) for r in known):
+            raise click.UsageError(f"{pattern!r} is neither a rule id nor the prefix of one "
+                                   "(`dra-affinity rules` lists them)")
+    config = config_for(params).with_rules(enable, disable)
+    report = report_settings(ctx, params, config, command="lint", choices=LINT_FORMATS, default="text",
+                             fail_on=True, strict=True, version=True)
+    options = EngineOptions(kubernetes_version=report.kubernetes_version,
+                            disabled_rules=config.disabled_rules(known))
+    return LintSettings(paths, target, report, options,
+                        Layers(slices=not params["pools_only"], pools=not params["no_pools"]),
+                        complete_pools=params["complete_pools"] or target is not None)
+
+
 def run_lint(
     paths: tuple[str, ...],
     options: EngineOptions,
@@ -73,16 +107,19 @@ def run_lint(
     complete_pools: bool = False,
     cluster: ClusterTarget | None = None,
 ) -> tuple[Report, list[str]]:
-    """Load, model and check everything in `paths` (or the cluster); usage errors are returned."""
-    report, inputs = lint_input(load_input(paths, cluster), options, layers=layers,
-                                complete_pools=complete_pools or cluster is not None)
-    return report, inputs.usage_errors
+    """Load, model and check everything in `paths` (or the cluster), without suppressions
+    (benchmarks, other callers); usage errors are returned."""
+    inputs = load_input(paths, cluster)
+    findings, summary = check_input(inputs, options, layers=layers,
+                                    complete_pools=complete_pools or cluster is not None)
+    return Report(tuple(findings), summary), inputs.usage_errors
 
 
-def lint_input(
+def check_input(
     inputs: Input, options: EngineOptions, *, layers: Layers = Layers(), complete_pools: bool = False
-) -> tuple[Report, Input]:
-    """Check loaded input: input errors always, then the selected layers."""
+) -> tuple[list[Finding], Summary]:
+    """Check loaded input: input errors always, then the selected layers; positions inside
+    expressions are mapped to the file from the text the loader kept."""
     objects = model_objects(inputs)
     findings: list[Finding] = list(objects.findings)
     if layers.slices:
@@ -91,7 +128,7 @@ def lint_input(
     if layers.pools:
         findings.extend(check_pools(objects.slices, options, complete_pools=complete_pools))
     summary = Summary(files=objects.files, objects=objects.objects, skipped=objects.skipped)
-    return Report(tuple(resolve_inner_positions(findings)), summary), inputs
+    return resolve_inner_positions(findings, inputs.texts), summary
 
 
 @click.command("lint", cls=FormatCommand)
@@ -109,28 +146,8 @@ def lint_input(
               help="The input holds every slice of every pool (a full dump): incomplete pools "
                    "(SP303/SP304) are errors instead of warnings.")
 @kubernetes_version_option
-@click.pass_context
-def lint(
-    ctx: click.Context,
-    paths: tuple[str, ...],
-    cluster: bool,
-    kubeconfig: str | None,
-    kube_context: str | None,
-    chunk_size: int | None,
-    fmt: tuple[str, ...],
-    output: tuple[str, ...],
-    config_path: str | None,
-    fail_on: str,
-    strict: bool,
-    fail_if_no_resources: bool,
-    show_suppressed: bool,
-    enable: tuple[str, ...],
-    disable: tuple[str, ...],
-    pools_only: bool,
-    no_pools: bool,
-    complete_pools: bool,
-    kubernetes_version: KubernetesVersion,
-) -> None:
+@resolved(lint_settings)
+def lint(settings: LintSettings) -> None:
     """Lint ResourceSlices in files, directories (recursively: *.yaml, *.yml, *.json), stdin (-)
     or a live cluster (--cluster).
 
@@ -142,83 +159,29 @@ def lint(
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
     """
-    from dra_affinity.lint.suppressions import audit, load_keeping_stdin
-    from dra_affinity.policies.rules.catalog import catalog
+    from dra_affinity.lint.suppressions import audit
 
-    if pools_only and no_pools:
-        raise click.UsageError("--pools-only and --no-pools exclude each other")
-    target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    known = list(catalog())
-    for pattern in (*enable, *disable):
-        if not any(r.startswith(pattern.upper()) for r in known):
-            raise click.UsageError(f"{pattern!r} is neither a rule id nor the prefix of one "
-                                   "(`dra-affinity rules` lists them)")
-    config = load_settings(config_path).with_rules(enable, disable)
-    settings = config.for_command("lint")
-    specs = output_specs(ctx, fmt, output, settings.formats, config, choices=LINT_FORMATS, default="text")
-    threshold = Severity.parse(pick(ctx, "fail_on", fail_on, settings.fail_on))
-    if pick(ctx, "strict", strict, settings.strict):
-        threshold = min(threshold, Severity.WARNING)
-    version = _version(ctx, kubernetes_version, config)
-    disabled = config.disabled_rules(known)
-    layers = Layers(slices=not pools_only, pools=not no_pools)
-
-    inputs, texts = load_keeping_stdin(paths, target)
-    report, inputs = lint_input(
-        inputs,
-        EngineOptions(kubernetes_version=version, disabled_rules=disabled),
-        layers=layers,
-        complete_pools=complete_pools or target is not None,
-    )
+    run = settings.report
+    inputs = load_input(settings.paths, settings.cluster)
+    findings, summary = check_input(inputs, settings.options, layers=settings.layers,
+                                    complete_pools=settings.complete_pools)
     report_problems("lint", inputs)
-    if inputs.usage_errors and target is not None:
+    if inputs.usage_errors and settings.cluster is not None:
         sys.exit(2)  # nothing was read: no report to print
-    findings = _resolve_in_texts(report.findings, texts)
-    checked = audit(findings, inputs.documents, config, texts=texts, disabled=disabled,
-                    ran=lambda rule: layers.ran(rule, disabled))
-    report = Report(checked.findings, report.summary)
-    show = pick(ctx, "show_suppressed", show_suppressed, settings.show_suppressed)
-    failures = write_lint_reports(specs, report, checked, inputs, threshold=threshold, show_suppressed=show)
+    disabled = settings.options.disabled_rules
+    checked = audit(findings, inputs.documents, run.config, texts=inputs.texts, disabled=disabled,
+                    ran=lambda rule: settings.layers.ran(rule, disabled))
+    report = Report(checked.findings, summary)
+    failures = write_lint_reports(run.outputs, report, checked, inputs, threshold=run.threshold,
+                                  show_suppressed=run.show_suppressed)
     for message in failures:
         click.echo(f"dra-affinity lint: {message}", err=True)
     if inputs.usage_errors or failures:
         sys.exit(2)
-    if pick(ctx, "fail_if_no_resources", fail_if_no_resources, settings.fail_if_no_resources) and not any(
-            d.kind == "ResourceSlice" for d in inputs.documents):
+    if run.fail_if_no_resources and not any(d.kind == "ResourceSlice" for d in inputs.documents):
         click.echo("dra-affinity lint: no ResourceSlice in the input (--fail-if-no-resources)", err=True)
         sys.exit(2)
-    sys.exit(1 if any(f.severity >= threshold for f in report.findings) else 0)
-
-
-def _resolve_in_texts(findings: Sequence[Finding], texts: Mapping[str, str]) -> list[Finding]:
-    """Map in-expression positions for input read from stdin, whose text only we kept."""
-    import dataclasses
-
-    from dra_affinity.lint.scalar_positions import locate_in_scalar
-
-    if not texts:
-        return list(findings)
-    lines = {name: text.splitlines() for name, text in texts.items()}
-    out: list[Finding] = []
-    for finding in findings:
-        loc = finding.primary
-        source = lines.get(loc.file) if loc.file is not None else None
-        if source is None or loc.inner is None or loc.value is None:
-            out.append(finding)
-            continue
-        mapped = locate_in_scalar(source, loc.value, loc.inner)
-        moved = dataclasses.replace(loc, position=mapped or loc.position)
-        out.append(dataclasses.replace(finding, locations=(moved, *finding.locations[1:])))
-    return out
-
-
-def _version(ctx: click.Context, flag: KubernetesVersion, config: Config) -> KubernetesVersion:
-    """--kubernetes-version if given, else the config's, else the default (validated on load)."""
-    from dra_affinity.policies.core.limits import parse_kubernetes_version
-
-    if given(ctx, "kubernetes_version") or config.kubernetes_version is None:
-        return flag
-    return parse_kubernetes_version(config.kubernetes_version)
+    sys.exit(1 if any(f.severity >= run.threshold for f in report.findings) else 0)
 
 
 def write_lint_reports(

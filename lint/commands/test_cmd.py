@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.options import FormatCommand, load_settings, output_specs, report_options
+from dra_affinity.lint.options import FormatCommand, report_options
 from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suite import (
     Case,
     SimulationCase,
@@ -278,12 +279,26 @@ def _json(results: list[CaseResult]) -> str:
     }, indent=2)
 
 
+@dataclass(frozen=True, slots=True)
+class SuiteRunSettings:
+    """Everything one `test` run uses, resolved from flags and config before it starts."""
+
+    suites: tuple[Path, ...]
+    report: ReportSettings
+
+
+def suite_run_settings(ctx: click.Context, params: Params) -> SuiteRunSettings:
+    """Flags > config > defaults for `test` (the reports only)."""
+    report = report_settings(ctx, params, config_for(params), command="test", choices=TEST_FORMATS,
+                             default="text")
+    return SuiteRunSettings(params["suites"], report)
+
+
 @click.command("test", cls=FormatCommand)
 @click.argument("suites", nargs=-1, required=True, type=click.Path(path_type=Path))
 @report_options(TEST_FORMATS, "text")
-@click.pass_context
-def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], output: tuple[str, ...],
-         config_path: str | None) -> None:
+@resolved(suite_run_settings)
+def test(settings: SuiteRunSettings) -> None:
     """Run test SUITES: each names slices, claims and the expected outcome per claim/request/pool,
     or (`allocate:` cases) the device each claim of a lock simulation must get, or (`workload:`
     cases) bounds on a workload replay's fragmentation report (e.g. `beta.stranded <= 5%`).
@@ -292,11 +307,9 @@ def test(ctx: click.Context, suites: tuple[Path, ...], fmt: tuple[str, ...], out
     """
     from dra_affinity.lint.reporters.output import write_reports
 
-    config = load_settings(config_path)
-    specs = output_specs(ctx, fmt, output, config.for_command("test").formats, config,
-                         choices=TEST_FORMATS, default="text")
+    specs = settings.report.outputs
     results: list[CaseResult] = []
-    for path in suites:
+    for path in settings.suites:
         try:
             results += run_suite(load_suite(path))
         except SuiteError as exc:

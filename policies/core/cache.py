@@ -19,6 +19,7 @@ the `id()` of an object that may have been freed and its address reused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import threading
@@ -120,9 +121,9 @@ class BoundedCache(Generic[K, V]):
                 next(self._evictions)
 
     def _touch(self, key: K) -> None:
-        with self._lock:
-            if key in self._data:  # evicted by another thread since the read: nothing to move
-                self._data.move_to_end(key)
+        # KeyError: evicted by another thread since the read, nothing to move
+        with self._lock, contextlib.suppress(KeyError):
+            self._data.move_to_end(key)
 
     def values(self) -> list[V]:
         """The stored values, oldest first (a snapshot)."""
