@@ -262,7 +262,8 @@ def _object_name(obj: Mapping[str, Any], fallback: str) -> str:
 def _with_name(obj: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     """CREATE with `generateName` may reach us before the name is set; the model needs one."""
     meta = obj.get("metadata")
-    if isinstance(meta, Mapping) and not meta.get("name") and name:
+    # Only a missing (or empty) name is filled in: a wrongly typed one is the model's to report.
+    if isinstance(meta, Mapping) and meta.get("name") in (None, "") and name:
         return {**obj, "metadata": {**meta, "name": name}}
     return obj
 

@@ -280,11 +280,20 @@ def _typed(value: Any, kind: type) -> Any:
     return value
 
 
+def _typed_or_none(value: Any, kind: type) -> Any:
+    """`_typed`, where the field may be absent (null): `false` is not an empty list."""
+    return None if value is None else _typed(value, kind)
+
+
 def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) -> ResourceSlice:
     spec = doc["spec"]
     pool = spec["pool"]
-    raw_devices = spec.get("devices")
-    raw_affinity = spec.get("sharingAffinity")
+    raw_devices = _typed_or_none(spec.get("devices"), list)
+    raw_affinity = _typed_or_none(spec.get("sharingAffinity"), list)
+    metadata = doc.get("metadata")
+    if isinstance(metadata, Mapping):
+        _typed_or_none(metadata.get("name"), str)
+        _typed_or_none(metadata.get("generateName"), str)
     return ResourceSlice(
         api_version=doc["apiVersion"],
         name=_name(doc) or "",

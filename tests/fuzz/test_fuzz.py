@@ -22,3 +22,22 @@ def test_bounded_campaign_finds_nothing(tmp_path: Path, target: str, cases: int)
     assert figures["cases"] > 0
     assert found == {}, found
     assert figures["ok"] == figures["cases"]
+
+
+CORPUS = Path(__file__).with_name("corpus")
+
+
+def test_every_saved_finding_now_passes(tmp_path: Path) -> None:
+    """Cases the campaign saved (`corpus/`, copied from `fuzz-findings/`) are regression tests:
+    here, slices whose `sharingAffinity` was `false` or whose name was a map, which the
+    webhook's trusted parse let through while `lint` reported SA000."""
+    from tests.fuzz.runner import Runner
+
+    runner = Runner(tmp_path)
+    try:
+        outcomes = {p.name: runner.run(json.loads(p.read_text())["case"])
+                    for p in sorted(CORPUS.glob("*.json"))}
+    finally:
+        runner.close()
+    assert outcomes
+    assert {name: o.detail for name, o in outcomes.items() if o.kind != "ok"} == {}
