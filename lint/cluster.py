@@ -26,16 +26,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from dra_affinity.lint.loader import LoadedDocument
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.source import Source
 
-GROUP_VERSION = "resource.k8s.io/v1"
+GROUP_VERSION = f"{RESOURCE_GROUP}/v1"
 DEFAULT_PAGE_SIZE = 500
 """kubectl's default `--chunk-size`."""
 DEFAULT_TIMEOUT = 30.0
 MAX_PAGES = 100_000
 """A server that keeps answering with a `continue` token is a bug; stop somewhere."""
 _SLICE_SPEC_SCHEMA = "io.k8s.api.resource.v1.ResourceSliceSpec"
-_OPENAPI_PATH = "/openapi/v3/apis/resource.k8s.io/v1"
+_OPENAPI_PATH = f"/openapi/v3/apis/{GROUP_VERSION}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +61,7 @@ class ClusterRead:
     pages: int = 0
 
 
-class _Failure(Exception):
+class _ClusterError(Exception):
     """Internal: unwinds to the public functions, which turn it into `ClusterRead.error`."""
 
 
@@ -85,7 +86,7 @@ def read_pod(namespace: str, name: str,
     target = target or ClusterTarget()
     try:
         api_client, _ = _client(target)
-    except _Failure as failure:
+    except _ClusterError as failure:
         return None, str(failure)
     try:
         status, body = _get(api_client, f"/api/v1/namespaces/{namespace}/pods/{name}", target)
@@ -95,7 +96,7 @@ def read_pod(namespace: str, name: str,
             return None, f"reading pod {namespace}/{name} failed: {_status_message(status, body)}"
         pod = _json(body, f"pod {namespace}/{name}")
         return (pod if isinstance(pod, dict) else None), None
-    except _Failure as failure:
+    except _ClusterError as failure:
         return None, str(failure)
     finally:
         api_client.close()
@@ -104,7 +105,7 @@ def read_pod(namespace: str, name: str,
 def _read(target: ClusterTarget, resource: str, kind: str, *, check_field: bool) -> ClusterRead:
     try:
         api_client, context = _client(target)
-    except _Failure as failure:
+    except _ClusterError as failure:
         return ClusterRead(error=str(failure))
     source = f"cluster:{context}"
     try:
@@ -113,7 +114,7 @@ def _read(target: ClusterTarget, resource: str, kind: str, *, check_field: bool)
         if check_field:
             notes.extend(_require_field(api_client, target))
         items, pages = _list_all(api_client, resource, target)
-    except _Failure as failure:
+    except _ClusterError as failure:
         return ClusterRead(source=source, error=str(failure))
     finally:
         api_client.close()
@@ -135,7 +136,7 @@ def api_client(target: ClusterTarget) -> tuple[Any, str | None]:
     """An ApiClient and its context name, or (None, why not): for long-running readers (exporter)."""
     try:
         return _client(target)
-    except _Failure as failure:
+    except _ClusterError as failure:
         return None, str(failure)
 
 
@@ -155,16 +156,16 @@ def _client(target: ClusterTarget) -> tuple[Any, str]:
         context = target.context or (active or {}).get("name")
         if target.context is not None and target.context not in names:
             listed = ", ".join(str(n) for n in names) or "none"
-            raise _Failure(f"context {target.context!r} not found in kubeconfig (contexts: {listed})")
+            raise _ClusterError(f"context {target.context!r} not found in kubeconfig (contexts: {listed})")
         api_client = config.new_client_from_config(
             config_file=target.kubeconfig, context=target.context, persist_config=False
         )
-    except _Failure:
+    except _ClusterError:
         raise
     except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError,
             yaml.YAMLError) as error:
         where = target.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        raise _Failure(f"cannot load kubeconfig {where}: {error}") from None
+        raise _ClusterError(f"cannot load kubeconfig {where}: {error}") from None
     return api_client, str(context or "default")
 
 
@@ -182,7 +183,7 @@ def _host(api_client: Any) -> str:
 
 
 def _get(api_client: Any, path: str, target: ClusterTarget) -> tuple[int, bytes]:
-    """GET `path` with the client's credentials; (status, body). Transport errors → _Failure."""
+    """GET `path` with the client's credentials; (status, body). Transport errors → _ClusterError."""
     import urllib3
     from kubernetes.client.exceptions import ApiException
 
@@ -196,9 +197,9 @@ def _get(api_client: Any, path: str, target: ClusterTarget) -> tuple[int, bytes]
         response = api_client.call_api(*request, _request_timeout=target.timeout)
         return int(response.status), bytes(response.read() or b"")
     except ApiException as error:  # TLS problems surface as status 0
-        raise _Failure(f"cannot reach {_host(api_client)}: {error.reason}") from None
+        raise _ClusterError(f"cannot reach {_host(api_client)}: {error.reason}") from None
     except urllib3.exceptions.HTTPError as error:
-        raise _Failure(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
+        raise _ClusterError(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
 
 
 def _transport_reason(error: Exception) -> str:
@@ -221,7 +222,7 @@ def _json(body: bytes, what: str) -> Any:
     try:
         return json.loads(body)
     except ValueError as error:
-        raise _Failure(f"{what}: the response is not JSON ({error})") from None
+        raise _ClusterError(f"{what}: the response is not JSON ({error})") from None
 
 
 # -- checks ---------------------------------------------------------------------------------------
@@ -231,16 +232,16 @@ def _require_resource(api_client: Any, resource: str, target: ClusterTarget) -> 
     """Discovery of `resource.k8s.io/v1`: a clear error when the server does not serve it."""
     status, body = _get(api_client, f"/apis/{GROUP_VERSION}", target)
     if status == 404:
-        raise _Failure(
+        raise _ClusterError(
             f"{_host(api_client)} does not serve {GROUP_VERSION} ({_status_message(status, body)}): "
             "DRA's v1 API needs Kubernetes 1.34 or later, and sharingAffinity 1.37 or later"
         )
     if not 200 <= status < 300:
-        raise _Failure(f"discovery of {GROUP_VERSION} failed: {_status_message(status, body)}")
+        raise _ClusterError(f"discovery of {GROUP_VERSION} failed: {_status_message(status, body)}")
     listing = _json(body, f"discovery of {GROUP_VERSION}")
     served = {r.get("name") for r in listing.get("resources") or () if isinstance(r, dict)}
     if resource not in served:
-        raise _Failure(f"{_host(api_client)} serves {GROUP_VERSION} but not {resource}")
+        raise _ClusterError(f"{_host(api_client)} serves {GROUP_VERSION} but not {resource}")
 
 
 def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
@@ -255,7 +256,7 @@ def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
     except (ValueError, KeyError, TypeError):
         return [f"{unverified} (no {_SLICE_SPEC_SCHEMA} in its OpenAPI v3 document)"]
     if "sharingAffinity" not in properties:
-        raise _Failure(
+        raise _ClusterError(
             f"{_host(api_client)} serves {GROUP_VERSION} but its ResourceSlice has no "
             "spec.sharingAffinity (KEP-5981, alpha in Kubernetes 1.37): the API server drops the "
             "field on write, so there is nothing to lint"
@@ -290,11 +291,11 @@ def _list_all(api_client: Any, resource: str, target: ClusterTarget) -> tuple[li
             if not next_token:
                 return items, page
             if next_token == token:
-                raise _Failure(f"listing {resource}: the server repeated its continue token")
+                raise _ClusterError(f"listing {resource}: the server repeated its continue token")
             token = str(next_token)
         else:
-            raise _Failure(f"listing {resource}: more than {MAX_PAGES} pages")
-    raise _Failure(f"listing {resource}: the continue token expired twice; try a larger --chunk-size")
+            raise _ClusterError(f"listing {resource}: more than {MAX_PAGES} pages")
+    raise _ClusterError(f"listing {resource}: the continue token expired twice; try a larger --chunk-size")
 
 
 def _page(
@@ -321,12 +322,12 @@ def _page(
         if error.status == 410 and token is not None and restartable:
             return None
         if not error.status:
-            raise _Failure(f"cannot reach {_host(api_client)}: {error.reason}") from None
-        raise _Failure(
+            raise _ClusterError(f"cannot reach {_host(api_client)}: {error.reason}") from None
+        raise _ClusterError(
             f"listing {GROUP_VERSION} failed: {_status_message(int(error.status), _bytes(error.body))}"
         ) from None
     except urllib3.exceptions.HTTPError as error:
-        raise _Failure(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
+        raise _ClusterError(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
     return _json(body, f"listing {GROUP_VERSION}")
 
 

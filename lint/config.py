@@ -11,7 +11,7 @@ was given on the command line (`click`'s parameter source), so a config value is
 never overridden by a flag's default. Every path in the file (ignore globs,
 output files) is relative to the directory holding the file.
 
-Errors are values: `load_config` returns a `ConfigError` naming file, line and key.
+Errors are values: `load_config` returns a `ConfigProblem` naming file, line and key.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ _IGNORE_KEYS = ("rule", "rules", "paths", "objects", "reason")
 
 
 @dataclass(frozen=True, slots=True)
-class ConfigError:
+class ConfigProblem:
     """Why the settings file cannot be used; the CLI prints it and exits 2."""
 
     message: str
@@ -161,13 +161,13 @@ def _has_tool_table(pyproject: Path) -> bool:
     return isinstance(tool, dict) and TOOL_TABLE in tool
 
 
-def load_config(explicit: str | None = None, *, cwd: Path | None = None) -> Config | ConfigError:
+def load_config(explicit: str | None = None, *, cwd: Path | None = None) -> Config | ConfigProblem:
     """The explicit file (`--config`), else the discovered one, else defaults."""
     base = cwd or Path.cwd()
     if explicit is not None:
         path = Path(explicit)
         if not path.is_file():
-            return ConfigError(f"{explicit}: no such config file")
+            return ConfigProblem(f"{explicit}: no such config file")
     else:
         found = find_config(base)
         if found is None:
@@ -178,43 +178,43 @@ def load_config(explicit: str | None = None, *, cwd: Path | None = None) -> Conf
     return _load_yaml(path)
 
 
-def _load_toml(path: Path) -> Config | ConfigError:
+def _load_toml(path: Path) -> Config | ConfigProblem:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as error:
-        return ConfigError(f"{path}: cannot read: {error}")
+        return ConfigProblem(f"{path}: cannot read: {error}")
     except tomllib.TOMLDecodeError as error:
-        return ConfigError(f"{path}: invalid TOML: {error}")
+        return ConfigProblem(f"{path}: invalid TOML: {error}")
     if path.name == PYPROJECT:
         tool = data.get("tool", {})
         section = tool.get(TOOL_TABLE) if isinstance(tool, dict) else None
         if not isinstance(section, dict):
-            return ConfigError(f"{path}: no [tool.{TOOL_TABLE}] table")
+            return ConfigProblem(f"{path}: no [tool.{TOOL_TABLE}] table")
         data = section
     return _Parser(str(path), Source(file=str(path))).config(data, path.parent)
 
 
-def _load_yaml(path: Path) -> Config | ConfigError:
+def _load_yaml(path: Path) -> Config | ConfigProblem:
     from dra_affinity.lint.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:
-        return ConfigError(loaded.usage_errors[0])
+        return ConfigProblem(loaded.usage_errors[0])
     if loaded.findings:
         finding = loaded.findings[0]
         pos = finding.primary.position
         where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
-        return ConfigError(f"{where}: {finding.message}")
+        return ConfigProblem(f"{where}: {finding.message}")
     if not loaded.documents:
         return Config(path=str(path), root=path.parent)  # an empty file: all defaults
     if len(loaded.documents) > 1:
-        return ConfigError(f"{path}: a config file holds one YAML document")
+        return ConfigProblem(f"{path}: a config file holds one YAML document")
     document = loaded.documents[0]
     return _Parser(str(path), document.source).config(document.data, path.parent)
 
 
 class _Invalid(Exception):
-    """Raised inside `_Parser` only, turned into a `ConfigError` at its edge."""
+    """Raised inside `_Parser` only, turned into a `ConfigProblem` at its edge."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,11 +224,11 @@ class _Parser:
     file: str
     source: Source
 
-    def config(self, data: Any, root: Path) -> Config | ConfigError:
+    def config(self, data: Any, root: Path) -> Config | ConfigProblem:
         try:
             return self._config(data, root)
         except _Invalid as error:
-            return ConfigError(str(error))
+            return ConfigProblem(str(error))
 
     def fail(self, path: FieldPath, message: str) -> _Invalid:
         pos = self.source.locate(path)

@@ -27,23 +27,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from dra_affinity.lint.lock_metrics import LockCollector
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.lock_report import LockFilters, LockReport, lock_report
+from dra_affinity.webhook.poolcache import WatchExpired
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 _log = logging.getLogger("dra_affinity.exporter")
-GROUP, VERSION = "resource.k8s.io", "v1"
+GROUP, VERSION = RESOURCE_GROUP, "v1"
 RESOURCES = (("resourceslices", "ResourceSlice"), ("deviceclasses", "DeviceClass"),
              ("resourceclaims", "ResourceClaim"))
 PAGE_SIZE = 500
 MAX_BACKOFF = 30.0
-
-
-class WatchExpired(Exception):
-    """The resourceVersion is too old (HTTP 410): list again."""
 
 
 class ResourceApi:

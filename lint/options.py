@@ -136,10 +136,10 @@ def rule_selection_options(func: F) -> F:
 
 def load_settings(config_path: str | None) -> Config:
     """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
-    from dra_affinity.lint.config import ConfigError, load_config
+    from dra_affinity.lint.config import ConfigProblem, load_config
 
     loaded = load_config(config_path)
-    if isinstance(loaded, ConfigError):
+    if isinstance(loaded, ConfigProblem):
         raise ConfigUsageError(f"config: {loaded.message}")
     return loaded
 

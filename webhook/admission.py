@@ -49,7 +49,7 @@ CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewError:
+class ReviewProblem:
     """The body is not a usable AdmissionReview (HTTP 400)."""
 
     message: str
@@ -79,7 +79,7 @@ def _gvk(value: object) -> tuple[str, str, str] | None:
     return (str(parts[0]), str(parts[1]), str(parts[2]))
 
 
-def _object_type_problem(field: str, obj: object) -> ReviewError | None:
+def _object_type_problem(field: str, obj: object) -> ReviewProblem | None:
     """Why `request.<field>` cannot be an object the API server sent, else None.
 
     The API server serialises typed Go objects: `kind` and `apiVersion` are strings, so a
@@ -87,40 +87,40 @@ def _object_type_problem(field: str, obj: object) -> ReviewError | None:
     if obj is None:
         return None
     if not isinstance(obj, Mapping):
-        return ReviewError(f"request.{field}: Invalid value: must be a JSON object")
+        return ReviewProblem(f"request.{field}: Invalid value: must be a JSON object")
     for key in ("kind", "apiVersion"):
         value = obj.get(key)
         if value is not None and not isinstance(value, str):
-            return ReviewError(f"request.{field}.{key}: Invalid value: {clip_value(value)}: "
+            return ReviewProblem(f"request.{field}.{key}: Invalid value: {clip_value(value)}: "
                                f"must be a string")
     return None
 
 
-def parse_review(body: object) -> AdmissionRequest | ReviewError:
+def parse_review(body: object) -> AdmissionRequest | ReviewProblem:
     """The request stanza of an AdmissionReview, or why the envelope is unusable."""
     if not isinstance(body, Mapping):
-        return ReviewError("body must be a JSON object (an AdmissionReview)")
+        return ReviewProblem("body must be a JSON object (an AdmissionReview)")
     api_version = body.get("apiVersion")
     if body.get("kind") != "AdmissionReview" or api_version not in REVIEW_API_VERSIONS:
         wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
-        return ReviewError(f"expected kind AdmissionReview with apiVersion {wanted}; "
+        return ReviewProblem(f"expected kind AdmissionReview with apiVersion {wanted}; "
                            f"got kind {clip_value(body.get('kind'))}, "
                            f"apiVersion {clip_value(api_version)}")
     request = body.get("request")
     if not isinstance(request, Mapping):
-        return ReviewError("request: Required value: an AdmissionReview must carry a request")
+        return ReviewProblem("request: Required value: an AdmissionReview must carry a request")
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
-        return ReviewError("request.uid: Required value")
+        return ReviewProblem("request.uid: Required value")
     gvk = _gvk(request.get("kind"))
     if gvk is None:
-        return ReviewError("request.kind: Required value: {group, version, kind}")
+        return ReviewProblem("request.kind: Required value: {group, version, kind}")
     operation = request.get("operation")
     if not isinstance(operation, str) or not operation:
-        return ReviewError("request.operation: Required value")
+        return ReviewProblem("request.operation: Required value")
     dry_run = request.get("dryRun", False)
     if dry_run is not None and not isinstance(dry_run, bool):
-        return ReviewError("request.dryRun: Invalid value: must be a boolean")
+        return ReviewProblem("request.dryRun: Invalid value: must be a boolean")
     for stanza in ("object", "oldObject"):
         problem = _object_type_problem(stanza, request.get(stanza))
         if problem is not None:

@@ -31,7 +31,7 @@ from dra_affinity.webhook.admission import (
     MAX_LOGGED_ID,
     Admitter,
     PoolChecker,
-    ReviewError,
+    ReviewProblem,
     Verdict,
     parse_review,
 )
@@ -106,7 +106,7 @@ class Webhook:
         except (ValueError, RecursionError) as exc:
             return self._reject(400, f"body is not JSON: {exc}", started)
         parsed = parse_review(body)
-        if isinstance(parsed, ReviewError):
+        if isinstance(parsed, ReviewProblem):
             return self._reject(400, parsed.message, started)
         try:
             verdict = self.admitter.admit(parsed)

@@ -18,13 +18,14 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.rules.catalog import catalog
 
 MAX_WARNING_CHARS = 120
 MAX_WARNINGS_BYTES = 4096
-SLICE_GROUP = "resource.k8s.io"
+SLICE_GROUP = RESOURCE_GROUP
 SLICE_KIND = "ResourceSlice"
 
 # Field-error type string (reference §4.1) → metav1.CauseType.

@@ -54,8 +54,8 @@ from typing import Any
 from dra_affinity.policies.cel.check.env import DeviceDeclaration, EnvKey, dra_device_declaration, get_env
 from dra_affinity.policies.cel.check.validators import format_go_type
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
-from dra_affinity.policies.cel.common.errors import CompileError, ErrorStage, render_errors
-from dra_affinity.policies.cel.common.jsonvalue import CelError, Opaque
+from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage, render_errors
+from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque
 from dra_affinity.policies.cel.common.types import (
     ANY,
     BOOL,
@@ -101,7 +101,7 @@ __all__ = [
     "DeviceSchema",
     "DeviceSizeEstimator",
     "DeviceValue",
-    "DeviceValueError",
+    "DeviceValueProblem",
     "DomainPlan",
     "SelectorResult",
     "compile_selector",
@@ -276,7 +276,7 @@ class _Analysis:
         self.checked = checked
         self.schema = schema
         self.decls: dict[int, _Decl] = {}
-        self.errors: list[CompileError] = []
+        self.errors: list[CompileProblem] = []
         self.uses = {_ATTRIBUTES: _MapUse(), _CAPACITY: _MapUse()}
 
     # --- bookkeeping ---
@@ -303,7 +303,7 @@ class _Analysis:
 
     def _error(self, node: Node, message: str) -> None:
         line, column = self.checked.location(node.id)
-        self.errors.append(CompileError(line, column, message, ErrorStage.CHECK))
+        self.errors.append(CompileProblem(line, column, message, ErrorStage.CHECK))
 
     def plan(self, which: str) -> DomainPlan:
         use = self.uses[which]
@@ -464,7 +464,7 @@ class CompiledSelector:
     key: EnvKey
     ok: bool
     detail: str | None
-    errors: tuple[CompileError, ...]
+    errors: tuple[CompileProblem, ...]
     output_type: str | None
     checked: CheckedAst | None
     program: Any
@@ -497,7 +497,7 @@ def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
     declaration = dra_device_declaration(key.kubernetes_version, key.mode)
     schema = device_schema(declaration) if declaration is not None else None
 
-    def failed(errors: tuple[CompileError, ...], output_type: str | None = None,
+    def failed(errors: tuple[CompileProblem, ...], output_type: str | None = None,
                checked: CheckedAst | None = None, detail: str | None = None) -> CompiledSelector:
         text = detail or f"compilation failed: {render_errors(errors, expression)}"
         return CompiledSelector(expression, key, False, text, errors, output_type, checked, None,
@@ -590,7 +590,7 @@ def _with_abstract_types(serialized: bytes, node_ids: tuple[int, ...], type_name
 
 
 @dataclass(frozen=True, slots=True)
-class DeviceValueError:
+class DeviceValueProblem:
     """A device whose attributes or capacity the allocator could not turn into CEL values."""
 
     message: str
@@ -670,13 +670,13 @@ def _attribute_value(raw: object) -> tuple[object, str | None]:
     return None, "unsupported attribute value"
 
 
-def device_value(device: Device, driver: str) -> DeviceValue | DeviceValueError:
+def device_value(device: Device, driver: str) -> DeviceValue | DeviceValueProblem:
     """The `device` value the allocator builds for `device` of a slice of `driver`."""
     attributes: dict[str, dict[str, object]] = {}
     for name, raw in device.attributes.items():
         value, error = _attribute_value(raw)
         if error is not None:
-            return DeviceValueError(f"attribute {name}: {error}")
+            return DeviceValueProblem(f"attribute {name}: {error}")
         domain, ident = _qualified(str(name), driver)
         attributes.setdefault(domain, {})[ident] = value
     capacity: dict[str, dict[str, object]] = {}
@@ -684,7 +684,7 @@ def device_value(device: Device, driver: str) -> DeviceValue | DeviceValueError:
         try:
             parsed = parse_quantity(cap.value)
         except QuantityError as err:
-            return DeviceValueError(f"capacity {name}: {err}")
+            return DeviceValueProblem(f"capacity {name}: {err}")
         domain, ident = _qualified(str(name), driver)
         capacity.setdefault(domain, {})[ident] = Opaque(QUANTITY_TYPE_NAME, quantity.encode(parsed))
     return DeviceValue(driver, device.allow_multiple_allocations,
@@ -747,7 +747,7 @@ def _run(program: Any, data: Mapping[str, object], interp_value: object
             message = str(result.value())
         except TypeError:
             message = ""
-        if _ENGINE_ITERATION_LIMIT in message and not isinstance(interp_value, CelError):
+        if _ENGINE_ITERATION_LIMIT in message and not isinstance(interp_value, ErrorValue):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(message, interp_value).message
     if name == "BOOL":

@@ -54,7 +54,7 @@ from dra_affinity.policies.cel.check.validators import (
 from dra_affinity.policies.cel.common.ast import CheckedAst, NodeKind
 from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
 from dra_affinity.policies.cel.common.errors import (
-    CompileError,
+    CompileProblem,
     ErrorStage,
     parse_engine_errors,
     render_errors,
@@ -169,7 +169,7 @@ class CompileResult:
     expression: str
     key: EnvKey
     ok: bool
-    errors: tuple[CompileError, ...]
+    errors: tuple[CompileProblem, ...]
     output_type: str | None
     checked: CheckedAst | None
     plan: LazyProgram | None
@@ -562,15 +562,15 @@ def _upstream_depth_error(text: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 
-def _failure(expression: str, key: EnvKey, errors: list[CompileError] | tuple[CompileError, ...],
+def _failure(expression: str, key: EnvKey, errors: list[CompileProblem] | tuple[CompileProblem, ...],
              output_type: str | None = None,
              checked: CheckedAst | None = None) -> CompileResult:
     ordered = tuple(sorted(errors, key=lambda e: (e.line, e.column)))
     return CompileResult(expression, key, False, ordered, output_type, checked, None)
 
 
-def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileError]:
-    errors: list[CompileError] = []
+def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileProblem]:
+    errors: list[CompileProblem] = []
     if env.has(Feature.HOMOGENEOUS_LITERALS):
         errors += validate_homogeneous_literals(checked)
     if env.has(Feature.LITERAL_VALIDATORS):
@@ -589,10 +589,10 @@ _PROBE_MAX_ARITY = 8
 
 
 def _arity_errors(env: CelEnvironment, source: str,
-                  errors: Sequence[CompileError]) -> list[CompileError]:
+                  errors: Sequence[CompileProblem]) -> list[CompileProblem]:
     """cel-go's `found no matching overload` for calls of a declared function with an arity
     it has no overload for, which cel-cpp reports as `undeclared reference to 'f'`."""
-    out: list[CompileError] = []
+    out: list[CompileProblem] = []
     for error in errors:
         m = _UNDECLARED_FUNCTION.match(error.message)
         call = _call_at(source, error.line, error.column, m.group(1)) if m else None
@@ -646,7 +646,7 @@ def _declared(env: CelEnvironment, name: str) -> bool:
 
 
 def _no_matching_overload(env: CelEnvironment, source: str, name: str, member: bool,
-                          arity: int, error: CompileError) -> CompileError | None:
+                          arity: int, error: CompileProblem) -> CompileProblem | None:
     """The error cel-go reports, with the argument types found by checking `source` in a
     twin environment where `name` has a `dyn` overload of the call's arity; None if that
     does not work out (the engine's error is kept)."""
@@ -663,7 +663,7 @@ def _no_matching_overload(env: CelEnvironment, source: str, name: str, member: b
             applied = f"({', '.join(types)})"
             if node.target is not None:
                 applied = format_go_type(checked.type_of(node.target.id)) + "." + applied
-            return CompileError(error.line, error.column,
+            return CompileProblem(error.line, error.column,
                                 f"found no matching overload for '{name}' applied to '{applied}'",
                                 error.stage)
     return None
@@ -739,8 +739,8 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     if size > CEL_GO_MAX_CODE_POINTS:
         message = (f"expression code point size exceeds limit: size: {size}, "
                    f"limit {CEL_GO_MAX_CODE_POINTS}")
-        return _failure(expression, key, [CompileError(-1, 0, message, ErrorStage.PARSE)])
-    escapes = [CompileError(line, column, "unsupported syntax: '`'", ErrorStage.PARSE)
+        return _failure(expression, key, [CompileProblem(-1, 0, message, ErrorStage.PARSE)])
+    escapes = [CompileProblem(line, column, "unsupported syntax: '`'", ErrorStage.PARSE)
                for line, column in escaped_identifiers(expression)]
     if escapes:
         try:
@@ -758,7 +758,7 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
             upstream = _upstream_depth_error(expression)
             if upstream is not None:
                 return _failure(expression, key,
-                                [CompileError(-1, 0, upstream, ErrorStage.PARSE)])
+                                [CompileProblem(-1, 0, upstream, ErrorStage.PARSE)])
             _, detail = split_status(text)
             reason = (f"the expression nests deeper than our CEL engine's parser allows "
                       f"({ENGINE_MAX_NESTING} levels; Kubernetes allows "
@@ -786,7 +786,7 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
         message, node_id = folded
         line, column = checked.location(node_id) if node_id else (-1, 0)
         where = (line, column) if line >= 1 else (-1, 0)
-        return _failure(expression, key, [CompileError(*where, message, ErrorStage.PROGRAM)],
+        return _failure(expression, key, [CompileProblem(*where, message, ErrorStage.PROGRAM)],
                         output_type, checked)
     plan = (LazyProgram(env.runtime, serialized) if env.separate_runtime
             else LazyProgram.ready(compiled))

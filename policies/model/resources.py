@@ -115,7 +115,7 @@ class OpaqueConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Config:
+class ClaimConfig:
     index: int
     requests: tuple[str, ...]
     opaque: OpaqueConfig | None
@@ -138,7 +138,7 @@ class ResourceClaim:
     namespace: str
     name: str
     requests: tuple[Request, ...]
-    configs: tuple[Config, ...]
+    configs: tuple[ClaimConfig, ...]
     allocation: tuple[AllocatedDevice, ...]
     source: Source
     raw: Mapping[str, Any]
@@ -402,9 +402,9 @@ def _request(index: int, raw: Mapping[str, Any]) -> Request:
     )
 
 
-def _config(index: int, raw: Mapping[str, Any]) -> Config:
+def _config(index: int, raw: Mapping[str, Any]) -> ClaimConfig:
     opaque = raw.get("opaque")
-    return Config(
+    return ClaimConfig(
         index=index,
         requests=tuple(raw.get("requests") or ()),
         opaque=OpaqueConfig(opaque["driver"], opaque["parameters"]) if isinstance(opaque, Mapping) else None,

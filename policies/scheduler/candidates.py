@@ -33,7 +33,7 @@ from typing import Literal
 
 from dra_affinity.policies.analysis.device import (
     DeviceValue,
-    DeviceValueError,
+    DeviceValueProblem,
     compile_selector,
     device_value,
     evaluate_selector,
@@ -47,7 +47,7 @@ from dra_affinity.policies.scheduler.pools import Pool
 __all__ = [
     "CandidateMatch",
     "SelectorError",
-    "SelectorFailure",
+    "SelectorProblem",
     "match_pool",
     "pool_is_candidate",
 ]
@@ -60,7 +60,7 @@ _STAGE_WORDS = {"compile": "CEL compile error", "runtime": "CEL runtime error",
 
 
 @dataclass(frozen=True, slots=True)
-class SelectorFailure:
+class SelectorProblem:
     """Why the allocator would abort instead of matching: one selector on one device.
 
     `source`/`owner`/`index`: `spec.selectors[index]` of DeviceClass `owner`, or of request
@@ -100,7 +100,7 @@ class SelectorError(Exception):
     that (claim, request): any result for them would be one the scheduler never reaches.
     """
 
-    def __init__(self, failure: SelectorFailure) -> None:
+    def __init__(self, failure: SelectorProblem) -> None:
         super().__init__(failure.message())
         self.failure = failure
 
@@ -117,7 +117,7 @@ class CandidateMatch:
 
     candidate: bool
     device: str | None = None
-    failure: SelectorFailure | None = None
+    failure: SelectorProblem | None = None
     class_missing: bool = False
     evaluations: int = 0
 
@@ -139,27 +139,27 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
     evaluations = 0
     for device, slice_ in pool.devices:
         where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
-        value: DeviceValue | DeviceValueError | None = None
+        value: DeviceValue | DeviceValueProblem | None = None
         matched = True
         for source, owner, selector in selectors:
             compiled = compile_selector(selector.expression, key)
             if not compiled.ok:
                 stage: Stage = "engine" if compiled.engine_limited else "compile"
-                failure = SelectorFailure(source, owner, selector.index, stage,
+                failure = SelectorProblem(source, owner, selector.index, stage,
                                           compiled.detail or "", pool.ref)
                 return CandidateMatch(False, failure=failure, class_missing=missing,
                                       evaluations=evaluations)
             if value is None:
                 value = device_value(device, slice_.driver)
-            if isinstance(value, DeviceValueError):
-                failure = SelectorFailure(source, owner, selector.index, "runtime",
+            if isinstance(value, DeviceValueProblem):
+                failure = SelectorProblem(source, owner, selector.index, "runtime",
                                           value.message, pool.ref, where)
                 return CandidateMatch(False, failure=failure, class_missing=missing,
                                       evaluations=evaluations)
             result = evaluate_selector(compiled, value, cost_limit=cost_limit)
             evaluations += 1
             if result.error is not None:
-                failure = SelectorFailure(source, owner, selector.index, "runtime",
+                failure = SelectorProblem(source, owner, selector.index, "runtime",
                                           result.error, pool.ref, where)
                 return CandidateMatch(False, failure=failure, class_missing=missing,
                                       evaluations=evaluations)

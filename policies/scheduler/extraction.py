@@ -18,7 +18,7 @@ from typing import Any
 from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
-from dra_affinity.policies.model.resources import Config, Extractor, ResourceClaim
+from dra_affinity.policies.model.resources import ClaimConfig, Extractor, ResourceClaim
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 
 KIND_NON_STRING = "cel expression returned non-string"
@@ -83,7 +83,7 @@ class Evaluation:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionError:
+class ExtractionProblem:
     kind: str
     message: str
     extractor: str | None = None
@@ -98,7 +98,7 @@ class ExtractionResult:
     outcome: Outcome
     affinity: Mapping[str, str] | None = None
     unsatisfied: tuple[str, ...] = ()
-    error: ExtractionError | None = None
+    error: ExtractionProblem | None = None
     evaluations: tuple[Evaluation, ...] = ()
     configs: tuple[int, ...] = ()
     """Indexes (in `spec.devices.config`) of the configs in scope."""
@@ -117,7 +117,7 @@ def _prefix(kind: str, pool: ExtractionPool, request: str, extractor: int | None
     return text
 
 
-def in_scope_configs(claim: ResourceClaim, request: str, driver: str) -> tuple[Config, ...]:
+def in_scope_configs(claim: ResourceClaim, request: str, driver: str) -> tuple[ClaimConfig, ...]:
     """SPEC §5.1: opaque configs of the pool's driver for the request (or its parent), or claim-wide."""
     parent = request.split("/", 1)[0] if "/" in request else None
     names = {request} | ({parent} if parent else set())
@@ -161,13 +161,13 @@ def extract(
         key = pool.duplicate_keys[0]
         message = _prefix(KIND_COLLISION, pool, request, None, key) + \
             f": key {key!r} is declared by more than one extractor of the pool"
-        return done(Outcome.SLICE_ERROR, error=ExtractionError(KIND_COLLISION, message, key))
+        return done(Outcome.SLICE_ERROR, error=ExtractionProblem(KIND_COLLISION, message, key))
     if pool.total_cost > limits.pool_cost_budget:
         message = _prefix(KIND_COST, pool, request, None, None) + (
             f": cost limit exceeded: estimated cost {pool.total_cost} of the pool's extractors "
             f"exceeds limit {limits.pool_cost_budget}"
         )
-        return done(Outcome.SLICE_ERROR, error=ExtractionError(KIND_COST, message))
+        return done(Outcome.SLICE_ERROR, error=ExtractionProblem(KIND_COST, message))
     compile_error = _compile_errors(pool, request, limits)
     if compile_error is not None:
         return done(Outcome.SLICE_ERROR, error=compile_error)
@@ -188,7 +188,7 @@ def extract(
             )
             return done(
                 Outcome.CLAIM_INCONSISTENT,
-                error=ExtractionError(KIND_CLAIM, message, ev.extractor, ev.config),
+                error=ExtractionProblem(KIND_CLAIM, message, ev.extractor, ev.config),
                 evaluations=evaluations, configs=scope,
             )
         values[ev.extractor] = ev.value
@@ -199,7 +199,7 @@ def extract(
     return done(Outcome.OK, affinity=dict(sorted(values.items())), evaluations=evaluations, configs=scope)
 
 
-def content_key(configs: Sequence[Config]) -> tuple[Hashable, ...] | None:
+def content_key(configs: Sequence[ClaimConfig]) -> tuple[Hashable, ...] | None:
     """What extraction reads of the in-scope configs: their indexes and parameters' contents.
 
     None when the parameters cannot be rendered canonically (mixed key types): then the
@@ -264,7 +264,7 @@ class ExtractionMemo:
         return replace(hit, claim=claim.qualified_name, pool=pool.ref)
 
 
-def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionError | None:
+def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionProblem | None:
     """The scheduler cannot compile an extractor (SA106) or rejects its estimated cost (SA108)."""
     from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
 
@@ -275,26 +275,26 @@ def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> Extra
         if not compiled.ok and not compiled.engine_limited:
             message = _prefix(KIND_FAILED, pool, request, index, key) + \
                 f": compile CEL expression: {compiled.error_text}"
-            return ExtractionError(KIND_FAILED, message, key)
+            return ExtractionProblem(KIND_FAILED, message, key)
         if cost_max is not None and cost_max > limits.runtime_cost_per_evaluation:
             message = _prefix(KIND_COST, pool, request, index, key) + (
                 f": cost limit exceeded: estimated cost {cost_max} exceeds limit "
                 f"{limits.runtime_cost_per_evaluation}"
             )
-            return ExtractionError(KIND_COST, message, key)
+            return ExtractionProblem(KIND_COST, message, key)
     return None
 
 
 def _evaluate_all(
-    pool: ExtractionPool, request: str, configs: Sequence[Config], limits: Limits
-) -> tuple[tuple[Evaluation, ...], ExtractionError | None]:
+    pool: ExtractionPool, request: str, configs: Sequence[ClaimConfig], limits: Limits
+) -> tuple[tuple[Evaluation, ...], ExtractionProblem | None]:
     from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
     from dra_affinity.policies.cel.common.jsonvalue import try_decode_k8s_json
     from dra_affinity.policies.cel.eval.runtime import evaluate
 
     evaluations: list[Evaluation] = []
-    first_error: ExtractionError | None = None
-    decoded: list[tuple[Config, object]] = []
+    first_error: ExtractionProblem | None = None
+    decoded: list[tuple[ClaimConfig, object]] = []
     for config in configs:
         assert config.opaque is not None
         value, problem = try_decode_k8s_json(config.opaque.parameters)
@@ -303,7 +303,7 @@ def _evaluate_all(
         if problem is not None:
             message = _prefix(KIND_FAILED, pool, request, None, None) + \
                 f": unmarshal opaque parameters: {problem}"
-            return (), ExtractionError(KIND_FAILED, message, None, config.index)
+            return (), ExtractionProblem(KIND_FAILED, message, None, config.index)
         decoded.append((config, value))
     for index, item in enumerate(pool.extractors):
         key: str = item.extractor.name or ""
@@ -316,7 +316,7 @@ def _evaluate_all(
                                           result.runtime_cost, kind, detail))
             if kind is not None and first_error is None:
                 full = _prefix(kind, pool, request, index, key) + f": {detail}"
-                first_error = ExtractionError(kind, full, key, config.index)
+                first_error = ExtractionProblem(kind, full, key, config.index)
     return tuple(evaluations), first_error
 
 

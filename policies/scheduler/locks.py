@@ -233,7 +233,7 @@ def mismatch_message(state: DeviceState, affinity: Mapping[str, str], device: st
 
 
 @dataclass(frozen=True, slots=True)
-class PoolVerdict:
+class PoolFilterVerdict:
     """What one (claim request, pool) gives every device of the pool, computed once.
 
     `tracked`: the scheduler keeps locks for the pool's devices. `affinity`: the
@@ -258,28 +258,28 @@ class PoolVerdict:
 
 
 def pool_precheck(*, declares_affinity: bool, complete: bool, incomplete_reason: str,
-                  feature_gate: bool) -> PoolVerdict | None:
+                  feature_gate: bool) -> PoolFilterVerdict | None:
     """The pool-level verdict when no CEL may run: incomplete pool, or gate off on an affinity pool."""
     if not complete:
-        return PoolVerdict(False, rejection=Rejection(
+        return PoolFilterVerdict(False, rejection=Rejection(
             Reason.POOL_INCOMPLETE, f"the pool is incomplete ({incomplete_reason}): the scheduler skips it"))
     if declares_affinity and not feature_gate:
-        return PoolVerdict(False, rejection=Rejection(
+        return PoolFilterVerdict(False, rejection=Rejection(
             Reason.FEATURE_GATE_OFF,
             "the pool declares sharingAffinity and the DRASharingAffinity feature gate is off in the "
             "scheduler: its devices are unallocatable (fail closed)"))
     if not declares_affinity:
-        return PoolVerdict(False)
+        return PoolFilterVerdict(False)
     return None
 
 
-def pool_verdict(result: ExtractionResult) -> PoolVerdict:
+def pool_verdict(result: ExtractionResult) -> PoolFilterVerdict:
     """The verdict of an affinity pool from the request's extraction (SPEC §5 outcome)."""
     outcome = result.outcome
     if outcome is Outcome.OK:
-        return PoolVerdict(True, affinity=dict(result.affinity or {}), extraction=result)
+        return PoolFilterVerdict(True, affinity=dict(result.affinity or {}), extraction=result)
     if outcome is Outcome.NOT_APPLICABLE:
-        return PoolVerdict(False, extraction=result)
+        return PoolFilterVerdict(False, extraction=result)
     if outcome is Outcome.NOT_SATISFIED:
         detail = "no value for " + ", ".join(result.unsatisfied)
         rejection = Rejection(Reason.NO_KEYS_EXTRACTED,
@@ -294,7 +294,7 @@ def pool_verdict(result: ExtractionResult) -> PoolVerdict:
                               f"the claim is self-inconsistent (UnschedulableAndUnresolvable): {message}")
     else:  # POOL_INCOMPLETE: precheck normally catches it first
         rejection = Rejection(Reason.POOL_INCOMPLETE, "the pool is incomplete: the scheduler skips it")
-    return PoolVerdict(True, rejection=rejection, extraction=result)
+    return PoolFilterVerdict(True, rejection=rejection, extraction=result)
 
 
 def room_for(device: Device, ref: DeviceRef, state: DeviceState,
@@ -319,7 +319,7 @@ def room_for(device: Device, ref: DeviceRef, state: DeviceState,
     return None
 
 
-def _failures(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+def _failures(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolFilterVerdict,
               wanted: Mapping[str, Fraction] | CapacityProblem
               ) -> Iterator[tuple[Reason, Callable[[], Rejection]]]:
     """The reasons `device` is not viable, in Filter order, each with its rejection built on demand.
@@ -350,7 +350,7 @@ def _failures(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolV
             Reason.LOCK_MISMATCH, mismatch_message(state, affinity, str(ref)))
 
 
-def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolFilterVerdict,
                  wanted: Mapping[str, Fraction] | CapacityProblem) -> tuple[Rejection, ...]:
     """Every reason `device` is not viable for the request, in the KEP's Filter order.
 
@@ -361,7 +361,7 @@ def check_device(device: Device, ref: DeviceRef, state: DeviceState, verdict: Po
     return tuple(build() for _, build in _failures(device, ref, state, verdict, wanted))
 
 
-def first_reason(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolVerdict,
+def first_reason(device: Device, ref: DeviceRef, state: DeviceState, verdict: PoolFilterVerdict,
                  wanted: Mapping[str, Fraction] | CapacityProblem) -> Reason | None:
     """The first reason of `check_device` (None: viable), without building any message."""
     for reason, _ in _failures(device, ref, state, verdict, wanted):
@@ -417,7 +417,7 @@ METRIC_NAMES = (
 
 
 @dataclass(frozen=True, slots=True)
-class Metrics:
+class LockMetrics:
     """The KEP's gauges (from the final states) and counters (accumulated over a run)."""
 
     locked_devices: int = 0

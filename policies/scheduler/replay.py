@@ -53,11 +53,11 @@ from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
     Holder,
+    LockMetrics,
     LockStatus,
-    Metrics,
     Mode,
     Option,
-    PoolVerdict,
+    PoolFilterVerdict,
     Reason,
     Rejection,
 )
@@ -153,7 +153,7 @@ class ReplayReport:
     waits: Waits
     final: Snapshot
     series: tuple[Snapshot, ...]
-    metrics: Metrics
+    metrics: LockMetrics
     devices: tuple[DeviceReport, ...]
     pending_reasons: tuple[tuple[str, int], ...]
     """Why the claims pending at the end could not be placed: reason and claims, most first."""
@@ -224,8 +224,8 @@ class _Plan:
     """What one (variant, request) needs at every attempt: its pools and their verdicts."""
 
     pools: list[Pool]
-    verdicts: list[tuple[Pool, PoolVerdict]]
-    by_pool: dict[PoolRef, PoolVerdict]
+    verdicts: list[tuple[Pool, PoolFilterVerdict]]
+    by_pool: dict[PoolRef, PoolFilterVerdict]
     evaluations: int
     """Extractor evaluations the scheduler runs for one copy (over the candidate pools)."""
     uniform: tuple[bool, LockKey] | None
@@ -277,7 +277,7 @@ class _Replay:
         self.unknown_total = sum(self.unknown.values())
         self.candidates: dict[tuple[int, str], list[Pool] | Rejection] = {}
         self.demands: dict[tuple[int, str, DeviceRef], Mapping[str, Fraction] | CapacityProblem] = {}
-        self.verdicts: dict[tuple[int, str, PoolRef], PoolVerdict] = {}
+        self.verdicts: dict[tuple[int, str, PoolRef], PoolFilterVerdict] = {}
         self.held: dict[int, list[DeviceRef]] = {}
         self.waiting: dict[int, _Waiting] = {}
         self.wait_index: dict[tuple[PoolRef, object], set[int]] = {}
@@ -304,7 +304,7 @@ class _Replay:
             self.candidates[key] = found
         return found
 
-    def verdict(self, variant: Variant, request: str, pool: Pool) -> PoolVerdict:
+    def verdict(self, variant: Variant, request: str, pool: Pool) -> PoolFilterVerdict:
         key = (variant.index, request, pool.ref)
         found = self.verdicts.get(key)
         if found is None:
@@ -376,7 +376,7 @@ class _Replay:
                 bisect.insort(room.locked, position)
         room.member[ref] = where
 
-    def _viable(self, pool_room: _PoolRoom, verdict: PoolVerdict) -> list[list[int]]:
+    def _viable(self, pool_room: _PoolRoom, verdict: PoolFilterVerdict) -> list[list[int]]:
         """The position lists of the devices Filter passes for a request with this verdict."""
         if verdict.rejection is not None:
             return []
@@ -387,7 +387,7 @@ class _Replay:
                if p]
         return out
 
-    def _count_rejections(self, pool_room: _PoolRoom, verdict: PoolVerdict, before: int | None) -> None:
+    def _count_rejections(self, pool_room: _PoolRoom, verdict: PoolFilterVerdict, before: int | None) -> None:
         """Add the devices whose first reason is a lock mismatch or no keys (positions < `before`)."""
         if verdict.rejection is not None and verdict.rejection.reason is Reason.NO_KEYS_EXTRACTED:
             lists = [p for (kind, _), p in pool_room.buckets.items() if kind != _UNKNOWN]
@@ -401,7 +401,7 @@ class _Replay:
                          if b[0] == LockStatus.LOCKED.value and b != mine]
                 self.conflicts += _count(lists, before)
 
-    def _failure(self, pools: Sequence[tuple[Pool, PoolVerdict]], template: int,
+    def _failure(self, pools: Sequence[tuple[Pool, PoolFilterVerdict]], template: int,
                  request: DeviceRequest) -> Rejection:
         """The reason the scheduler reports: the first reason of the first device looked at."""
         for pool, verdict in pools:
@@ -881,7 +881,8 @@ def replay(
         label = failure.reason.value if failure else Reason.NO_CANDIDATES.value
         reasons[label] = reasons.get(label, 0) + len(entry.queue)
     locked, unknown = locks.gauges(state.states)
-    metrics = Metrics(locked, unknown, state.evaluations_total, state.conflicts, state.no_keys, state.reuse)
+    metrics = LockMetrics(locked, unknown, state.evaluations_total, state.conflicts, state.no_keys,
+                          state.reuse)
     devices = tuple(run.report(ref) for ref in run.devices)
     return ReplayReport(
         mode=mode, feature_gate=feature_gate, workload=workload.name, arrivals=len(arrival_list),

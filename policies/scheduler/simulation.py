@@ -42,11 +42,11 @@ from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
     Holder,
+    LockMetrics,
     LockStatus,
-    Metrics,
     Mode,
     Option,
-    PoolVerdict,
+    PoolFilterVerdict,
     Reason,
     Rejection,
 )
@@ -183,7 +183,7 @@ class SimulationReport:
     reconstructed: tuple[DeviceReport, ...]
     steps: tuple[StepResult, ...]
     devices: tuple[DeviceReport, ...]
-    metrics: Metrics
+    metrics: LockMetrics
     notes: tuple[str, ...] = ()
     findings: tuple[Finding, ...] = ()
 
@@ -244,10 +244,10 @@ class _Profile:
 
     kinds: list[_Kind]
     summary: dict[_Kind, list[int]]
-    verdicts: dict[int, tuple[PoolVerdict, dict[_Kind, Reason | None], list[int],
+    verdicts: dict[int, tuple[PoolFilterVerdict, dict[_Kind, Reason | None], list[int],
                               list[tuple[Reason, int]]]] = field(default_factory=dict)
 
-    def seen_by(self, verdict: PoolVerdict
+    def seen_by(self, verdict: PoolFilterVerdict
                 ) -> tuple[dict[_Kind, Reason | None], list[int], list[tuple[Reason, int]]]:
         """Per kind its first reason under `verdict`; the first positions of the viable kinds;
         the rejected counts in walk order (once per verdict: claims sharing one pay nothing)."""
@@ -280,7 +280,7 @@ class _PoolIndex:
     profiles: dict[str, _Profile] = field(default_factory=dict)
 
 
-_SharedVerdicts = tuple[dict[PoolRef, PoolVerdict], int, int, tuple[tuple[int, int], ...]]
+_SharedVerdicts = tuple[dict[PoolRef, PoolFilterVerdict], int, int, tuple[tuple[int, int], ...]]
 
 
 @dataclass
@@ -307,7 +307,7 @@ class _Run:
     order: dict[DeviceRef, int] = field(default_factory=dict)
     pool_bits: dict[PoolRef, int] = field(default_factory=dict)
     candidates: dict[tuple[object, ...], list[Pool] | SelectorError] = field(default_factory=dict)
-    prechecks: dict[PoolRef, PoolVerdict | None] = field(default_factory=dict)
+    prechecks: dict[PoolRef, PoolFilterVerdict | None] = field(default_factory=dict)
     demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
     """(id of a device of `devices`, which lives as long as the run; capacity request) -> demand."""
     drivers: dict[int, tuple[str, ...]] = field(default_factory=dict)
@@ -346,13 +346,13 @@ class _Run:
             self.counted[key] = seen | bits
             self.counters.evaluations += evaluations
 
-    def verdict(self, claim: ResourceClaim, request: str, pool: Pool) -> PoolVerdict:
+    def verdict(self, claim: ResourceClaim, request: str, pool: Pool) -> PoolFilterVerdict:
         early = self._precheck(pool)
         if early is not None:
             return early
         return locks.pool_verdict(self.extraction(claim, request, pool.ref))
 
-    def _precheck(self, pool: Pool) -> PoolVerdict | None:
+    def _precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         if pool.ref in self.prechecks:
             return self.prechecks[pool.ref]
         cached = locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
@@ -361,7 +361,7 @@ class _Run:
         return cached
 
     def verdicts(self, claim: ResourceClaim, request: str, pools: list[Pool], shared: bool
-                 ) -> Mapping[PoolRef, PoolVerdict]:
+                 ) -> Mapping[PoolRef, PoolFilterVerdict]:
         """Every candidate pool's verdict for the request, once per distinct content.
 
         `shared`: `pools` is a cached candidate list (stable for the run), so the verdicts of
@@ -382,7 +382,7 @@ class _Run:
         key = (id(pools), request, contents)
         entry = self.shared_verdicts.get(key)
         if entry is None:
-            verdicts: dict[PoolRef, PoolVerdict] = {}
+            verdicts: dict[PoolRef, PoolFilterVerdict] = {}
             extracted: list[tuple[int, int]] = []
             for pool in pools:
                 early = self._precheck(pool)
@@ -576,8 +576,9 @@ class _Run:
                                         reused=before.status is LockStatus.LOCKED))
         return placements, evaluated, rejected, None
 
-    def _walk(self, request: DeviceRequest, pools: Sequence[Pool], verdicts: Mapping[PoolRef, PoolVerdict],
-              working: _Working, wanted_count: int, every: bool, evaluated: list[Evaluated]) -> list[Option]:
+    def _walk(self, request: DeviceRequest, pools: Sequence[Pool],
+              verdicts: Mapping[PoolRef, PoolFilterVerdict], working: _Working, wanted_count: int,
+              every: bool, evaluated: list[Evaluated]) -> list[Option]:
         """Filter device by device in first-fit order, recording each device looked at."""
         options: list[Option] = []
         position = 0
@@ -597,7 +598,8 @@ class _Run:
                     return options
         return options
 
-    def _choose(self, request: DeviceRequest, pools: Sequence[Pool], verdicts: Mapping[PoolRef, PoolVerdict],
+    def _choose(self, request: DeviceRequest, pools: Sequence[Pool],
+                verdicts: Mapping[PoolRef, PoolFilterVerdict],
                 working: _Working) -> tuple[dict[Reason, int], int, list[Option]]:
         """One device, chosen from the pools' profiles: what `_walk` finds, without visiting every
         device. Returns the first-reason counts of the devices Filter looks at, their number, and
@@ -705,7 +707,7 @@ def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | C
     return _FREE
 
 
-def _reason(kind: _Kind, verdict: PoolVerdict) -> Reason | None:
+def _reason(kind: _Kind, verdict: PoolFilterVerdict) -> Reason | None:
     """The first reason `locks.check_device` gives a device of `kind` (None: viable); same order."""
     if verdict.pool_level:
         assert verdict.rejection is not None
@@ -802,10 +804,10 @@ class SimulationRun:
     def devices(self) -> tuple[DeviceReport, ...]:
         return tuple(self._run.report(ref) for ref in self._run.devices)
 
-    def metrics(self) -> Metrics:
+    def metrics(self) -> LockMetrics:
         run = self._run
         locked, unknown = locks.gauges(run.states)
-        return Metrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
+        return LockMetrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
                        run.counters.no_keys, run.counters.reuse)
 
     @property

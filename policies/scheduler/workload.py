@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dra_affinity.policies.core.source import FieldPath
-from dra_affinity.policies.model.resources import Config, OpaqueConfig, ResourceClaim
+from dra_affinity.policies.model.resources import ClaimConfig, OpaqueConfig, ResourceClaim
 
 
 class LifetimeKind(enum.Enum):
@@ -196,7 +196,8 @@ def _with_values(claim: ResourceClaim, varies: Sequence[Vary], targets: Sequence
                                        f"{part!r} is not an object", (*vary.path, "field"))
             node = child
         node[vary.field[-1]] = value
-        configs[target] = Config(config.index, config.requests, OpaqueConfig(config.opaque.driver, params))
+        configs[target] = ClaimConfig(config.index, config.requests,
+                                      OpaqueConfig(config.opaque.driver, params))
     return replace(claim, configs=tuple(configs))
 
 

@@ -40,12 +40,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind
-from dra_affinity.policies.cel.common.errors import CompileError, ErrorStage
+from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage
 from dra_affinity.policies.cel.common.types import CelType, TypeKind, WellKnown, format_go_type
 from dra_affinity.policies.cel.k8s_library.strings_format import (
     CLAUSE_KINDS,
     STRING_CLAUSE_KINDS,
-    FormatFailure,
+    FormatProblem,
     clause_error,
     parse_format,
 )
@@ -107,11 +107,11 @@ def is_equivalent_type(a: CelType, b: CelType) -> bool:
 # ------------------------------------------------------------------------------------------------
 
 
-def _error_at(ast: CheckedAst, node_id: int, message: str, stage: ErrorStage) -> CompileError:
+def _error_at(ast: CheckedAst, node_id: int, message: str, stage: ErrorStage) -> CompileProblem:
     line, column = ast.location(node_id)
     if line < 1:
-        return CompileError(-1, 0, message, stage)
-    return CompileError(line, column, message, stage)
+        return CompileProblem(-1, 0, message, stage)
+    return CompileProblem(line, column, message, stage)
 
 
 def _has_exempt_ancestor(ast: CheckedAst, node: Node, exempt: frozenset[str]) -> bool:
@@ -154,13 +154,13 @@ def _string_literal(node: Node) -> str | None:
 def validate_homogeneous_literals(
     ast: CheckedAst, exempt: frozenset[str] = HOMOGENEOUS_EXEMPT_FUNCTIONS,
     nodes: Sequence[Node] | None = None,
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """cel-go `ValidateHomogeneousAggregateLiterals` on our checked AST.
 
     Lists stop at their first mismatch; maps report every mismatching key and value, each
     against the types of the first entry (as cel-go does).
     """
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
 
     def mismatch(node_id: int, expected: CelType, actual: CelType) -> None:
         errors.append(_error_at(
@@ -220,9 +220,9 @@ def _first_literal_arg(call: Node) -> Node | None:
 
 def validate_duration_literals(
     ast: CheckedAst, nodes: Sequence[Node] | None = None
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """`duration('...')` with a literal that Go's `time.ParseDuration` rejects."""
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     for call in _calls(ast, ("duration",), nodes):
         arg = _first_literal_arg(call)
         if arg is None:
@@ -235,9 +235,9 @@ def validate_duration_literals(
 
 def validate_timestamp_literals(
     ast: CheckedAst, nodes: Sequence[Node] | None = None
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """`timestamp('...')` / `timestamp(<int>)` literals cel-go cannot convert."""
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     for call in _calls(ast, ("timestamp",), nodes):
         arg = _first_literal_arg(call)
         if arg is None or arg.const is None:
@@ -255,9 +255,9 @@ def validate_timestamp_literals(
 
 def validate_regex_literals(
     ast: CheckedAst, check: RegexCheck, nodes: Sequence[Node] | None = None
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """`matches` whose first (non-receiver) argument is an invalid regex literal."""
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     for call in _calls(ast, ("matches",), nodes):
         arg = _first_literal_arg(call)
         if arg is None:
@@ -275,12 +275,12 @@ the standard `matches` (with `OptOptimize`) and Kubernetes' `find` / `findAll`."
 
 def program_regex_errors(
     ast: CheckedAst, check: RegexCheck, nodes: Sequence[Node] | None = None
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """Regex constants that would make `env.Program()` fail upstream.
 
     The regex is argument 1 counting the receiver (so `s.find(re)` and `matches(s, re)`).
     """
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     for call in _calls(ast, PROGRAM_REGEX_FUNCTIONS, nodes):
         args = ((call.target,) if call.target is not None else ()) + call.args
         if len(args) < 2:
@@ -346,13 +346,13 @@ def _string_clause_problem(ast: CheckedAst, node: Node) -> Node | None:
 
 def validate_format_calls(
     ast: CheckedAst, nodes: Sequence[Node] | None = None
-) -> list[CompileError]:
+) -> list[CompileProblem]:
     """ext.Strings' `stringFormatValidator`: `"<literal>".format([<list literal>])` calls.
 
     Calls whose format string is not a literal, or whose arguments are not a list literal,
     are left to evaluation, as upstream does.
     """
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     for call in _calls(ast, ("format",), nodes):
         if call.target is None or len(call.args) != 1 or call.args[0].kind is not NodeKind.LIST:
             continue
@@ -362,7 +362,7 @@ def validate_format_calls(
         args = call.args[0].elements
 
         def check(index: int, clause: str, _precision: int | None,
-                  args: tuple[Node, ...] = args) -> str | FormatFailure:
+                  args: tuple[Node, ...] = args) -> str | FormatProblem:
             arg = args[index]
             if clause == "s":
                 bad = _string_clause_problem(ast, arg)
@@ -374,7 +374,7 @@ def validate_format_calls(
             return clause_error(clause, _go_type_name(ast.type_of(arg.id)), arg.id)
 
         outcome = parse_format(text, len(args), check, runtime=False)
-        if isinstance(outcome, FormatFailure):
+        if isinstance(outcome, FormatProblem):
             where = outcome.where if isinstance(outcome.where, int) else call.id
             errors.append(_error_at(ast, where, outcome.message, ErrorStage.VALIDATE))
         elif len(args) > outcome[1]:
@@ -545,7 +545,7 @@ _BYTE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\C")
 
 
 @dataclass(frozen=True, slots=True)
-class _GoRegexpError:
+class _GoRegexpProblem:
     code: str
     expr: str
 
@@ -562,7 +562,7 @@ def go_regexp_error(pattern: str, re2_message: str | None) -> str | None:
     """
     byte_escape = _BYTE_ESCAPE.search(pattern)
     if byte_escape is not None:
-        return str(_GoRegexpError("invalid escape sequence", "\\C"))
+        return str(_GoRegexpProblem("invalid escape sequence", "\\C"))
     if re2_message is None:
         return None
     text = re2_message.removeprefix("invalid regular expression: ")
@@ -573,5 +573,5 @@ def go_regexp_error(pattern: str, re2_message: str | None) -> str | None:
                 arg = pattern  # Go reports the whole expression for unbalanced parentheses
             elif go_code == "trailing backslash at end of expression":
                 arg = ""
-            return str(_GoRegexpError(go_code, arg))
-    return str(_GoRegexpError(text, pattern))
+            return str(_GoRegexpProblem(go_code, arg))
+    return str(_GoRegexpProblem(text, pattern))

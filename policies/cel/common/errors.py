@@ -4,7 +4,7 @@ Why a module of its own: the API server shows CEL compile errors in cel-go's for
 (`common.Errors.ToDisplayString`), users paste them into bug reports, and tests compare them
 byte for byte. Our engine (cel-cpp behind cel-expr-python) raises a status text in a very
 similar but not identical format, and our own AST validators produce errors cel-cpp never
-sees. So every error becomes a `CompileError` value first, and one renderer prints them all:
+sees. So every error becomes a `CompileProblem` value first, and one renderer prints them all:
 
 * `ERROR: <input>:L:C: message`, then (when the line is known and at most 16384 bytes long)
   ` | <source line>` with tabs shown as spaces and ` | <dots>^` under the column; a code point
@@ -29,7 +29,7 @@ __all__ = [
     "MAX_ERRORS_TO_REPORT",
     "MAX_SNIPPET_BYTES",
     "SOURCE_DESCRIPTION",
-    "CompileError",
+    "CompileProblem",
     "ErrorStage",
     "normalize_error",
     "normalize_message",
@@ -62,7 +62,7 @@ class ErrorStage(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class CompileError:
+class CompileProblem:
     """One compile error.
 
     `line` is 1-based and `column` is the 1-based code-point column cel-go prints (its
@@ -95,7 +95,7 @@ def _snippet(source: str, line: int) -> str | None:
     return lines[line - 1]
 
 
-def render_error(error: CompileError, source: str) -> str:
+def render_error(error: CompileProblem, source: str) -> str:
     """One error in cel-go's display format (`common.Error.ToDisplayString`).
 
     A PROGRAM-stage error (upstream: `env.Program()` failed, e.g. an invalid regex literal
@@ -117,7 +117,7 @@ def render_error(error: CompileError, source: str) -> str:
     return f"{out}\n | {snippet}\n | {''.join(marker)}"
 
 
-def render_errors(errors: Iterable[CompileError], source: str) -> str:
+def render_errors(errors: Iterable[CompileProblem], source: str) -> str:
     """Several errors as cel-go's `Errors.ToDisplayString`: sorted, capped at 100, joined."""
     ordered = sorted(errors, key=lambda e: (e.line, e.column))
     shown = [render_error(e, source) for e in ordered[:MAX_ERRORS_TO_REPORT]]
@@ -151,7 +151,7 @@ def split_status(text: str) -> tuple[str, str]:
 
 def parse_engine_errors(
     text: str, source: str, stage: ErrorStage = ErrorStage.CHECK
-) -> tuple[CompileError, ...]:
+) -> tuple[CompileProblem, ...]:
     """Turn cel-cpp's compile status text into errors, normalized to cel-go's wording.
 
     cel-cpp renders each error as `ERROR: <input>:L:C: msg` followed by its own snippet lines
@@ -162,7 +162,7 @@ def parse_engine_errors(
     `-1:0`; we store cel-go's.
     """
     _, body = split_status(text)
-    errors: list[CompileError] = []
+    errors: list[CompileProblem] = []
     current: list[str] | None = None
     head: tuple[int, int] = (-1, 0)
 
@@ -171,7 +171,7 @@ def parse_engine_errors(
             line, column = head
             if line < 1:
                 line, column = -1, 0
-            raw_error = CompileError(line, column, "\n".join(current), stage)
+            raw_error = CompileProblem(line, column, "\n".join(current), stage)
             errors.append(normalize_error(raw_error, source))
 
     for raw in body.split("\n"):
@@ -186,7 +186,7 @@ def parse_engine_errors(
             current.append(raw)
     flush()
     if not errors and body.strip():
-        errors.append(CompileError(-1, 0, body.strip(), stage))
+        errors.append(CompileProblem(-1, 0, body.strip(), stage))
     return tuple(errors)
 
 
@@ -301,7 +301,7 @@ _ACCUMULATOR = "__result__"
 _OVERWRITES_ACCUMULATOR = "iteration variable overwrites accumulator variable"
 
 
-def normalize_error(error: CompileError, source: str) -> CompileError:
+def normalize_error(error: CompileProblem, source: str) -> CompileProblem:
     """An engine error with cel-go's wording and, where cel-go points elsewhere, location."""
     macro = _macro_variable_error(error, source)
     if macro is not None:
@@ -311,14 +311,14 @@ def normalize_error(error: CompileError, source: str) -> CompileError:
         moved = _undeclared_qualified_name(source, m.group(1), error.line, error.column)
         if moved is not None:
             line, column, first = moved
-            return CompileError(
+            return CompileProblem(
                 line, column, f"undeclared reference to '{first}' (in container '{m.group(2)}')",
                 error.stage)
     message = normalize_message(error.message, source, error.line, error.column)
-    return CompileError(error.line, error.column, message, error.stage)
+    return CompileProblem(error.line, error.column, message, error.stage)
 
 
-def _macro_variable_error(error: CompileError, source: str) -> CompileError | None:
+def _macro_variable_error(error: CompileProblem, source: str) -> CompileProblem | None:
     """cel-go's text and place for cel-cpp's comprehension-variable errors, else None.
 
     cel-go's macros report a duplicate second variable at the second variable and a variable
@@ -327,20 +327,20 @@ def _macro_variable_error(error: CompileError, source: str) -> CompileError | No
     """
     message = error.message
     if _TWO_VAR_NOT_SIMPLE.match(message):
-        return CompileError(error.line, error.column, "argument must be a simple name",
+        return CompileProblem(error.line, error.column, "argument must be a simple name",
                             error.stage)
     if _TWO_VAR_ACCUMULATOR.match(message):
-        return CompileError(error.line, error.column, _OVERWRITES_ACCUMULATOR, error.stage)
+        return CompileProblem(error.line, error.column, _OVERWRITES_ACCUMULATOR, error.stage)
     if _TWO_VAR_DUPLICATE.match(message):
         found = _next_variable(source, error.line, error.column)
         if found is None:
             return None
         name, line, column = found
-        return CompileError(line, column, f"duplicate variable name: {name}", error.stage)
+        return CompileProblem(line, column, f"duplicate variable name: {name}", error.stage)
     if _ONE_VAR_ACCUMULATOR.match(message):
         place = _previous_variable(source, error.line, error.column, _ACCUMULATOR)
         line, column = place if place is not None else (error.line, error.column)
-        return CompileError(line, column, _OVERWRITES_ACCUMULATOR, error.stage)
+        return CompileProblem(line, column, _OVERWRITES_ACCUMULATOR, error.stage)
     return None
 
 

@@ -38,8 +38,8 @@ from typing import Any, final
 __all__ = [
     "NONE",
     "BoolKey",
-    "CelError",
     "Duration",
+    "ErrorValue",
     "K8sJsonError",
     "Opaque",
     "OptionalValue",
@@ -263,7 +263,7 @@ NONE = OptionalValue()
 
 
 @dataclass(frozen=True, slots=True)
-class CelError:
+class ErrorValue:
     """A CEL error value (errors are values in CEL until they reach the result)."""
 
     message: str

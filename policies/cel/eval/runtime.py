@@ -37,8 +37,8 @@ from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAI
 from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     BoolKey,
-    CelError,
     Duration,
+    ErrorValue,
     Opaque,
     OptionalValue,
     Timestamp,
@@ -60,7 +60,7 @@ __all__ = [
     "MISSING_FIELD_HINT",
     "NO_SUCH_OVERLOAD",
     "CelBridge",
-    "EvalError",
+    "EvalProblem",
     "EvalResult",
     "bridge_for",
     "cel_type_name",
@@ -87,7 +87,7 @@ extensions:
 
 
 @dataclass(frozen=True)
-class EvalError:
+class EvalProblem:
     """A runtime failure: `kind` is the upstream error kind, `message` its upstream text."""
 
     kind: str
@@ -102,7 +102,7 @@ class EvalResult:
     value: object
     cel_type: str
     runtime_cost: int
-    error: EvalError | None
+    error: EvalProblem | None
 
 
 class CompiledLike(Protocol):
@@ -132,20 +132,20 @@ def evaluate(compiled: CompiledLike, variables: Mapping[str, object], *,
     """
     checked, program = compiled.checked, compiled.program
     if not compiled.ok or checked is None:
-        return EvalResult(None, "", 0, EvalError(KIND_FAILED, "expression did not compile"))
+        return EvalResult(None, "", 0, EvalProblem(KIND_FAILED, "expression did not compile"))
     if program is None:
         reason = getattr(compiled, "program_error", None) or "the program could not be planned"
-        return EvalResult(None, "", 0, EvalError(KIND_FAILED, f"instantiate CEL program: {reason}"))
+        return EvalResult(None, "", 0, EvalProblem(KIND_FAILED, f"instantiate CEL program: {reason}"))
     bridge = bridge_for(_environment_of(compiled, env))
     outcome = track_cost(checked, variables, bridge, limit=cost_limit, optimize=optimize)
     if outcome.status == "cost_exceeded":
-        return EvalResult(None, "", outcome.cost, EvalError(KIND_COST_EXCEEDED,
+        return EvalResult(None, "", outcome.cost, EvalProblem(KIND_COST_EXCEEDED,
                                                             COST_LIMIT_EXCEEDED))
     if outcome.status == "plan_error":
-        return EvalResult(None, "", 0, EvalError(KIND_FAILED,
+        return EvalResult(None, "", 0, EvalProblem(KIND_FAILED,
                                                  f"instantiate CEL program: {outcome.message}"))
     if outcome.status == "work_exceeded":
-        return EvalResult(None, "", outcome.cost, EvalError(
+        return EvalResult(None, "", outcome.cost, EvalProblem(
             KIND_FAILED, f"the dry run could not finish tracking the cost: {outcome.message}"))
     if outcome.program_unsafe:
         return _walk_result(outcome.value, outcome.cost)
@@ -155,7 +155,7 @@ def evaluate(compiled: CompiledLike, variables: Mapping[str, object], *,
 
 def _walk_result(value: object, cost: int) -> EvalResult:
     """The cost walk's own value, when the program must not run (see `CostOutcome`)."""
-    if isinstance(value, CelError):
+    if isinstance(value, ErrorValue):
         return EvalResult(None, "", cost, translate_error(value.message, value))
     return EvalResult(to_plain(value), interp_type_name(value), cost, None)
 
@@ -180,7 +180,7 @@ _ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
 
 
 def _run_program(program: Any, variables: Mapping[str, object], interp_value: object
-                 ) -> tuple[object, str, EvalError | None]:
+                 ) -> tuple[object, str, EvalProblem | None]:
     try:
         result = program.eval(data={**_TYPE_ACTIVATION, **variables})
     except _ENGINE_EXCEPTIONS as exc:
@@ -188,7 +188,7 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         # TypeError or SystemError (a value it cannot convert): the walk's verdict stands.
         if not isinstance(exc, RuntimeError):
             return _walk_value(interp_value)
-        if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, CelError):
+        if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, ErrorValue):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(exc), interp_value)
     name = result.type().name()
@@ -198,21 +198,21 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         except TypeError:
             # An opaque value (an optional, or an extension type) cel-expr-python cannot export.
             return to_plain(interp_value), interp_type_name(interp_value), None
-        if _ENGINE_ITERATION_LIMIT in str(message) and not isinstance(interp_value, CelError):
+        if _ENGINE_ITERATION_LIMIT in str(message) and not isinstance(interp_value, ErrorValue):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(message), interp_value)
     # cel-expr-python 0.1.3 cannot export an optional held in a list (RuntimeError
     # "Unimplemented type") and crashes the process on one held in a map: such values are
     # taken from the cost walk, which computed the same value.
     if name.startswith(("LIST", "MAP")) and not _exportable(result, name):
-        if isinstance(interp_value, CelError):
+        if isinstance(interp_value, ErrorValue):
             return None, "", translate_error(interp_value.message, interp_value)
         return to_plain(interp_value), interp_type_name(interp_value), None
     try:
         plain = result.plain_value()
     except (RuntimeError, SystemError, TypeError):
         # any other value the engine cannot export: the walk's too
-        if isinstance(interp_value, CelError):
+        if isinstance(interp_value, ErrorValue):
             return None, "", translate_error(interp_value.message, interp_value)
         return to_plain(interp_value), interp_type_name(interp_value), None
     if isinstance(plain, bytearray):
@@ -232,9 +232,9 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
 _ENGINE_EXCEPTIONS = (RuntimeError, ValueError, TypeError, SystemError)
 
 
-def _walk_value(interp_value: object) -> tuple[object, str, EvalError | None]:
+def _walk_value(interp_value: object) -> tuple[object, str, EvalProblem | None]:
     """The cost walk's value as the result (it ran every call through cel-expr-python)."""
-    if isinstance(interp_value, CelError):
+    if isinstance(interp_value, ErrorValue):
         return None, "", translate_error(interp_value.message, interp_value)
     return to_plain(interp_value), interp_type_name(interp_value), None
 
@@ -259,22 +259,22 @@ _CPP_NO_OVERLOAD = re.compile(r"^No matching overloads found\b")
 NO_SUCH_OVERLOAD = "no such overload"
 
 
-def translate_error(message: str, interp_value: object = None) -> EvalError:
+def translate_error(message: str, interp_value: object = None) -> EvalProblem:
     """Upstream kind and wording for a cel-expr-python runtime error message.
 
     cel-cpp's `NOT_FOUND: Key not found in map : "x"` becomes cel-go's `no such key: x` plus
     Kubernetes' hint. When the walk's own value is an error it is preferred: it is phrased as
     cel-go phrases attribute errors, which is what Kubernetes classifies.
     """
-    text = _clean(interp_value.message if isinstance(interp_value, CelError) else message)
+    text = _clean(interp_value.message if isinstance(interp_value, ErrorValue) else message)
     # Kubernetes classifies by text, in this order (reference §1.4, errors.go).
     if text.startswith("no such key:"):
-        return EvalError(KIND_MISSING_FIELD, text + MISSING_FIELD_HINT)
+        return EvalProblem(KIND_MISSING_FIELD, text + MISSING_FIELD_HINT)
     if "no such key:" in text:
-        return EvalError(KIND_MISSING_FIELD, text)
+        return EvalProblem(KIND_MISSING_FIELD, text)
     if "cost" in text and ("exceeded" in text or "limit" in text):
-        return EvalError(KIND_COST_EXCEEDED, text)
-    return EvalError(KIND_FAILED, text)
+        return EvalProblem(KIND_COST_EXCEEDED, text)
+    return EvalProblem(KIND_FAILED, text)
 
 
 def _clean(message: str) -> str:
@@ -408,14 +408,14 @@ class CelBridge:
         return python_parameter_kinds(function)
 
     def call(self, site: CallSite, args: Sequence[object]) -> object:
-        """Run one call with interpreter values; a `CelError` value on failure."""
+        """Run one call with interpreter values; a `ErrorValue` value on failure."""
         return self.prepare(site).call(args)
 
     def run(self, site: CallSite, shapes: tuple[Shape, ...], bindings: Sequence[object],
             wrap: bool) -> object:
         """Evaluate `site` for encoded arguments (`_OPAQUE` for an unexportable result)."""
         program = self._program(site, shapes, wrap)
-        if isinstance(program, CelError):
+        if isinstance(program, ErrorValue):
             return program
         data = {_VAR_NAMES[i] if i < len(_VAR_NAMES) else f"a{i}": v
                 for i, v in enumerate(bindings)}
@@ -423,7 +423,7 @@ class CelBridge:
             value = program.eval(data=data)
             decoded = _decode(value, site.result_kind == "plain" and not wrap)
         except _ENGINE_EXCEPTIONS as exc:
-            return CelError(_engine_message(exc))
+            return ErrorValue(_engine_message(exc))
         if wrap and isinstance(decoded, list):
             return OptionalValue(decoded[0], True) if decoded else NONE
         return _finish(site, decoded)
@@ -436,7 +436,7 @@ class CelBridge:
         try:
             program = self._env.deserialize(_checked_call(site, shapes, wrap))
         except RuntimeError as exc:
-            return CelError(str(exc))
+            return ErrorValue(str(exc))
         _programs.put(key, program)
         return program
 
@@ -460,10 +460,10 @@ class _PreparedCall:
 
     def call(self, args: Sequence[object]) -> object:
         result = self._call(args)
-        if type(result) is CelError and self._site.function in _STRINGS_INDEXED:
+        if type(result) is ErrorValue and self._site.function in _STRINGS_INDEXED:
             restated = strings_error(self._site.function, args)
             if restated is not None:
-                return CelError(restated)
+                return ErrorValue(restated)
         return result
 
     def _call(self, args: Sequence[object]) -> object:
@@ -477,14 +477,14 @@ class _PreparedCall:
             program = self._fast
             if program is None:
                 program = self._bridge._program(site, self._plain_shapes, False)
-                if isinstance(program, CelError):
+                if isinstance(program, ErrorValue):
                     return program
                 self._fast = program
             try:
                 value = program.eval(data=dict(zip(self._names, args, strict=True)))
                 result = _decode(value, site.result_kind == "plain")
             except _ENGINE_EXCEPTIONS as exc:
-                return CelError(_engine_message(exc))
+                return ErrorValue(_engine_message(exc))
             if result is not _OPAQUE:
                 return _finish(site, result)
             wrapped = self._bridge.run(site, self._plain_shapes, list(args), True)
@@ -493,7 +493,7 @@ class _PreparedCall:
         try:
             shapes = tuple(_encode(a, bindings) for a in args)
         except _Unencodable as exc:
-            return CelError(f"cannot pass {exc} to {site.function}")
+            return ErrorValue(f"cannot pass {exc} to {site.function}")
         result = self._bridge.run(site, shapes, bindings, False)
         if result is _OPAQUE:
             # cel-cpp's own optionals (and other opaque values) cannot be exported: unwrap them
@@ -550,7 +550,7 @@ def _out_of_range(index: object, size: int) -> str | None:
 
 def _finish(site: CallSite, result: object) -> object:
     """Tag exportable results of extension types (library carriers) with their CEL type."""
-    if isinstance(result, CelError) or result is _OPAQUE:
+    if isinstance(result, ErrorValue) or result is _OPAQUE:
         return result
     if site.result_kind == "opaque":
         return Opaque(site.type_name, result)
@@ -645,7 +645,7 @@ def _decode(value: Any, plain: bool) -> object:
             message = value.value()
         except TypeError:
             return _OPAQUE
-        return CelError(str(message))
+        return ErrorValue(str(message))
     if plain:
         return value.plain_value()
     return _decode_value(value, name)
@@ -671,7 +671,7 @@ def _decode_value(value: Any, name: str) -> object:
         return TypeValue(cel_type_name(value.value().name()))
     if name == "ERROR":
         try:
-            return CelError(str(value.value()))
+            return ErrorValue(str(value.value()))
         except TypeError:
             return Opaque("unknown")
     return Opaque(name, value.plain_value())

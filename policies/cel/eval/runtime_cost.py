@@ -57,8 +57,8 @@ from typing import Literal
 from dra_affinity.policies.cel.common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
 from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
-    CelError,
     Duration,
+    ErrorValue,
     OptionalValue,
     Timestamp,
     TypeValue,
@@ -92,10 +92,10 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     NotStrictlyFalse,
     OptionalOr,
     PlanError,
+    PlanStep,
     Qual,
     RelBase,
     Run,
-    Step,
     Var,
     VarBase,
     WorkExceeded,
@@ -145,7 +145,7 @@ def _optional_value(values: list[object]) -> object | None:
     value = values[0]
     if not isinstance(value, OptionalValue):
         return None
-    return value.value if value.has_value else CelError("optional.none() dereference")
+    return value.value if value.has_value else ErrorValue("optional.none() dereference")
 
 
 def _optional_has_value(values: list[object]) -> object | None:
@@ -234,14 +234,14 @@ def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = Tr
 # Planning (cel-go's planner + decorators, reduced to what changes values or costs)
 # ------------------------------------------------------------------------------------------------
 
-_plans: BoundedCache[tuple[CheckedAst, CallBridge, bool, bool], Step] = BoundedCache(
+_plans: BoundedCache[tuple[CheckedAst, CallBridge, bool, bool], PlanStep] = BoundedCache(
     "cel.eval.plans", _PLAN_CACHE_SIZE, lru=False)
 """Plans by (AST, bridge, optimize, kubernetes). ASTs and bridges compare by identity, and the
 key holds them, so an entry's objects live as long as it does."""
 
 
 def _plan_for(checked: CheckedAst, bridge: CallBridge, optimize: bool, kubernetes: bool
-              ) -> Step:
+              ) -> PlanStep:
     """Plans are cached (bounded, oldest planned first out). A hit is lock-free and does not
     reorder the cache: it is on every evaluation, and a re-plan after eviction is cheap."""
     key = (checked, bridge, optimize, kubernetes)
@@ -261,7 +261,7 @@ class _Planner:
         self.optimize = optimize
         self.kubernetes = kubernetes
 
-    def plan(self, n: Node, scope: frozenset[str]) -> Step:
+    def plan(self, n: Node, scope: frozenset[str]) -> PlanStep:
         kind = n.kind
         if kind is NodeKind.CONST:
             return Const(const_value(n.const))
@@ -281,7 +281,7 @@ class _Planner:
 
     # --- identifiers and attributes ------------------------------------------------------------
 
-    def _ident(self, node_id: int, name: str, scope: frozenset[str]) -> Step:
+    def _ident(self, node_id: int, name: str, scope: frozenset[str]) -> PlanStep:
         ref = self.ast.references.get(node_id)
         if ref is not None and ref.value is not None:
             return Const(const_value(ref.value))
@@ -292,7 +292,7 @@ class _Planner:
             return Const(TypeValue(resolved))
         return Var(resolved)
 
-    def _select(self, n: Node, scope: frozenset[str]) -> Step:
+    def _select(self, n: Node, scope: frozenset[str]) -> PlanStep:
         if n.id in self.ast.references and not n.test_only:
             return self._ident(n.id, n.field, scope)
         assert n.operand is not None
@@ -303,7 +303,7 @@ class _Planner:
         return Attr(operand.base, (*operand.quals, Qual(FIELD, key=n.field)),
                      operand.watched)
 
-    def _index(self, target: Step, index: Step, optional: bool, field: bool) -> Step:
+    def _index(self, target: PlanStep, index: PlanStep, optional: bool, field: bool) -> PlanStep:
         operand = _as_attr(target, watched=True)
         kind = FIELD if field else INDEX
         if isinstance(index, Const):
@@ -316,7 +316,7 @@ class _Planner:
 
     # --- calls ---------------------------------------------------------------------------------
 
-    def _call(self, n: Node, scope: frozenset[str]) -> Step:
+    def _call(self, n: Node, scope: frozenset[str]) -> PlanStep:
         fn = n.function
         arg_nodes = ([n.target] if n.target is not None else []) + list(n.args)
         args = tuple(self.plan(a, scope) for a in arg_nodes)
@@ -397,14 +397,14 @@ class _Planner:
         signatures = kinds(fn) if callable(kinds) else ()
         return None, optional_guard(signatures) if signatures else None
 
-    def _fold_call(self, node_id: int, site: CallSite, overload: str, args: tuple[Step, ...]
-                   ) -> Step | None:
+    def _fold_call(self, node_id: int, site: CallSite, overload: str, args: tuple[PlanStep, ...]
+                   ) -> PlanStep | None:
         if site.function in CONVERSION_FUNCTIONS and len(args) == 1 and isinstance(args[0], Const):
             verdict = conversion_verdict(site.function, args[0].value)
             if isinstance(verdict, str):
                 raise PlanError(verdict, node_id)
             value = self.bridge.prepare(site).call([args[0].value])
-            if isinstance(value, CelError):
+            if isinstance(value, ErrorValue):
                 if verdict is False:
                     raise PlanError(value.message, node_id)
                 # cel-go converts it, cel-cpp cannot (`duration("1µs")`): not folded, so the
@@ -422,7 +422,7 @@ class _Planner:
 
     # --- literals ------------------------------------------------------------------------------
 
-    def _list(self, n: Node, scope: frozenset[str]) -> Step:
+    def _list(self, n: Node, scope: frozenset[str]) -> PlanStep:
         elements = tuple(self.plan(e, scope) for e in n.elements)
         optional = frozenset(n.optional_indices)
         if self.optimize and all(isinstance(e, Const) for e in elements):
@@ -432,10 +432,10 @@ class _Planner:
             return Const(value)
         return ListStep(elements, optional)
 
-    def _struct(self, n: Node, scope: frozenset[str]) -> Step:
+    def _struct(self, n: Node, scope: frozenset[str]) -> PlanStep:
         if n.message_name:
             return Fail(f"message construction is not supported: {n.message_name}")
-        entries: list[tuple[Step, Step, bool]] = []
+        entries: list[tuple[PlanStep, PlanStep, bool]] = []
         for e in n.entries:
             if e.key is None:
                 return Fail("map entry without a key")
@@ -447,7 +447,7 @@ class _Planner:
             return Const(value)  # an error value too, as for lists
         return MapStep(tuple(entries))
 
-    def _comprehension(self, n: Node, scope: frozenset[str]) -> Step:
+    def _comprehension(self, n: Node, scope: frozenset[str]) -> PlanStep:
         parts = (n.iter_range, n.accu_init, n.loop_condition, n.loop_step, n.result)
         if any(p is None for p in parts):
             return Fail("incomplete comprehension")
@@ -460,7 +460,7 @@ class _Planner:
                          self.plan(n.loop_step, loop_scope), self.plan(n.result, result_scope)))
 
 
-def _as_attr(step: Step, *, watched: bool) -> Attr:
+def _as_attr(step: PlanStep, *, watched: bool) -> Attr:
     """The attribute cel-go builds around an operand of a select, index or `?:` branch."""
     if isinstance(step, Attr):
         if watched:
@@ -507,7 +507,7 @@ def _plain_type(t: CelType) -> bool:
 def const_value(c: Constant | None) -> object:
     """Interpreter value of a literal."""
     if c is None:
-        return CelError("missing constant")
+        return ErrorValue("missing constant")
     kind, value = c.kind, c.value
     if kind is ConstKind.NULL:
         return None
@@ -523,7 +523,7 @@ def const_value(c: Constant | None) -> object:
         if kind is ConstKind.DURATION:
             return Duration(f"{seconds + nanos / 1e9:g}s")
         return Timestamp(_epoch_text(seconds, nanos))
-    return CelError("unsupported constant")
+    return ErrorValue("unsupported constant")
 
 
 def _epoch_text(seconds: int, nanos: int) -> str:

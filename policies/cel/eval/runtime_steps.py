@@ -2,7 +2,7 @@
 
 Why apart from the planner: planning reads the checked AST once per program and decides what
 cel-go's planner decides (which attributes group, which constants fold, which calls are computed
-here), while these steps run on every evaluation and see only values. Each `Step` mirrors a cel-go
+here), while these steps run on every evaluation and see only values. Each `PlanStep` mirrors a cel-go
 interpretable and charges what cel-go's `CostObserver` charges for it (the rules are listed in
 `runtime_cost`'s docstring): attributes and their qualifiers, `&&`/`||`/`?:` and optional
 `or`/`orValue`, calls (with the natives computed here rather than through the bridge), list and
@@ -23,7 +23,7 @@ from dra_affinity.policies.cel.common.ast import Node
 from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     BoolKey,
-    CelError,
+    ErrorValue,
     Opaque,
     OptionalValue,
     TypeValue,
@@ -34,7 +34,7 @@ from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_C
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
-from dra_affinity.policies.cel.k8s_library.strings_format import FormatFailure
+from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
 from dra_affinity.policies.cel.k8s_library.strings_format import render as render_format
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 
@@ -92,7 +92,7 @@ class Run:
     def lookup(self, name: str) -> object:
         value = self.vars.get(name, _MISSING)
         if value is _MISSING:
-            return CelError(f"no such attribute(s): {name}")
+            return ErrorValue(f"no such attribute(s): {name}")
         return value
 
 
@@ -101,14 +101,14 @@ class Run:
 # ------------------------------------------------------------------------------------------------
 
 
-class Step:
+class PlanStep:
     __slots__ = ()
 
     def eval(self, rt: Run) -> object:
         raise NotImplementedError
 
 
-class Const(Step):
+class Const(PlanStep):
     __slots__ = ("value",)
 
     def __init__(self, value: object) -> None:
@@ -118,7 +118,7 @@ class Const(Step):
         return self.value
 
 
-class Fail(Step):
+class Fail(PlanStep):
     """A construct the interpreter cannot evaluate; yields an error value."""
 
     __slots__ = ("message",)
@@ -127,10 +127,10 @@ class Fail(Step):
         self.message = message
 
     def eval(self, rt: Run) -> object:
-        return CelError(self.message)
+        return ErrorValue(self.message)
 
 
-class Var(Step):
+class Var(PlanStep):
     """A variable with no qualifiers: an attribute costing 1."""
 
     __slots__ = ("name",)
@@ -155,7 +155,7 @@ class Qual:
     __slots__ = ("attr", "key", "kind", "optional", "step")
 
     def __init__(self, kind: int, *, key: object = None, attr: Attr | None = None,
-                 step: Step | None = None, optional: bool = False) -> None:
+                 step: PlanStep | None = None, optional: bool = False) -> None:
         self.kind = kind
         self.key = key
         self.attr = attr
@@ -192,7 +192,7 @@ class RelBase(_Base):
 
     __slots__ = ("step",)
 
-    def __init__(self, step: Step) -> None:
+    def __init__(self, step: PlanStep) -> None:
         self.step = step
 
     def resolve(self, rt: Run) -> object:
@@ -204,7 +204,7 @@ class CondBase(_Base):
 
     __slots__ = ("cond", "falsy", "truthy")
 
-    def __init__(self, cond: Step, truthy: Attr, falsy: Attr) -> None:
+    def __init__(self, cond: PlanStep, truthy: Attr, falsy: Attr) -> None:
         self.cond = cond
         self.truthy = truthy
         self.falsy = falsy
@@ -215,12 +215,12 @@ class CondBase(_Base):
             return self.truthy.resolve(rt)
         if c is False:
             return self.falsy.resolve(rt)
-        if isinstance(c, CelError):
+        if isinstance(c, ErrorValue):
             return c
-        return CelError("no such overload: _?_:_")
+        return ErrorValue("no such overload: _?_:_")
 
 
-class Attr(Step):
+class Attr(PlanStep):
     """An attribute: a base plus qualifiers, evaluated as one cel-go instruction."""
 
     __slots__ = ("base", "keys", "quals", "watched")
@@ -243,18 +243,18 @@ class Attr(Step):
     def resolve(self, rt: Run) -> object:
         obj = self.base.resolve(rt)
         keys = self.keys
-        if keys is not None and not isinstance(obj, OptionalValue | CelError):
+        if keys is not None and not isinstance(obj, OptionalValue | ErrorValue):
             for key, kind in keys:
                 rt.charge(1)
                 if type(obj) is dict and type(key) is str:
                     found = obj.get(key, _MISSING)
                     if found is _MISSING:
-                        return CelError(f"no such key: {key}")
+                        return ErrorValue(f"no such key: {key}")
                     obj = found
                     continue
                 ok, value = _qualify(obj, key, kind)
                 if not ok:
-                    return value if isinstance(value, CelError) else _missing(obj, key)
+                    return value if isinstance(value, ErrorValue) else _missing(obj, key)
                 obj = value
             return obj
         if not self.quals:
@@ -264,7 +264,7 @@ class Attr(Step):
 
 def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
     """cel-go `applyQualifiers` with the observer's charges (see `runtime_cost`'s docstring)."""
-    if isinstance(obj, CelError):
+    if isinstance(obj, ErrorValue):
         return obj
     optional = False
     if isinstance(obj, OptionalValue):
@@ -274,7 +274,7 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
     for q in quals:
         optional = optional or q.optional
         key = q.key_value(rt)
-        if isinstance(key, CelError):
+        if isinstance(key, ErrorValue):
             if not optional:
                 rt.charge(1)
             return key
@@ -283,7 +283,7 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
             return _presence(obj, key)
         found, value = _qualify(obj, key, q.kind)
         if optional:
-            if isinstance(value, CelError):
+            if isinstance(value, ErrorValue):
                 return value
             if not found:
                 return NONE
@@ -291,7 +291,7 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
         else:
             rt.charge(1)
             if not found:
-                return value if isinstance(value, CelError) else _missing(obj, key)
+                return value if isinstance(value, ErrorValue) else _missing(obj, key)
         obj = value
     return OptionalValue(obj, True) if optional else obj
 
@@ -300,41 +300,41 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
     """Field selection / indexing with cel-cpp's value semantics: (found, value-or-error)."""
     if isinstance(obj, dict):
         mkey = _map_key(key)
-        if isinstance(mkey, CelError):
+        if isinstance(mkey, ErrorValue):
             return False, mkey
         if mkey in obj:
             return True, obj[mkey]
         return False, None
     if isinstance(obj, list):
         if kind == FIELD:
-            return False, CelError(f"no such key: {_key_text(key)}")
+            return False, ErrorValue(f"no such key: {_key_text(key)}")
         index = _list_index(key)
-        if isinstance(index, CelError):
+        if isinstance(index, ErrorValue):
             return False, index
         if 0 <= index < len(obj):
             return True, obj[index]
         return False, None
-    if isinstance(obj, CelError):
+    if isinstance(obj, ErrorValue):
         return False, obj
     if kind == FIELD:
         # cel-go: "no such key" (refQualify's default case); cel-cpp also fails here.
-        return False, CelError(f"no such key: {_key_text(key)}")
-    return False, CelError(f"no such overload: index of {_type_text(obj)}")
+        return False, ErrorValue(f"no such key: {_key_text(key)}")
+    return False, ErrorValue(f"no such overload: index of {_type_text(obj)}")
 
 
 def _presence(obj: object, field: object) -> object:
     if isinstance(obj, dict):
         return _map_key(field) in obj
-    if isinstance(obj, CelError):
+    if isinstance(obj, ErrorValue):
         return obj
     # cel-cpp rejects presence tests on non-maps (cel-go would answer false for scalars).
-    return CelError("Applying SELECT to non-message type")
+    return ErrorValue("Applying SELECT to non-message type")
 
 
-def _missing(obj: object, key: object) -> CelError:
+def _missing(obj: object, key: object) -> ErrorValue:
     if isinstance(obj, list):
-        return CelError(f"index out of bounds: {_key_text(key)}")
-    return CelError(f"no such key: {_key_text(key)}")
+        return ErrorValue(f"index out of bounds: {_key_text(key)}")
+    return ErrorValue(f"no such key: {_key_text(key)}")
 
 
 def _map_key(key: object) -> object:
@@ -350,17 +350,17 @@ def _map_key(key: object) -> object:
         return key
     if isinstance(key, float):
         return key  # never a key: lookups simply miss
-    return CelError(f"unsupported key type: {_type_text(key)}")
+    return ErrorValue(f"unsupported key type: {_type_text(key)}")
 
 
-def _list_index(key: object) -> int | CelError:
+def _list_index(key: object) -> int | ErrorValue:
     if key is True or key is False:
-        return CelError("unsupported index type: bool")
+        return ErrorValue("unsupported index type: bool")
     if isinstance(key, int):
         return int(key)
     if isinstance(key, float) and key.is_integer():
         return int(key)
-    return CelError(f"unsupported index type: {_type_text(key)}")
+    return ErrorValue(f"unsupported index type: {_type_text(key)}")
 
 
 def _key_text(key: object) -> str:
@@ -389,13 +389,13 @@ def _type_text(value: object) -> str:
 # --- logic ---------------------------------------------------------------------------------------
 
 
-class Logic(Step):
+class Logic(PlanStep):
     """`&&` (`absorbing` False) or `||` (`absorbing` True): CEL's commutative short circuit —
     the absorbing value wins over an error on either side; otherwise an error propagates."""
 
     __slots__ = ("absorbing", "lhs", "op", "rhs")
 
-    def __init__(self, lhs: Step, rhs: Step, *, absorbing: bool) -> None:
+    def __init__(self, lhs: PlanStep, rhs: PlanStep, *, absorbing: bool) -> None:
         self.lhs = lhs
         self.rhs = rhs
         self.absorbing = absorbing
@@ -414,20 +414,20 @@ class Logic(Step):
         return _logic_error(left, right, self.op)
 
 
-def _logic_error(left: object, right: object, op: str) -> CelError:
-    if isinstance(left, CelError):
+def _logic_error(left: object, right: object, op: str) -> ErrorValue:
+    if isinstance(left, ErrorValue):
         return left
-    if isinstance(right, CelError):
+    if isinstance(right, ErrorValue):
         return right
-    return CelError(f"no such overload: {op}")
+    return ErrorValue(f"no such overload: {op}")
 
 
-class NotStrictlyFalse(Step):
+class NotStrictlyFalse(PlanStep):
     """Macro helper: true unless its argument is `false`; costs 1 like any call."""
 
     __slots__ = ("arg",)
 
-    def __init__(self, arg: Step) -> None:
+    def __init__(self, arg: PlanStep) -> None:
         self.arg = arg
 
     def eval(self, rt: Run) -> object:
@@ -436,12 +436,12 @@ class NotStrictlyFalse(Step):
         return value if value is True or value is False else True
 
 
-class OptionalOr(Step):
+class OptionalOr(PlanStep):
     """`a.or(b)` / `a.orValue(b)`: short-circuits, and cel-go charges nothing for it."""
 
     __slots__ = ("fallback", "lhs", "rhs", "unwrap")
 
-    def __init__(self, lhs: Step, rhs: Step, unwrap: bool, fallback: PreparedCall) -> None:
+    def __init__(self, lhs: PlanStep, rhs: PlanStep, unwrap: bool, fallback: PreparedCall) -> None:
         self.lhs = lhs
         self.rhs = rhs
         self.unwrap = unwrap
@@ -452,7 +452,7 @@ class OptionalOr(Step):
         if isinstance(left, Opaque):
             # An extension library's own optional carrier: let the library answer.
             right = self.rhs.eval(rt)
-            return right if isinstance(right, CelError) else self.fallback.call([left, right])
+            return right if isinstance(right, ErrorValue) else self.fallback.call([left, right])
         if not isinstance(left, OptionalValue):
             return left
         if left.has_value:
@@ -467,14 +467,14 @@ Native = Callable[[list[object]], object | None]
 Guard = Callable[[list[object]], bool]
 
 
-class Call(Step):
+class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
     __slots__ = ("args", "guard", "native", "overrides", "precheck", "prepared", "price",
                  "varargs")
 
-    def __init__(self, site: CallSite, args: tuple[Step, ...], prepared: PreparedCall,
+    def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
                  overrides: bool = False) -> None:
         overload = go_overload_id(site.function, site.overload_ids)
@@ -493,8 +493,8 @@ class Call(Step):
             lhs = args[0].eval(rt)
             rhs = args[1].eval(rt)
             values: list[object] = [lhs, rhs]
-            error = lhs if isinstance(lhs, CelError) else (
-                rhs if isinstance(rhs, CelError) else None)
+            error = lhs if isinstance(lhs, ErrorValue) else (
+                rhs if isinstance(rhs, ErrorValue) else None)
         else:
             values = []
             error = None
@@ -502,7 +502,7 @@ class Call(Step):
             for i, arg in enumerate(args):
                 value = arg.eval(rt)
                 values.append(value)
-                if isinstance(value, CelError):
+                if isinstance(value, ErrorValue):
                     if self.varargs and i < last:
                         return value  # cel-go stops here and cannot price the call
                     if error is None:
@@ -529,7 +529,7 @@ class Call(Step):
                 if self.overrides:
                     rt.unsafe = True
             elif guarded:
-                result = CelError("no such overload")
+                result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
         rt.charge(self.price(values, result))
@@ -545,11 +545,11 @@ def _precheck_range(rt: Run, values: list[object]) -> None:
         rt.charge(max(n, 0) + 11)
 
 
-def range_refusal(values: list[object]) -> CelError | None:
+def range_refusal(values: list[object]) -> ErrorValue | None:
     """cel-go's error for `lists.range(n)` with n < 0 (`ext/lists.go` `genRange`), else None."""
     n = values[0] if values else 0
     if isinstance(n, int) and not isinstance(n, bool) and n < 0:
-        return CelError(f"lists.range: size must be non-negative, got {n}")
+        return ErrorValue(f"lists.range: size must be non-negative, got {n}")
     return None
 
 
@@ -590,10 +590,10 @@ def native_map_insert(values: list[object]) -> object | None:
         out = dict(target)
     for key, value in pairs:
         mkey = key if isinstance(key, BoolKey) else _literal_key(key)
-        if isinstance(mkey, CelError):
+        if isinstance(mkey, ErrorValue):
             return mkey
         if mkey in out:
-            return CelError(duplicate_key_message(_key_text(mkey)))
+            return ErrorValue(duplicate_key_message(_key_text(mkey)))
         out[mkey] = value
     return out
 
@@ -605,8 +605,8 @@ def native_format(values: list[object]) -> object | None:
     if not isinstance(text, str) or not isinstance(args, list):
         return None
     rendered = render_format(text, args)
-    if isinstance(rendered, FormatFailure):
-        return CelError(rendered.message)
+    if isinstance(rendered, FormatProblem):
+        return ErrorValue(rendered.message)
     return rendered
 
 
@@ -819,19 +819,19 @@ def library_kind(t: CelType) -> str | None:
     return None
 
 
-class ConstSetMembership(Step):
+class ConstSetMembership(PlanStep):
     """`x in [constants]` under OptOptimize: only `x` is charged."""
 
     __slots__ = ("arg", "items", "prepared")
 
-    def __init__(self, arg: Step, items: list[object], prepared: PreparedCall) -> None:
+    def __init__(self, arg: PlanStep, items: list[object], prepared: PreparedCall) -> None:
         self.arg = arg
         self.items = items
         self.prepared = prepared
 
     def eval(self, rt: Run) -> object:
         value = self.arg.eval(rt)
-        if isinstance(value, CelError):
+        if isinstance(value, ErrorValue):
             return value
         return self.prepared.call([value, self.items])
 
@@ -839,10 +839,10 @@ class ConstSetMembership(Step):
 # --- literals ------------------------------------------------------------------------------------
 
 
-class ListStep(Step):
+class ListStep(PlanStep):
     __slots__ = ("elements", "optional")
 
-    def __init__(self, elements: tuple[Step, ...], optional: frozenset[int]) -> None:
+    def __init__(self, elements: tuple[PlanStep, ...], optional: frozenset[int]) -> None:
         self.elements = elements
         self.optional = optional
 
@@ -856,7 +856,7 @@ class ListStep(Step):
         for i, element in enumerate(self.elements):
             value = element.eval(rt)
             item = _list_item(value, i in self.optional)
-            if isinstance(item, CelError):
+            if isinstance(item, ErrorValue):
                 return item
             if item is not _SKIP:
                 out.append(item)
@@ -867,12 +867,12 @@ _SKIP = object()
 
 
 def _list_item(value: object, optional: bool) -> object:
-    if isinstance(value, CelError):
+    if isinstance(value, ErrorValue):
         return value
     if not optional:
         return value
     if not isinstance(value, OptionalValue):
-        return CelError("cannot initialize optional list element from non-optional value")
+        return ErrorValue("cannot initialize optional list element from non-optional value")
     return value.value if value.has_value else _SKIP
 
 
@@ -880,17 +880,17 @@ def build_list(values: list[object], optional: frozenset[int]) -> object:
     out: list[object] = []
     for i, value in enumerate(values):
         item = _list_item(value, i in optional)
-        if isinstance(item, CelError):
+        if isinstance(item, ErrorValue):
             return item
         if item is not _SKIP:
             out.append(item)
     return out
 
 
-class MapStep(Step):
+class MapStep(PlanStep):
     __slots__ = ("entries",)
 
-    def __init__(self, entries: tuple[tuple[Step, Step, bool], ...]) -> None:
+    def __init__(self, entries: tuple[tuple[PlanStep, PlanStep, bool], ...]) -> None:
         self.entries = entries
 
     def eval(self, rt: Run) -> object:
@@ -898,11 +898,11 @@ class MapStep(Step):
         result: object = None
         for key_step, value_step, optional in self.entries:
             key = key_step.eval(rt)
-            if isinstance(key, CelError):
+            if isinstance(key, ErrorValue):
                 result = key
                 break
             value = value_step.eval(rt)
-            if isinstance(value, CelError):
+            if isinstance(value, ErrorValue):
                 result = value
                 break
             pairs.append((key, value, optional))
@@ -916,17 +916,17 @@ def build_map(pairs: list[tuple[object, object, bool]]) -> object:
     out: dict[object, object] = {}
     for key, value, optional in pairs:
         mkey = _literal_key(key)
-        if isinstance(mkey, CelError):
+        if isinstance(mkey, ErrorValue):
             return mkey
         if optional:
             if not isinstance(value, OptionalValue):
-                return CelError(f"cannot initialize optional entry '{_key_text(key)}' from "
+                return ErrorValue(f"cannot initialize optional entry '{_key_text(key)}' from "
                                 f"non-optional value")
             if not value.has_value:
                 continue
             value = value.value
         if mkey in out:
-            return CelError("duplicate key in map")
+            return ErrorValue("duplicate key in map")
         out[mkey] = value
     return out
 
@@ -936,17 +936,17 @@ def _literal_key(key: object) -> object:
         return key
     if key is True or key is False:
         return BoolKey(key)
-    return CelError(f"Invalid map key type: '{_type_text(key)}'")
+    return ErrorValue(f"Invalid map key type: '{_type_text(key)}'")
 
 
 # --- comprehensions ------------------------------------------------------------------------------
 
 
-class Fold(Step):
+class Fold(PlanStep):
     __slots__ = ("accu_init", "accu_var", "cond", "iter_range", "iter_var", "iter_var2",
                  "result", "step")
 
-    def __init__(self, node: Node, parts: tuple[Step, Step, Step, Step, Step]) -> None:
+    def __init__(self, node: Node, parts: tuple[PlanStep, PlanStep, PlanStep, PlanStep, PlanStep]) -> None:
         self.iter_var = node.iter_var
         self.iter_var2 = node.iter_var2
         self.accu_var = node.accu_var
@@ -955,9 +955,9 @@ class Fold(Step):
     def eval(self, rt: Run) -> object:
         rng = self.iter_range.eval(rt)
         if not isinstance(rng, list | dict):
-            if isinstance(rng, CelError):
+            if isinstance(rng, ErrorValue):
                 return rng
-            return CelError("No matching overloads found : <iter_range>")
+            return ErrorValue("No matching overloads found : <iter_range>")
         accu = self.accu_init.eval(rt)
         if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list | dict) and not accu:
             # Only macro accumulators (which user text cannot name) may grow in place.

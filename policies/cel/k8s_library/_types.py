@@ -341,7 +341,7 @@ class _Descriptor:
         self.full_name = full_name
 
 
-class Timestamp:
+class ProtoTimestamp:
     """Duck-typed google.protobuf.Timestamp accepted by cel-expr-python."""
 
     DESCRIPTOR = _Descriptor("google.protobuf.Timestamp")
@@ -351,7 +351,7 @@ class Timestamp:
         self.nanos = nanos
 
 
-class Duration:
+class ProtoDuration:
     """Duck-typed google.protobuf.Duration accepted by cel-expr-python."""
 
     DESCRIPTOR = _Descriptor("google.protobuf.Duration")
@@ -372,12 +372,12 @@ def to_cel(value: Any) -> Any:
         delta = value - _EPOCH
         micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         seconds, micro = divmod(micros, 1_000_000)
-        return Timestamp(seconds, micro * 1000)
+        return ProtoTimestamp(seconds, micro * 1000)
     if isinstance(value, datetime.timedelta):
         micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
         sign = -1 if micros < 0 else 1
         seconds, micro = divmod(abs(micros), 1_000_000)
-        return Duration(sign * seconds, sign * micro * 1000)
+        return ProtoDuration(sign * seconds, sign * micro * 1000)
     return value
 
 
@@ -385,7 +385,7 @@ def to_cel(value: Any) -> Any:
 # CEL value semantics on plain Python values
 
 
-class Kind:
+class CelKind:
     """The CEL kind of a plain value, as far as cel-expr-python lets us see it."""
 
     NULL = "null"
@@ -403,30 +403,30 @@ class Kind:
 
 def kind_of(value: Any) -> str:
     if value is None:
-        return Kind.NULL
+        return CelKind.NULL
     if type(value) is bool:
-        return Kind.BOOL
+        return CelKind.BOOL
     if type(value) is int:
-        return Kind.INT
+        return CelKind.INT
     if type(value) is float:
-        return Kind.DOUBLE
+        return CelKind.DOUBLE
     if type(value) is str:
-        return Kind.STRING
+        return CelKind.STRING
     if isinstance(value, bytes | bytearray):
-        return Kind.BYTES
+        return CelKind.BYTES
     if isinstance(value, datetime.datetime):
-        return Kind.TIMESTAMP
+        return CelKind.TIMESTAMP
     if isinstance(value, datetime.timedelta):
-        return Kind.DURATION
+        return CelKind.DURATION
     if isinstance(value, list):
-        return Kind.LIST
+        return CelKind.LIST
     if isinstance(value, dict):
-        return Kind.MAP
-    return Kind.OTHER
+        return CelKind.MAP
+    return CelKind.OTHER
 
 
 def _numeric(k: str) -> bool:
-    return k in (Kind.INT, Kind.DOUBLE)
+    return k in (CelKind.INT, CelKind.DOUBLE)
 
 
 def cel_equal(a: Any, b: Any) -> bool:
@@ -436,9 +436,9 @@ def cel_equal(a: Any, b: Any) -> bool:
         return bool(a == b)
     if ka != kb:
         return False
-    if ka == Kind.LIST:
+    if ka == CelKind.LIST:
         return len(a) == len(b) and all(cel_equal(x, y) for x, y in zip(a, b, strict=True))
-    if ka == Kind.MAP:
+    if ka == CelKind.MAP:
         if len(a) != len(b):
             return False
         for key, val in a.items():
@@ -446,7 +446,7 @@ def cel_equal(a: Any, b: Any) -> bool:
             if other is _MISSING or not cel_equal(val, other):
                 return False
         return True
-    if ka == Kind.BYTES:
+    if ka == CelKind.BYTES:
         return bytes(a) == bytes(b)
     return bool(a == b)
 
@@ -465,17 +465,17 @@ def cel_compare(a: Any, b: Any) -> int | None:
     """cel-go's `Compare`: -1/0/1, or None where it yields an error value."""
     ka, kb = kind_of(a), kind_of(b)
     if _numeric(ka) and _numeric(kb):
-        if (ka == Kind.DOUBLE and math.isnan(a)) or (kb == Kind.DOUBLE and math.isnan(b)):
+        if (ka == CelKind.DOUBLE and math.isnan(a)) or (kb == CelKind.DOUBLE and math.isnan(b)):
             return None
         return (a > b) - (a < b)
     if ka != kb or ka not in _ORDERED:
         return None
-    if ka == Kind.BYTES:
+    if ka == CelKind.BYTES:
         a, b = bytes(a), bytes(b)
     return int((a > b) - (a < b))
 
 
-_ORDERED = (Kind.BOOL, Kind.STRING, Kind.BYTES, Kind.TIMESTAMP, Kind.DURATION)
+_ORDERED = (CelKind.BOOL, CelKind.STRING, CelKind.BYTES, CelKind.TIMESTAMP, CelKind.DURATION)
 
 
 def is_comparable(value: Any) -> bool:

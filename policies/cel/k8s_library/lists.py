@@ -36,8 +36,8 @@ from dra_affinity.policies.cel.k8s_library._types import (
     TIMESTAMP,
     UINT,
     CelError,
+    CelKind,
     Decl,
-    Kind,
     LibrarySpec,
     Runtime,
     cel_compare,
@@ -121,26 +121,26 @@ def _sum(value: Any) -> Any:
     if not items:
         return 0
     kind = kind_of(items[0])
-    if kind == Kind.INT:
+    if kind == CelKind.INT:
         total = 0
         for item in items:
-            if kind_of(item) != Kind.INT:
+            if kind_of(item) != CelKind.INT:
                 raise no_such_overload()
             total += item
             if not INT64_MIN <= total <= INT64_MAX:
                 raise CelError("integer overflow")
         return total
-    if kind == Kind.DOUBLE:
+    if kind == CelKind.DOUBLE:
         acc = 0.0
         for item in items:
-            if kind_of(item) != Kind.DOUBLE:
+            if kind_of(item) != CelKind.DOUBLE:
                 raise no_such_overload()
             acc += item
         return acc
-    if kind == Kind.DURATION:
+    if kind == CelKind.DURATION:
         span = datetime.timedelta(0)
         for item in items:
-            if kind_of(item) != Kind.DURATION:
+            if kind_of(item) != CelKind.DURATION:
                 raise no_such_overload()
             span += item
             if abs(span // datetime.timedelta(microseconds=1)) * 1000 > _MAX_DURATION_NS:

@@ -41,7 +41,7 @@ from dra_affinity.policies.cel.k8s_library._types import go_quote, go_quote_byte
 __all__ = [
     "CLAUSE_KINDS",
     "STRING_CLAUSE_KINDS",
-    "FormatFailure",
+    "FormatProblem",
     "clause_error",
     "parse_format",
     "render",
@@ -79,7 +79,7 @@ _DEFAULT_PRECISION = 6
 
 
 @dataclass(frozen=True, slots=True)
-class FormatFailure:
+class FormatProblem:
     """Why a format call fails: cel-go's message, and where (opaque to the parser: the
     validator passes node ids; None means the call itself)."""
 
@@ -87,16 +87,16 @@ class FormatFailure:
     where: object = None
 
 
-def clause_error(clause: str, type_name: str, where: object = None) -> FormatFailure:
+def clause_error(clause: str, type_name: str, where: object = None) -> FormatProblem:
     """The error of clause `clause` given an argument of type `type_name`."""
-    return FormatFailure(f"{_CLAUSE_ERRORS[clause]}, was given {type_name}", where)
+    return FormatProblem(f"{_CLAUSE_ERRORS[clause]}, was given {type_name}", where)
 
 
-Interpolate = Callable[[int, str, int | None], "str | FormatFailure"]
+Interpolate = Callable[[int, str, int | None], "str | FormatProblem"]
 
 
 def parse_format(text: str, arg_count: int, interpolate: Interpolate, *,
-                 runtime: bool) -> tuple[str, int] | FormatFailure:
+                 runtime: bool) -> tuple[str, int] | FormatProblem:
     """cel-go `parseFormatString`: the output and the number of arguments consumed, or the
     first failure. `interpolate(index, clause, precision)` renders (or checks) one argument.
 
@@ -118,18 +118,18 @@ def parse_format(text: str, arg_count: int, interpolate: Interpolate, *,
             literal_start = i
             continue
         if runtime and arg_index >= arg_count:
-            return FormatFailure(f"index {arg_index} out of range")
+            return FormatProblem(f"index {arg_index} out of range")
         if i + 1 >= n:
-            return FormatFailure("unexpected end of string")
+            return FormatProblem("unexpected end of string")
         if arg_index >= arg_count:
-            return FormatFailure(f"index {arg_index} out of range")
+            return FormatProblem(f"index {arg_index} out of range")
         parsed = _clause(data, i + 1)
-        if isinstance(parsed, FormatFailure):
+        if isinstance(parsed, FormatProblem):
             return parsed
         clause, precision, after = parsed
         rendered = interpolate(arg_index, clause, precision)
-        if isinstance(rendered, FormatFailure):
-            return FormatFailure(f"{_DURING}: {rendered.message}", rendered.where)
+        if isinstance(rendered, FormatProblem):
+            return FormatProblem(f"{_DURING}: {rendered.message}", rendered.where)
         out.append(rendered)
         i = literal_start = after
         arg_index += 1
@@ -137,7 +137,7 @@ def parse_format(text: str, arg_count: int, interpolate: Interpolate, *,
     return "".join(out), arg_index
 
 
-def _clause(data: bytes, j: int) -> tuple[str, int | None, int] | FormatFailure:
+def _clause(data: bytes, j: int) -> tuple[str, int | None, int] | FormatProblem:
     """(clause, precision, index after the clause) of the clause starting at `data[j]`."""
     precision: int | None = None
     n = len(data)
@@ -146,22 +146,22 @@ def _clause(data: bytes, j: int) -> tuple[str, int | None, int] | FormatFailure:
         start = j
         while True:
             if j >= n:
-                return FormatFailure(
+                return FormatProblem(
                     f"{_PRECISION_ERROR}: could not find end of precision specifier")
             if not 0x30 <= data[j] <= 0x39:
                 break
             j += 1
         digits = data[start:j].decode("ascii")
         if not digits:
-            return FormatFailure(f'{_PRECISION_ERROR}: error while converting precision to '
+            return FormatProblem(f'{_PRECISION_ERROR}: error while converting precision to '
                                  f'integer: strconv.Atoi: parsing "": invalid syntax')
         if int(digits) > _GO_INT_MAX:
-            return FormatFailure(f'{_PRECISION_ERROR}: error while converting precision to '
+            return FormatProblem(f'{_PRECISION_ERROR}: error while converting precision to '
                                  f'integer: strconv.Atoi: parsing "{digits}": value out of range')
         precision = int(digits)
     clause = chr(data[j])
     if clause != "s" and clause not in CLAUSE_KINDS:
-        return FormatFailure(f'{_CLAUSE_ERROR}: unrecognized formatting clause "{clause}"')
+        return FormatProblem(f'{_CLAUSE_ERROR}: unrecognized formatting clause "{clause}"')
     return clause, precision, j + 1
 
 
@@ -199,7 +199,7 @@ def oversized_clauses(text: str) -> list[tuple[str, int]]:
             i += 2
             continue
         parsed = _clause(data, i + 1)
-        if isinstance(parsed, FormatFailure):
+        if isinstance(parsed, FormatProblem):
             return found
         _, precision, after = parsed
         if precision is not None and precision > MAX_RENDERED_PRECISION:
@@ -208,7 +208,7 @@ def oversized_clauses(text: str) -> list[tuple[str, int]]:
     return found
 
 
-def render(text: str, args: Sequence[object]) -> str | FormatFailure | None:
+def render(text: str, args: Sequence[object]) -> str | FormatProblem | None:
     """cel-go's `text.format(args)` on walk values; None where it cannot be faithful.
 
     A clause whose precision is over `MAX_RENDERED_PRECISION` fails (evaluation stays
@@ -216,19 +216,19 @@ def render(text: str, args: Sequence[object]) -> str | FormatFailure | None:
     oversized = oversized_clauses(text)
     if oversized:
         verb, precision = oversized[0]
-        return FormatFailure(f"{_DURING}: the precision of {verb} ({precision}) is over "
+        return FormatProblem(f"{_DURING}: the precision of {verb} ({precision}) is over "
                              f"{MAX_RENDERED_PRECISION}, the most this evaluation renders")
     if any(_holds_time(a) for a in args):
         return None
 
-    def interpolate(index: int, clause: str, precision: int | None) -> str | FormatFailure:
+    def interpolate(index: int, clause: str, precision: int | None) -> str | FormatProblem:
         return _RENDERERS[clause](args[index], precision, clause)
 
     try:
         outcome = parse_format(text, len(args), interpolate, runtime=True)
     except _Unfaithful:
         return None
-    return outcome if isinstance(outcome, FormatFailure) else outcome[0]
+    return outcome if isinstance(outcome, FormatProblem) else outcome[0]
 
 
 def _holds_time(value: object) -> bool:
@@ -281,7 +281,7 @@ def _go_g(value: float) -> str:
     return f"{sign}{digits[:point]}.{digits[point:]}"
 
 
-def _to_string(value: object) -> str | FormatFailure:
+def _to_string(value: object) -> str | FormatProblem:
     """cel-go `FormatString`: what `%s` prints for one value."""
     if isinstance(value, list):
         return _format_list(value)
@@ -305,13 +305,13 @@ def _to_string(value: object) -> str | FormatFailure:
         except UnicodeDecodeError:
             # cel-go converts the bytes to a string first (`Bytes.ConvertToType`), which
             # refuses invalid UTF-8 with this text.
-            return FormatFailure(_INVALID_UTF8)
+            return FormatProblem(_INVALID_UTF8)
     if isinstance(value, TypeValue):
         return value.name
     return clause_error("s", _type_name(value))
 
 
-def _member(value: object) -> str | FormatFailure:
+def _member(value: object) -> str | FormatProblem:
     """cel-go `clauseForType` + `quoteForCEL`: one element of a list or value of a map."""
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
@@ -323,23 +323,23 @@ def _member(value: object) -> str | FormatFailure:
         return go_quote(value)
     if isinstance(value, bytes):
         rendered = _to_string(value)
-        return rendered if isinstance(rendered, FormatFailure) else "b" + go_quote_bytes(value)
+        return rendered if isinstance(rendered, FormatProblem) else "b" + go_quote_bytes(value)
     if value is None or isinstance(value, bool | TypeValue | list | dict):
         return _to_string(value)
-    return FormatFailure(f"no formatting function for {_type_name(value)}")
+    return FormatProblem(f"no formatting function for {_type_name(value)}")
 
 
-def _format_list(values: list[object]) -> str | FormatFailure:
+def _format_list(values: list[object]) -> str | FormatProblem:
     parts: list[str] = []
     for value in values:
         rendered = _member(value)
-        if isinstance(rendered, FormatFailure):
+        if isinstance(rendered, FormatProblem):
             return rendered
         parts.append(rendered)
     return "[" + ", ".join(parts) + "]"
 
 
-def _format_map(values: dict[object, object]) -> str | FormatFailure:
+def _format_map(values: dict[object, object]) -> str | FormatProblem:
     pairs: list[tuple[str, str]] = []
     for key, value in values.items():
         if isinstance(key, str):
@@ -349,20 +349,20 @@ def _format_map(values: dict[object, object]) -> str | FormatFailure:
         elif isinstance(key, int):
             key_text = str(int(key))
         else:
-            return FormatFailure(f"no formatting function for map key of type {_type_name(key)}")
+            return FormatProblem(f"no formatting function for map key of type {_type_name(key)}")
         rendered = _member(value)
-        if isinstance(rendered, FormatFailure):
+        if isinstance(rendered, FormatProblem):
             return rendered
         pairs.append((key_text, rendered))
     pairs.sort(key=lambda pair: pair[0].encode("utf-8"))
     return "{" + ", ".join(f"{k}:{v}" for k, v in pairs) + "}"
 
 
-def _string_clause(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _string_clause(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     return _to_string(value)
 
 
-def _decimal(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _decimal(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(int(value))
     return clause_error(clause, _type_name(value))
@@ -371,7 +371,7 @@ def _decimal(value: object, precision: int | None, clause: str) -> str | FormatF
 _FLOAT_WORDS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 
 
-def _double_argument(value: object, clause: str) -> float | FormatFailure:
+def _double_argument(value: object, clause: str) -> float | FormatProblem:
     if isinstance(value, str) and value in _FLOAT_WORDS:
         return _FLOAT_WORDS[value]
     if isinstance(value, float):
@@ -388,9 +388,9 @@ def _special(number: float) -> str | None:
     return None
 
 
-def _fixed(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _fixed(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     number = _double_argument(value, clause)
-    if isinstance(number, FormatFailure):
+    if isinstance(number, FormatProblem):
         return number
     special = _special(number)
     if special is not None:
@@ -402,9 +402,9 @@ def _fixed(value: object, precision: int | None, clause: str) -> str | FormatFai
 _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 
 
-def _scientific(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _scientific(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     number = _double_argument(value, clause)
-    if isinstance(number, FormatFailure):
+    if isinstance(number, FormatProblem):
         return number
     width = _DEFAULT_PRECISION if precision is None else precision
     special = _special(number)
@@ -417,7 +417,7 @@ def _scientific(value: object, precision: int | None, clause: str) -> str | Form
     return special.rjust(width)
 
 
-def _binary(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _binary(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
@@ -425,7 +425,7 @@ def _binary(value: object, precision: int | None, clause: str) -> str | FormatFa
     return clause_error(clause, _type_name(value))
 
 
-def _hex(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _hex(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     spec = "X" if clause == "X" else "x"
     if isinstance(value, str):
         value = value.encode("utf-8")
@@ -436,13 +436,13 @@ def _hex(value: object, precision: int | None, clause: str) -> str | FormatFailu
     return clause_error(clause, _type_name(value))
 
 
-def _octal(value: object, precision: int | None, clause: str) -> str | FormatFailure:
+def _octal(value: object, precision: int | None, clause: str) -> str | FormatProblem:
     if isinstance(value, int) and not isinstance(value, bool):
         return format(int(value), "o")
     return clause_error(clause, _type_name(value))
 
 
-_RENDERERS: dict[str, Callable[[object, int | None, str], str | FormatFailure]] = {
+_RENDERERS: dict[str, Callable[[object, int | None, str], str | FormatProblem]] = {
     "s": _string_clause, "d": _decimal, "f": _fixed, "e": _scientific, "b": _binary,
     "x": _hex, "X": _hex, "o": _octal,
 }

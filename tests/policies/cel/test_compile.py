@@ -8,7 +8,7 @@ import pytest
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.common.errors import (
     MAX_SNIPPET_BYTES,
-    CompileError,
+    CompileProblem,
     ErrorStage,
     parse_engine_errors,
     render_error,
@@ -183,7 +183,7 @@ def test_parse_engine_errors_strips_status_and_snippets() -> None:
     text = ("INVALID_ARGUMENT: ERROR: <input>:1:3: found no matching overload for '_+_' applied "
             "to '(int, string)'\n | 1 + \"a\"\n | ..^ [INVALID_ARGUMENT]")
     (error,) = parse_engine_errors(text, '1 + "a"')
-    assert error == CompileError(1, 3, "found no matching overload for '_+_' applied to "
+    assert error == CompileProblem(1, 3, "found no matching overload for '_+_' applied to "
                                  "'(int, string)'", ErrorStage.CHECK)
     (no_location,) = parse_engine_errors(
         "INVALID_ARGUMENT: ERROR: <input>:-1:-1: Exceeded max recursion depth of 32 when "
@@ -195,9 +195,9 @@ def test_parse_engine_errors_strips_status_and_snippets() -> None:
 
 
 def test_render_without_location_and_program_errors() -> None:
-    assert render_error(CompileError(-1, 0, "max recursion depth exceeded"), "x") == (
+    assert render_error(CompileProblem(-1, 0, "max recursion depth exceeded"), "x") == (
         "ERROR: <input>:-1:0: max recursion depth exceeded")
-    program = CompileError(1, 1, "error parsing regexp: missing closing ): `(`",
+    program = CompileProblem(1, 1, "error parsing regexp: missing closing ): `(`",
                            ErrorStage.PROGRAM)
     assert render_error(program, "x") == "error parsing regexp: missing closing ): `(`"
 
@@ -205,15 +205,15 @@ def test_render_without_location_and_program_errors() -> None:
 def test_long_lines_are_not_echoed() -> None:
     short = "a" * MAX_SNIPPET_BYTES
     long = "a" * (MAX_SNIPPET_BYTES + 1)
-    assert render_error(CompileError(1, 1, "m"), short).count("\n") == 2
-    assert render_error(CompileError(1, 1, "m"), long) == "ERROR: <input>:1:1: m"
+    assert render_error(CompileProblem(1, 1, "m"), short).count("\n") == 2
+    assert render_error(CompileProblem(1, 1, "m"), long) == "ERROR: <input>:1:1: m"
     # the limit is in UTF-8 bytes
     wide = "é" * (MAX_SNIPPET_BYTES // 2 + 1)
-    assert render_error(CompileError(1, 1, "m"), wide) == "ERROR: <input>:1:1: m"
+    assert render_error(CompileProblem(1, 1, "m"), wide) == "ERROR: <input>:1:1: m"
 
 
 def test_at_most_100_errors_then_a_count() -> None:
-    errors = [CompileError(1, i + 1, f"e{i}") for i in range(105)]
+    errors = [CompileProblem(1, i + 1, f"e{i}") for i in range(105)]
     text = render_errors(reversed(errors), "x" * 200)
     assert text.count("ERROR: <input>:") == 100
     assert text.endswith("\n5 more errors were truncated")
@@ -221,7 +221,7 @@ def test_at_most_100_errors_then_a_count() -> None:
 
 
 def test_wide_character_under_the_caret() -> None:
-    assert render_error(CompileError(1, 2, "m"), "aé").endswith(" | .\uff3e")
+    assert render_error(CompileProblem(1, 2, "m"), "aé").endswith(" | .\uff3e")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from dra_affinity.policies.analysis.device import (
     DEVICE_TYPE_NAME,
     DeviceSizeEstimator,
     DeviceValue,
-    DeviceValueError,
+    DeviceValueProblem,
     compile_selector,
     device_schema,
     device_value,
@@ -405,5 +405,5 @@ def test_unconvertible_devices_are_errors(attributes: dict[str, Any], capacity: 
                                           message: str) -> None:
     value = device_value(Device(0, "d", False, attributes,
                                 {k: Capacity(v) for k, v in capacity.items()}), DRIVER)
-    assert isinstance(value, DeviceValueError)
+    assert isinstance(value, DeviceValueProblem)
     assert value.message.startswith(message)

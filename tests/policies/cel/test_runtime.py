@@ -16,8 +16,8 @@ import pytest
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode, get_env
 from dra_affinity.policies.cel.common.jsonvalue import (
     BoolKey,
-    CelError,
     Duration,
+    ErrorValue,
     K8sJsonError,
     Opaque,
     OptionalValue,
@@ -33,7 +33,7 @@ from dra_affinity.policies.cel.eval.runtime import (
     KIND_FAILED,
     KIND_MISSING_FIELD,
     MISSING_FIELD_HINT,
-    EvalError,
+    EvalProblem,
     EvalResult,
     bridge_for,
     cel_type_name,
@@ -143,7 +143,7 @@ def test_missing_field_is_reworded_as_upstream() -> None:
     ("UNKNOWN: actual cost limit exceeded", KIND_COST_EXCEEDED, "actual cost limit exceeded"),
 ])
 def test_engine_errors_are_translated(engine_text: str, kind: str, message: str) -> None:
-    assert translate_error(engine_text) == EvalError(kind, message)
+    assert translate_error(engine_text) == EvalProblem(kind, message)
 
 
 def test_missing_key_by_index_is_a_missing_field_too() -> None:
@@ -426,7 +426,7 @@ def _norm(value: object) -> object:
 
 
 def _interp_view(value: object) -> tuple[object, ...]:
-    if isinstance(value, CelError):
+    if isinstance(value, ErrorValue):
         return ("error",)
     if isinstance(value, OptionalValue):
         return ("opaque",)
@@ -483,7 +483,7 @@ def test_folded_empty_membership_skips_its_operand_like_cel_go() -> None:
     folded = track_cost(checked.checked, {"object": {}}, bridge)
     assert folded.value == "no" and folded.cost == 0
     assert isinstance(track_cost(checked.checked, {"object": {}}, bridge,
-                                 optimize=False).value, CelError)
+                                 optimize=False).value, ErrorValue)
     result = evaluate(checked, {"object": {}})
     assert result.error is not None and result.runtime_cost == 0
 

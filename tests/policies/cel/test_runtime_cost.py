@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from cel_expr_python import cel
 from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
-from dra_affinity.policies.cel.common.jsonvalue import CelError, Opaque, UInt
+from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque, UInt
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import call_cost, go_overload_id, traversal_cost
 from dra_affinity.policies.cel.eval.runtime import bridge_for
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, CostOutcome, track_cost
@@ -372,7 +372,7 @@ def test_traversal_cost_counts_utf8_bytes_and_containers() -> None:
 
 def test_flatten_with_negative_depth_wraps_like_go() -> None:
     # uint64(float64(-1)) wraps to 2^64-1; adding callCost + list creation wraps again.
-    assert call_cost("flatten", "list_flatten_int", [[[1]], -1], CelError("x")) == 10
+    assert call_cost("flatten", "list_flatten_int", [[[1]], -1], ErrorValue("x")) == 10
 
 
 @pytest.mark.parametrize(("function", "overload", "args", "result", "want"), [
@@ -508,5 +508,5 @@ def test_kubernetes_library_cost_test_runtime_column(expr: str, want: int) -> No
     assert compiled.ok and compiled.checked is not None, compiled.error_text
     outcome = track_cost(compiled.checked, {}, bridge_for(get_env(key).runtime), optimize=False)
     assert outcome.status == "ok", outcome
-    assert not isinstance(outcome.value, CelError), outcome.value
+    assert not isinstance(outcome.value, ErrorValue), outcome.value
     assert outcome.cost == want

@@ -11,7 +11,7 @@ import math
 
 import pytest
 from dra_affinity.policies.cel.common.jsonvalue import Duration, Opaque, OptionalValue, TypeValue, UInt
-from dra_affinity.policies.cel.k8s_library.strings_format import FormatFailure, parse_format, render
+from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem, parse_format, render
 
 
 @pytest.mark.parametrize(("text", "args", "output"), [
@@ -91,7 +91,7 @@ def test_rows_of_cel_go(text: str, args: list[object], output: str) -> None:
     ("filler %", [], "index 0 out of range"),
 ])
 def test_errors_of_cel_go(text: str, args: list[object], error: str) -> None:
-    assert render(text, args) == FormatFailure(error)
+    assert render(text, args) == FormatProblem(error)
 
 
 def test_the_en_us_printer_groups_thousands_in_fixed_point() -> None:
@@ -114,7 +114,7 @@ def test_time_values_are_left_to_cel_cpp() -> None:
 
 def test_bytes_that_are_not_utf8_fail_as_cel_go_converts_them() -> None:
     failure = render("%s", [b"\xff"])
-    assert isinstance(failure, FormatFailure)
+    assert isinstance(failure, FormatProblem)
     assert failure.message == ("error during formatting: invalid UTF-8 in bytes, cannot convert "
                                "to string")
 
@@ -129,5 +129,5 @@ def test_checking_and_rendering_share_the_parser() -> None:
     assert parse_format("%.2f and %s %%", 2, check, runtime=False) == (" and  %", 2)
     assert seen == [(0, "f", 2), (1, "s", None)]
     # The validator's argument list never fails, so the end of the string is reported first.
-    assert parse_format("filler %", 0, check, runtime=False) == FormatFailure(
+    assert parse_format("filler %", 0, check, runtime=False) == FormatProblem(
         "unexpected end of string")

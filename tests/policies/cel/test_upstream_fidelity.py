@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode, get_env
-from dra_affinity.policies.cel.common.jsonvalue import CelError, decode_k8s_json
+from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, decode_k8s_json
 from dra_affinity.policies.cel.compile import CompileResult, compile_expression
 from dra_affinity.policies.cel.eval.runtime import EvalResult, bridge_for, evaluate, strings_error
 from dra_affinity.policies.cel.eval.runtime_cost import track_cost
@@ -243,4 +243,4 @@ def test_walk_error_values_keep_their_message() -> None:
     checked = compiled('"%s %s".format(dyn([object.kind]))').checked
     assert checked is not None
     outcome = track_cost(checked, {"object": OBJ}, bridge_for(get_env(KEY).runtime))
-    assert isinstance(outcome.value, CelError) and outcome.value.message == "index 1 out of range"
+    assert isinstance(outcome.value, ErrorValue) and outcome.value.message == "index 1 out of range"

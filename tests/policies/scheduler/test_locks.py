@@ -10,7 +10,7 @@ from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.model.resources import Device, DeviceRequest, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler import capacity, locks
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
-from dra_affinity.policies.scheduler.extraction import ExtractionError, ExtractionResult, Outcome
+from dra_affinity.policies.scheduler.extraction import ExtractionProblem, ExtractionResult, Outcome
 from dra_affinity.policies.scheduler.locks import (
     CLEAN,
     UNTRACKED,
@@ -20,7 +20,7 @@ from dra_affinity.policies.scheduler.locks import (
     LockStatus,
     Mode,
     Option,
-    PoolVerdict,
+    PoolFilterVerdict,
     Reason,
     Rejection,
 )
@@ -139,9 +139,9 @@ def test_reconstruction_of_agreeing_claims_locks() -> None:
     ("bad", "fragment"),
     [
         (result(Outcome.NOT_SATISFIED, unsatisfied=("subnet",)), "no value extracted for subnet"),
-        (result(Outcome.SLICE_ERROR, error=ExtractionError("missing field", "no such key: subnetID")),
+        (result(Outcome.SLICE_ERROR, error=ExtractionProblem("missing field", "no such key: subnetID")),
          "slice-error: no such key: subnetID"),
-        (result(Outcome.CLAIM_INCONSISTENT, error=ExtractionError("claim self-inconsistent", "two values")),
+        (result(Outcome.CLAIM_INCONSISTENT, error=ExtractionProblem("claim self-inconsistent", "two values")),
          "claim-inconsistent: two values"),
     ],
 )
@@ -173,7 +173,7 @@ def test_pool_prechecks() -> None:
     assert gate_off.rejection.reason is Reason.FEATURE_GATE_OFF and gate_off.pool_level
     permissive = locks.pool_precheck(declares_affinity=False, complete=True, incomplete_reason="",
                                      feature_gate=False)
-    assert permissive == PoolVerdict(False)
+    assert permissive == PoolFilterVerdict(False)
     assert locks.pool_precheck(declares_affinity=True, complete=True, incomplete_reason="",
                                feature_gate=True) is None
 
@@ -188,7 +188,7 @@ def test_pool_prechecks() -> None:
 )
 def test_extraction_outcomes_rule_out_the_whole_pool(outcome: Outcome, reason: Reason) -> None:
     verdict = locks.pool_verdict(result(outcome, unsatisfied=("subnet",),
-                                        error=ExtractionError("k", "the message")))
+                                        error=ExtractionProblem("k", "the message")))
     assert verdict.rejection is not None and verdict.rejection.reason is reason
     assert verdict.aborts == (reason is Reason.CEL_EVALUATION_FAILURE)
     assert locks.check_device(device(), REF, CLEAN, verdict, {}) == (verdict.rejection,)
@@ -202,7 +202,7 @@ def test_viable_devices() -> None:
     assert locks.check_device(device(), REF, same, ok, {}) == ()
     # permissive pool: any claim, any state of other claims, no lock
     assert locks.check_device(device(), REF, DeviceState(LockStatus.UNTRACKED, holders=(holder("ns/a"),)),
-                              PoolVerdict(False), {}) == ()
+                              PoolFilterVerdict(False), {}) == ()
 
 
 def test_lock_mismatch_and_unknown_lock_state() -> None:
@@ -228,7 +228,7 @@ def test_reasons_come_in_the_keps_filter_order() -> None:
 def test_exclusive_devices_take_one_claim() -> None:
     dev = device(shared=False)
     taken = DeviceState(LockStatus.UNTRACKED, holders=(holder("ns/a"),))
-    [why] = locks.check_device(dev, REF, taken, PoolVerdict(False), {})
+    [why] = locks.check_device(dev, REF, taken, PoolFilterVerdict(False), {})
     assert why.reason is Reason.IN_USE and "ns/a" in why.message
 
 
@@ -236,7 +236,7 @@ def test_capacity_problem_from_demand_is_a_reason() -> None:
     dev = device({"nic.example.com/pods": "16"})
     wanted = capacity.demand(dev, request(**{"nic.example.com/gbps": "10"}))
     assert isinstance(wanted, capacity.CapacityProblem)
-    [why] = locks.check_device(dev, REF, CLEAN, PoolVerdict(False), wanted)
+    [why] = locks.check_device(dev, REF, CLEAN, PoolFilterVerdict(False), wanted)
     assert why.reason is Reason.CAPACITY and "no capacity 'nic.example.com/gbps'" in why.message
 
 
@@ -310,7 +310,7 @@ def test_reasons_map_to_the_keps_four_classes() -> None:
 
 
 def test_metric_names_are_the_keps() -> None:
-    metrics = locks.Metrics(1, 2, 3, 4, 5, 6).as_dict()
+    metrics = locks.LockMetrics(1, 2, 3, 4, 5, 6).as_dict()
     assert metrics == {
         "sharing_affinity_locked_devices": 1,
         "sharing_affinity_unreconstructable_devices": 2,
