@@ -49,12 +49,12 @@ RULE = PoolRule(
         "  expression: 'object.?subnet.orValue(\"\")'"
     ),
     good_example=(
-        "# slice 1\n"
+        "# slice 1 declares subnet\n"
         "sharingAffinity:\n"
         "- name: subnet\n"
         "  expression: 'object.?subnetID.orValue(\"\")'\n"
         "---\n"
-        "# slice 2 of the same pool\n"
+        "# slice 2 declares another key\n"
         "sharingAffinity:\n"
         "- name: pkey\n"
         "  expression: 'object.?ibPKey.orValue(\"\")'"

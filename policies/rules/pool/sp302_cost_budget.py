@@ -60,12 +60,14 @@ RULE = PoolRule(
         "    ? object.?ibPKey.orValue(\"\") : \"\""
     ),
     good_example=(
-        "# slice 1\n"
+        "# slice 1: the costly extractor, trimmed\n"
         "sharingAffinity:\n"
         "- name: subnet\n"
-        "  expression: 'object.?subnetID.orValue(\"\")'\n"
+        "  expression: >-\n"
+        "    lists.range(200).all(x, lists.range(300).all(y, x != y))\n"
+        "    ? object.?subnetID.orValue(\"\") : \"\"\n"
         "---\n"
-        "# slice 2\n"
+        "# slice 2: a cheap one, so that the pool stays within budget\n"
         "sharingAffinity:\n"
         "- name: pkey\n"
         "  expression: 'object.?ibPKey.orValue(\"\")'"

@@ -33,11 +33,11 @@ RULE = SliceRule(
     bad_example=(
         "sharingAffinity:\n"
         "- name: subnet\n"
-        "  expression: object.subnetID"
+        "  expression: 'has(object.subnetID) ? object.subnetID : \"none\"'"
     ),
     good_example=(
         "sharingAffinity:\n"
-        "- name: subnet\n"
+        "- name: subnet   # \"\" declines: the device stays usable by other claims\n"
         "  expression: 'has(object.subnetID) ? object.subnetID : \"\"'"
     ),
     check=check,
