@@ -39,8 +39,17 @@ def _where(path: Path, node: ast.AST) -> str:
     return f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
 
 
+SAME_NAME_BY_NECESSITY = {
+    "Timestamp": "cel-expr-python takes k8s_library._types.Timestamp for google.protobuf.Timestamp by "
+                 "its class name; jsonvalue.Timestamp's name is in messages (`type(v).__name__`)",
+    "Duration": "as Timestamp, for google.protobuf.Duration",
+}
+"""The two pairs that cannot be renamed without a behaviour change; no other name may repeat."""
+
+
 def test_every_class_name_is_unique() -> None:
-    twice = {name: [_where(p, n) for p, n in defs] for name, defs in CLASSES.items() if len(defs) > 1}
+    twice = {name: [_where(p, n) for p, n in defs] for name, defs in CLASSES.items()
+             if len(defs) > 1 and name not in SAME_NAME_BY_NECESSITY}
     assert not twice, f"one name, one meaning: {twice}"
 
 

@@ -341,7 +341,7 @@ class _Descriptor:
         self.full_name = full_name
 
 
-class ProtoTimestamp:
+class Timestamp:
     """Duck-typed google.protobuf.Timestamp accepted by cel-expr-python."""
 
     DESCRIPTOR = _Descriptor("google.protobuf.Timestamp")
@@ -351,7 +351,7 @@ class ProtoTimestamp:
         self.nanos = nanos
 
 
-class ProtoDuration:
+class Duration:
     """Duck-typed google.protobuf.Duration accepted by cel-expr-python."""
 
     DESCRIPTOR = _Descriptor("google.protobuf.Duration")
@@ -372,12 +372,12 @@ def to_cel(value: Any) -> Any:
         delta = value - _EPOCH
         micros = (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
         seconds, micro = divmod(micros, 1_000_000)
-        return ProtoTimestamp(seconds, micro * 1000)
+        return Timestamp(seconds, micro * 1000)
     if isinstance(value, datetime.timedelta):
         micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
         sign = -1 if micros < 0 else 1
         seconds, micro = divmod(abs(micros), 1_000_000)
-        return ProtoDuration(sign * seconds, sign * micro * 1000)
+        return Duration(sign * seconds, sign * micro * 1000)
     return value
 
 
