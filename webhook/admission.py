@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from dra_affinity.policies.analysis.slice_cost import analysable
 from dra_affinity.policies.core.cache import BoundedCache
 from dra_affinity.policies.core.clip import clip_text, clip_value
 from dra_affinity.policies.core.findings import Finding, Severity
@@ -30,6 +31,7 @@ from dra_affinity.policies.rules.catalog import slice_rules
 from dra_affinity.policies.rules.engine import EngineOptions, check_slice
 from dra_affinity.policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
 from dra_affinity.policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
+from dra_affinity.webhook.budget import HEAVY_BYTES, ON_BUDGET_ALLOW, Deadline, HeavyGate
 from dra_affinity.webhook.render import (
     MAX_WARNING_CHARS,
     SLICE_GROUP,
@@ -168,6 +170,8 @@ class Verdict:
     pool_check: str | None = None
     """None (not applicable), `ok`, or `skipped`."""
     extra_warnings: tuple[str, ...] = field(default=())
+    budget: str | None = None
+    """Why the review ran out of time (`webhook.budget`): the answer says so, nothing else."""
     cached: CachedFindings | None = None
     """The findings-cache entry `findings` is, when no pool findings were added to it: what is
     derived from the findings alone is then computed once per entry, not per request."""
@@ -193,6 +197,14 @@ class Verdict:
 
     def response(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uid": self.request.uid, "allowed": self.allowed}
+        if self.budget is not None:
+            if self.allowed:
+                out["warnings"] = [self.budget[:MAX_WARNING_CHARS]]
+            else:
+                out["status"] = {"status": "Failure", "code": 503, "reason": "ServiceUnavailable",
+                                 "message": self.budget}
+            out["auditAnnotations"] = {"decision": self.decision}
+            return out
         if not self.allowed:
             out["status"] = invalid_status(self.name, self.errors)
         if self.decision != "skipped":
@@ -241,7 +253,9 @@ class Verdict:
             "rules": self.rule_ids,
         }
         if not self.allowed:
-            fields["code"] = 422
+            fields["code"] = 503 if self.budget is not None else 422
+        if self.budget is not None:
+            fields["budget"] = self.budget
         if self.skip_reason:
             fields["skip_reason"] = self.skip_reason
         if self.pool_check:
@@ -325,6 +339,9 @@ class FindingsCache:
         return (new.name, new.driver, new.pool_name, new.devices_set, new.sharing_affinity_set,
                 entries, old_expressions, options)
 
+    def has(self, new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> bool:
+        return self.key(new, old, options) in self.cache
+
     def entry(self, new: ResourceSlice, old: ResourceSlice | None,
               options: EngineOptions) -> CachedFindings:
         """The slice rules' findings for this content (the same entry while it lives)."""
@@ -347,6 +364,7 @@ class Admitter:
         self.settings = settings
         self.pools = pools if settings.pool_check else None
         self.cache = FindingsCache()
+        self.gate = HeavyGate()
         self.options = EngineOptions(kubernetes_version=settings.kubernetes_version)
         self.max_entries = self.options.limits.max_entries
         expression_rules = frozenset(r.id for r in slice_rules() if r.ratchets)
@@ -358,7 +376,7 @@ class Admitter:
     def _skip(self, request: AdmissionRequest, reason: str) -> Verdict:
         return Verdict(request, allowed=True, decision="skipped", name=request.name, skip_reason=reason)
 
-    def admit(self, request: AdmissionRequest) -> Verdict:
+    def admit(self, request: AdmissionRequest, deadline: Deadline | None = None) -> Verdict:
         if request.group != SLICE_GROUP or request.kind != SLICE_KIND:
             return self._skip(request, f"kind {request.kind}.{request.group or 'core'} is not checked")
         if request.version not in SLICE_VERSIONS:
@@ -383,6 +401,12 @@ class Admitter:
         new = parsed.obj
         over_limit = len(new.sharing_affinity) > self.max_entries
         options = self.bounded_options if over_limit else self.options
+        if deadline is not None and not over_limit and not self.cache.has(new, old, options):
+            late = self._analyse_within(new, deadline)
+            if late is not None:
+                allowed = ON_BUDGET_ALLOW
+                return Verdict(request, allowed=allowed, decision="allowed" if allowed
+                               else "budget-exceeded", name=name, budget=late)
         cached = self.cache.entry(new, old, options)
         # Over the entry limit the pool check is skipped too: its cost sum would compile every
         # entry, and SA101 denies the slice anyway.
@@ -407,6 +431,34 @@ class Admitter:
             else ("skipped" if pool_check.skipped else "ok"),
             extra_warnings=extra,
         )
+
+    def _analyse_within(self, new: ResourceSlice, deadline: Deadline) -> str | None:
+        """Analyse the slice's expressions (into the analysis cache) before `deadline`; why not,
+        or None when every one is done (`check_slice` then reads them from the cache)."""
+        weight = sum(len(e.expression or "") for e in new.sharing_affinity)
+        heavy = weight > HEAVY_BYTES
+        if heavy and not self.gate.acquire(deadline):
+            return self._late(deadline, "busy with other large slices")
+        try:
+            limits = self.options.limits
+            for extractor in new.sharing_affinity:
+                if deadline.passed():
+                    return self._late(deadline, "its expressions take too long to analyse")
+                result = analysable(extractor.expression, limits)
+                if result is not None and result.ok:
+                    # the advisories' walks, each linear in the expression
+                    _ = (result.unguarded_reads, result.depends_on_object,
+                         result.has_schema_guard, result.can_decline, result.oversized_formats)
+        finally:
+            if heavy:
+                self.gate.release()
+        return self._late(deadline, "its expressions take too long to analyse") \
+            if deadline.passed() else None
+
+    @staticmethod
+    def _late(deadline: Deadline, why: str) -> str:
+        return (f"the dra-affinity webhook could not finish checking this ResourceSlice within "
+                f"its {deadline.seconds:g}s budget ({why}); retry: the work done so far is kept")
 
     def _pool(self, new: ResourceSlice, old: ResourceSlice | None,
               options: EngineOptions) -> tuple[PoolVerdict, tuple[str, ...]]:

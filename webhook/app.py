@@ -35,6 +35,7 @@ from dra_affinity.webhook.admission import (
     Verdict,
     parse_review,
 )
+from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
 from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env
@@ -85,6 +86,7 @@ class Webhook:
 
     def validate(self) -> Response:
         started = time.perf_counter()
+        started_monotonic = time.monotonic()
         environ = request.environ
         if environ.get("CONTENT_TYPE") != JSON:  # the API server's exact header; else parse it
             mimetype = request.mimetype
@@ -109,7 +111,9 @@ class Webhook:
         if isinstance(parsed, ReviewProblem):
             return self._reject(400, parsed.message, started)
         try:
-            verdict = self.admitter.admit(parsed)
+            deadline = Deadline.for_request(started_monotonic, timeout_seconds(
+                request.args.get("timeout")))
+            verdict = self.admitter.admit(parsed, deadline)
             reply = verdict.review_json()
         except Exception as exc:
             return self._internal_error(parsed.uid, started, exc)
