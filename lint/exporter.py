@@ -18,10 +18,11 @@ the time of the last list or event per resource, and whether each resource is sy
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -163,6 +164,7 @@ class LockExporter:
         versions = {}
         for plural, _ in RESOURCES:
             versions[plural] = self._relist(self.api_factory(plural), first=True)
+        settle()
         for plural, _ in RESOURCES:
             thread = threading.Thread(target=self._run, args=(plural, versions[plural]),
                                       name=f"watch-{plural}", daemon=True)
@@ -209,7 +211,7 @@ class LockExporter:
         self._replace(api.plural, items)
         return version
 
-    def _replace(self, plural: str, items: list[Mapping[str, Any]]) -> None:
+    def _replace(self, plural: str, items: Sequence[Mapping[str, Any]]) -> None:
         """A (re-)list: apply what changed since the book's last view of the resource."""
         known = self._versions.get(plural, {})
         seen: dict[str, str] = {}
@@ -274,6 +276,17 @@ class LockExporter:
             self.book.remove_claim(key)
         else:
             self.book.remove_class(key)
+
+
+def settle() -> None:
+    """After the initial reconstruction: move its objects out of the cyclic GC's reach.
+
+    The book holds millions of long-lived objects; without this, every full collection walks
+    all of them and one watch event pays seconds for it (measured: 24 s once in 1,000 events
+    at 100,000 claims). New objects are still collected as usual.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _key(obj: Mapping[str, Any]) -> str | None:
