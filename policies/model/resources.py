@@ -275,9 +275,11 @@ def _typed(value: Any, kind: type) -> Any:
     """`value` when it has the JSON type the API server's Go struct gives the field, else
     TypeError (which sends `parse` to the structural check, naming the field): a list or map
     where a string belongs must not reach the model (the webhook hashes these fields)."""
-    if type(value) is not kind:
-        raise TypeError(f"expected {kind.__name__}")
-    return value
+    if type(value) is kind:
+        return value
+    if kind is int and type(value) is float and value.is_integer():
+        return int(value)  # what the structural check accepts as an integer (`2.0`, `3e16`)
+    raise TypeError(f"expected {kind.__name__}")
 
 
 def _typed_or_none(value: Any, kind: type) -> Any:
