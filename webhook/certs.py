@@ -23,6 +23,7 @@ import base64
 import datetime as dt
 import ipaddress
 import os
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,11 +281,23 @@ def read_dir(directory: Path) -> CertSet | CertProblem:
 
 
 def _atomic_write(path: Path, data: bytes, mode: int) -> None:
-    """Write beside `path`, then rename over it: a watcher sees the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    """Write beside `path`, then rename over it: a watcher sees the old file or the new one.
+
+    The temporary file is created exclusively (`O_EXCL`, never following a link) under an
+    unpredictable name: a file or symlink planted beside the key cannot receive it.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(8)}")
+        try:
+            fd = os.open(tmp, flags, mode)
+            break
+        except FileExistsError:
+            continue
     try:
-        os.write(fd, data)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
         os.fchmod(fd, mode)  # the umask must not widen or narrow what we promise
         os.fsync(fd)
     finally:

@@ -144,3 +144,20 @@ def test_cli_secret_manifest_and_rotate(tmp_path: Path) -> None:
 def test_cli_rotate_reports_a_broken_directory(tmp_path: Path) -> None:
     result = run("certs", "rotate", "--out-dir", str(tmp_path))
     assert result.code == 2 and "cannot read certificates" in result.err
+
+
+def test_key_writes_never_follow_a_planted_link(tmp_path: Path) -> None:
+    """The temporary key file is created exclusively under a random name (issue 14)."""
+    import os
+
+    from dra_affinity.webhook.certs import _atomic_write
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"untouched")
+    for pid_guess in (os.getpid(), 1, 2):
+        (tmp_path / f".tls.key.tmp-{pid_guess}").symlink_to(victim)
+    target = tmp_path / "tls.key"
+    _atomic_write(target, b"secret", 0o600)
+    assert target.read_bytes() == b"secret"
+    assert victim.read_bytes() == b"untouched"
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
