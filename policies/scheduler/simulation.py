@@ -247,6 +247,26 @@ class _Profile:
     verdicts: dict[int, tuple[PoolFilterVerdict, dict[_Kind, Reason | None], list[int],
                               list[tuple[Reason, int]]]] = field(default_factory=dict)
 
+    def move(self, position: int, kind: _Kind) -> None:
+        """The device at `position` is now of `kind`."""
+        old = self.kinds[position]
+        if old == kind:
+            return
+        self.kinds[position] = kind
+        self.verdicts.clear()
+        entry = self.summary[old]
+        entry[0] -= 1
+        if not entry[0]:
+            del self.summary[old]
+        elif entry[1] == position:
+            entry[1] = self.kinds.index(old)
+        new = self.summary.get(kind)
+        if new is None:
+            self.summary[kind] = [1, position]
+        else:
+            new[0] += 1
+            new[1] = min(new[1], position)
+
     def seen_by(self, verdict: PoolFilterVerdict
                 ) -> tuple[dict[_Kind, Reason | None], list[int], list[tuple[Reason, int]]]:
         """Per kind its first reason under `verdict`; the first positions of the viable kinds;
@@ -271,13 +291,19 @@ class _PoolIndex:
     """Per pool: its devices in first-fit order, its unknown-device count and cached profiles.
 
     A profile depends only on the pool's states and the request's capacity demand, so it is
-    computed once per (pool, demand) and dropped when a device of the pool changes: a claim
-    pays for the one pool it changed, not for every device of every pool.
+    computed once per (pool, demand) and, when a device changes, only that device is looked at
+    again: a claim pays for the one device it changed, not for every device of every pool.
     """
 
     devices: list[tuple[Device, DeviceRef]]
     unknown: int = 0
     profiles: dict[str, _Profile] = field(default_factory=dict)
+    positions: dict[DeviceRef, list[int]] = field(default_factory=dict)
+    """Where each device sits in `devices` (a name listed twice in a pool sits twice)."""
+
+    def __post_init__(self) -> None:
+        for position, (_, ref) in enumerate(self.devices):
+            self.positions.setdefault(ref, []).append(position)
 
 
 _SharedVerdicts = tuple[dict[PoolRef, PoolFilterVerdict], int, int, tuple[tuple[int, int], ...]]
@@ -463,9 +489,21 @@ class _Run:
         index = self.index.get(ref.pool_ref)
         if index is None:
             return
-        index.profiles.clear()
+        if index.profiles:
+            self._update_profiles(index, ref, state)
         index.unknown += ((state.status is LockStatus.UNRECONSTRUCTABLE)
                           - (old is not None and old.status is LockStatus.UNRECONSTRUCTABLE))
+
+    def _update_profiles(self, index: _PoolIndex, ref: DeviceRef, state: DeviceState) -> None:
+        """Re-kind the one changed device in each cached profile of its pool (no full rebuild)."""
+        for key, profile in index.profiles.items():
+            for position in index.positions.get(ref, ()):
+                device = index.devices[position][0]
+                wanted = self.demands.get((id(device), key))
+                if wanted is None:  # not computed for this demand: rebuild on next use
+                    index.profiles.clear()
+                    return
+                profile.move(position, _kind(device, state, wanted))
 
     # -- steps ------------------------------------------------------------------------------
 
