@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.limits import VersionError, parse_kubernetes_version
 from dra_affinity.policies.core.source import FieldPath, Position, Source, render_path
 
 YAML_NAMES = (".dra-affinity.yaml", ".dra-affinity.yml")
@@ -256,7 +257,6 @@ class _Parser:
         if version is not None and not isinstance(version, str):
             raise self.fail(("kubernetes-version",), 'must be a version such as "1.37"')
         if version is not None:
-            from dra_affinity.policies.core.limits import VersionError, parse_kubernetes_version
 
             try:
                 parse_kubernetes_version(str(version))

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
-from dra_affinity.lint.config import Config, OutputSpec
+from dra_affinity.lint.config import Config, ConfigProblem, OutputSpec, load_config
 from dra_affinity.policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
@@ -136,7 +136,6 @@ def rule_selection_options(func: F) -> F:
 
 def load_settings(config_path: str | None) -> Config:
     """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
-    from dra_affinity.lint.config import ConfigProblem, load_config
 
     loaded = load_config(config_path)
     if isinstance(loaded, ConfigProblem):

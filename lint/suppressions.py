@@ -27,7 +27,7 @@ import enum
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from dra_affinity.lint.config import Config, Ignore
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.source import FieldPath, Position, Source
+from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.rules.input.sa001_suppression_without_reason import RULE as NO_REASON
 from dra_affinity.policies.rules.input.sa002_unused_suppression import RULE as UNUSED
 
@@ -467,7 +468,6 @@ def apply(
     a rule that did not run is not called unused; `files` are the run's inputs, so a
     config ignore whose paths matched none of them is not called unused either.
     """
-    from dra_affinity.policies.rules.catalog import catalog
 
     paths = _PathMatcher(root)
     suppressions = collected.suppressions
@@ -543,7 +543,6 @@ def audit(
     rules it runs), suppressions are applied and audited, then the config's severity
     overrides apply to what is left, SA001/SA002 included.
     """
-    from dataclasses import replace
 
     active = [f for f in findings if f.rule not in disabled]
     files = [*(d.source.file for d in documents), *(loc.file for f in active for loc in f.locations)]

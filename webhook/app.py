@@ -38,6 +38,7 @@ from dra_affinity.webhook.admission import (
 from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
+from dra_affinity.webhook.poolcache import cluster_pool_checker
 from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
@@ -214,7 +215,6 @@ def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | Non
             raise SystemExit(f"dra-affinity webhook: {loaded.message}")
         settings = loaded
     if pools is None and settings.pool_check:
-        from dra_affinity.webhook.poolcache import cluster_pool_checker
 
         checker = cluster_pool_checker(settings)
         checker.watch.start()  # list now, in this worker, not on the first request

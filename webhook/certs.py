@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
@@ -322,7 +323,6 @@ def write_dir(certs: CertSet, directory: Path) -> list[Path]:
 
 def secret_manifest(certs: CertSet, name: str, namespace: str) -> str:
     """A `kubernetes.io/tls` Secret with `tls.crt`, `tls.key` and `ca.crt` (never the CA key)."""
-    import yaml
 
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cryptography import x509
 from dra_affinity.policies.core.cache import BoundedCache
 
 TlsVersion = Literal["1.2", "1.3"]
@@ -97,7 +98,6 @@ def build_context(files: TlsFiles) -> ssl.SSLContext:
 
 def load(files: TlsFiles) -> LoadedContext | TlsProblem:
     """Build a context from the files as they are now; any failure is a `TlsProblem`."""
-    from cryptography import x509
 
     before = identities(files)
     try:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
+from dra_affinity.lint.inputs import load_input, model_objects
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
@@ -16,11 +17,19 @@ from dra_affinity.lint.options import (
     report_options,
     suppression_options,
 )
-from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.reporters import render_ci
+from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
+from dra_affinity.lint.reporters.output import write_reports
+from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
+from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
-from dra_affinity.policies.core.findings import Finding, PoolRef, Severity
-from dra_affinity.policies.scheduler.dryrun import Filters
+from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.rules.base import Scope
+from dra_affinity.policies.rules.catalog import catalog
+from dra_affinity.policies.scheduler.diagnostics import describe
+from dra_affinity.policies.scheduler.dryrun import DryRun, DryRunReport, Filters
+from dra_affinity.policies.scheduler.dryrun import dry_run as run
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
@@ -85,7 +94,6 @@ def render_table(results: list[ExtractionResult]) -> str:
 
 def explain(results: list[ExtractionResult]) -> str:
     """Every step for one claim, in words (the KEP's troubleshooting walk-through)."""
-    from dra_affinity.policies.scheduler.diagnostics import describe
 
     lines: list[str] = []
     for r in results:
@@ -220,9 +228,6 @@ def dry_run(settings: DryRunSettings) -> None:
     Exit code 1 when a slice or claim authoring error (slice-error, claim-inconsistent)
     or an input error is found (with --strict, an input warning too).
     """
-    from dra_affinity.lint.inputs import load_input, model_objects
-    from dra_affinity.lint.suppressions import audit
-    from dra_affinity.policies.scheduler.dryrun import dry_run as run
 
     config, specs = settings.report.config, settings.report.outputs
     threshold, show = settings.report.threshold, settings.report.show_suppressed
@@ -234,7 +239,6 @@ def dry_run(settings: DryRunSettings) -> None:
     kubernetes_version = settings.report.kubernetes_version
     counts = OutcomeCounts()
     if settings.summary or settings.only_failing:
-        from dra_affinity.policies.scheduler.dryrun import DryRun, DryRunReport
 
         dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
                      filters=filters)
@@ -258,11 +262,9 @@ def dry_run(settings: DryRunSettings) -> None:
         click.echo(explain(results))
         failures: list[str] = []
     else:
-        from dra_affinity.lint.reporters.output import write_reports
 
         def render(name: str) -> str:
             if name == "json":
-                from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
 
                 data: dict[str, Any] = {"results": [result_to_json(r) for r in results],
                                         "findings": [finding_to_json(f) for f in findings]}
@@ -275,7 +277,6 @@ def dry_run(settings: DryRunSettings) -> None:
                 table = render_table(results) if results else (
                     "no result other than ok" if counts.total else "no claim requests matched any pool")
                 return f"{table}\n\n{counts.render()}" if settings.summary else table
-            from dra_affinity.lint.reporters import render_ci
 
             return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
                                                   inputs.claims, threshold=threshold, show_suppressed=show,
@@ -295,15 +296,12 @@ def dry_run(settings: DryRunSettings) -> None:
 
 
 def _rule_ids() -> list[str]:
-    from dra_affinity.policies.rules.catalog import catalog
 
     return list(catalog())
 
 
 def _input_rule(rule_id: str) -> bool:
     """dry-run checks input only (SA0xx); a slice-rule suppression is `lint`'s business."""
-    from dra_affinity.policies.rules.base import Scope
-    from dra_affinity.policies.rules.catalog import catalog
 
     rule = catalog().get(rule_id)
     return rule is not None and rule.scope is Scope.INPUT
@@ -337,7 +335,6 @@ def dry_run_result(
 ) -> RunResult:
     """The dry-run as the CI formats see it: failing outcomes as located results, a case per result."""
     from dra_affinity.lint.reporters.junit_reporter import object_cases
-    from dra_affinity.lint.reporters.run import Notification, RunResult, TestCase
 
     by_name = {c.qualified_name: c for c in claims}
     outcome_findings = [_outcome_finding(r, by_name.get(r.claim), pools.get(r.pool))
@@ -375,7 +372,6 @@ def _order(finding: Finding) -> tuple[str, int, int, str]:
 
 def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool: Pool | None) -> Finding:
     """A failing outcome, located at the extractor (slice error) or the claim's config, with the other."""
-    from dra_affinity.policies.core.findings import Location
 
     error = result.error
     claim_loc: Location | None = None

@@ -31,10 +31,18 @@ from dra_affinity.lint.options import (
     suppression_options,
 )
 from dra_affinity.lint.report import Report, Summary
-from dra_affinity.lint.reporters import LINT_FORMATS
+from dra_affinity.lint.reporters import LINT_FORMATS, render_ci
+from dra_affinity.lint.reporters.json_reporter import render as render_json
+from dra_affinity.lint.reporters.output import write_reports
+from dra_affinity.lint.reporters.run import Notification, RunResult
+from dra_affinity.lint.reporters.text_reporter import render as render_text
+from dra_affinity.lint.reporters.text_reporter import summary_line
 from dra_affinity.lint.scalar_positions import resolve_inner_positions
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
+from dra_affinity.lint.suppressions import audit, document_ref
 from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.base import Scope
+from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.rules.engine import EngineOptions, check_pools, check_slice
 
 if TYPE_CHECKING:
@@ -52,8 +60,6 @@ class Layers:
 
     def ran(self, rule_id: str, disabled: frozenset[str]) -> bool:
         """Whether `rule_id` was checked in a run with these layers (SA000 always is)."""
-        from dra_affinity.policies.rules.base import Scope
-        from dra_affinity.policies.rules.catalog import catalog
 
         rule = catalog().get(rule_id)
         if rule is None or rule_id in disabled:
@@ -76,7 +82,6 @@ class LintSettings:
 def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
     """Flags > config > defaults for `lint`; usage and config errors are raised here, in the
     order users have always met them."""
-    from dra_affinity.policies.rules.catalog import catalog
 
     if params["pools_only"] and params["no_pools"]:
         raise click.UsageError("--pools-only and --no-pools exclude each other")
@@ -159,7 +164,6 @@ def lint(settings: LintSettings) -> None:
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
     """
-    from dra_affinity.lint.suppressions import audit
 
     run = settings.report
     inputs = load_input(settings.paths, settings.cluster)
@@ -194,10 +198,6 @@ def write_lint_reports(
     show_suppressed: bool,
 ) -> list[str]:
     """Render each requested format once and write it; return what could not be written."""
-    from dra_affinity.lint.reporters import render_ci
-    from dra_affinity.lint.reporters.json_reporter import render as render_json
-    from dra_affinity.lint.reporters.output import write_reports
-    from dra_affinity.lint.reporters.text_reporter import render as render_text
 
     run: list[RunResult] = []
 
@@ -219,9 +219,6 @@ def lint_run(
 ) -> RunResult:
     """The lint run as the CI formats see it: one JUnit case per slice, findings, notes."""
     from dra_affinity.lint.reporters.junit_reporter import object_cases
-    from dra_affinity.lint.reporters.run import Notification, RunResult
-    from dra_affinity.lint.reporters.text_reporter import summary_line
-    from dra_affinity.lint.suppressions import document_ref
 
     findings = report.sorted()
     slices = [

@@ -17,6 +17,8 @@ import click
 from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems
 from dra_affinity.lint.options import kubernetes_version_option
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.lint.reporters.text_reporter import finding_line
+from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import ResourceSlice, parse
@@ -28,7 +30,6 @@ REPORT_FORMATS = ("table", "json")
 
 
 def _cost(cost: int) -> str:
-    from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
 
     return "unbounded" if cost >= MAX_UINT64 else str(cost)
 
@@ -168,7 +169,6 @@ def pools(
         if isinstance(result.obj, ResourceSlice):
             slices.append(result.obj)
     if problems:
-        from dra_affinity.lint.reporters.text_reporter import finding_line
 
         click.echo(
             f"dra-affinity pools: warning: {len(problems)} object(s) could not be read and are left "

@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 from dra_affinity.lint.options import kubernetes_version_option
 from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.webhook.settings import WebhookSettings
 
 
 def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None) -> tuple[str, str]:
@@ -69,7 +70,6 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     Equivalent to `gunicorn -c webhook/gunicorn_conf.py` with the matching settings.
     """
     from dra_affinity.webhook import tls
-    from dra_affinity.webhook.settings import WebhookSettings
 
     cert, key = _tls_paths(cert_file, key_file, cert_dir)
     files = tls.TlsFiles(cert, key, client_ca_file, "1.3" if tls_min_version == "1.3" else "1.2")

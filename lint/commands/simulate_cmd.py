@@ -9,16 +9,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
+from dra_affinity.lint.inputs import load_objects
 from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
 from dra_affinity.policies.scheduler.simulation import (
     Action,
+    Detail,
     DeviceReport,
     Evaluated,
     SimulationReport,
     SimulationRun,
     StepResult,
+    parse_order,
+    start,
 )
 
 if TYPE_CHECKING:
@@ -283,9 +289,6 @@ def simulate(paths: tuple[str, ...], order: str | None, workload_path: Path | No
     when a workload no longer fits); 2 on usage errors. Use `dra-affinity test` when a
     pending claim is the expected outcome.
     """
-    from dra_affinity.lint.inputs import load_objects
-    from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.simulation import Detail, parse_order, start
 
     chosen = [Mode.ALPHA, Mode.BETA] if compare else list(dict.fromkeys(Mode(m) for m in modes))
     if workload_path is None:
@@ -337,7 +340,6 @@ def simulate(paths: tuple[str, ...], order: str | None, workload_path: Path | No
 
     out: TextIO = sys.stdout if output is None else _open(output)
     if fmt == "json":
-        from dra_affinity.lint.reporters.json_reporter import finding_to_json
 
         _stream_json(out.write, result, decided(), summary, [finding_to_json(f) for f in findings])
     else:
@@ -380,7 +382,6 @@ def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode],
             pools: tuple[str, ...], fmt: str, output: Path | None,
             kubernetes_version: KubernetesVersion) -> None:
     from dra_affinity.lint.reporters import workload_reporter
-    from dra_affinity.policies.core.findings import Severity
     from dra_affinity.policies.scheduler.replay import ReplayReport, replay
 
     _print_findings(inputs.findings)
@@ -397,7 +398,6 @@ def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode],
         reports.append(result)
     seed = workload_file.workload.seed
     if fmt == "json":
-        from dra_affinity.lint.reporters.json_reporter import finding_to_json
 
         doc = workload_reporter.render_json(reports, seed)
         doc["findings"] = [finding_to_json(f) for f in inputs.findings]

@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from dra_affinity.lint.inputs import load_objects
 from dra_affinity.lint.options import FormatCommand, report_options
-from dra_affinity.lint.reporters.run import ExtraRule
+from dra_affinity.lint.reporters import render_ci
+from dra_affinity.lint.reporters.output import write_reports
+from dra_affinity.lint.reporters.run import ExtraRule, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suite import (
     Case,
@@ -21,8 +24,11 @@ from dra_affinity.lint.suite import (
     WorkloadCase,
     load_suite,
 )
-from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice
+from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.policies.core.limits import parse_kubernetes_version
+from dra_affinity.policies.core.source import Position, Source
+from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+from dra_affinity.policies.scheduler.dryrun import Filters, dry_run
 from dra_affinity.policies.scheduler.extraction import ExtractionResult
 
 if TYPE_CHECKING:
@@ -40,7 +46,6 @@ class CaseResult:
 
 
 def _matches(result: ExtractionResult, case: Case) -> bool:
-    from dra_affinity.policies.scheduler.dryrun import Filters
 
     filters = Filters(claim=case.claim, pool=case.pool, request=case.request)
     pool_ok = filters.pool_ok(result.pool)
@@ -77,8 +82,6 @@ class _Objects:
 
     def add(self, docs: tuple[dict[str, Any], ...], file: str) -> _Objects:
         """A copy with inline objects added (the suite's, or one simulation case's)."""
-        from dra_affinity.policies.core.source import Source
-        from dra_affinity.policies.model.resources import parse
 
         out = _Objects(list(self.slices), list(self.claims), list(self.classes), list(self.problems))
         for i, doc in enumerate(docs):
@@ -116,7 +119,6 @@ def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) 
 
 def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> list[str]:
     """Replay the case's workload in each of its modes and check every expectation."""
-    from dra_affinity.lint.inputs import load_objects
     from dra_affinity.policies.scheduler.locks import Mode
     from dra_affinity.policies.scheduler.replay import ReplayReport, replay
 
@@ -185,9 +187,6 @@ def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) 
 
 
 def run_suite(suite: Suite) -> list[CaseResult]:
-    from dra_affinity.lint.inputs import load_objects
-    from dra_affinity.policies.core.limits import parse_kubernetes_version
-    from dra_affinity.policies.scheduler.dryrun import dry_run
 
     inputs = load_objects([str(p) for p in suite.resources]) if suite.resources else None
     base = _Objects(
@@ -238,9 +237,6 @@ CASE_RULE = ExtraRule(
 
 def test_run(results: list[CaseResult]) -> RunResult:
     """The suites as the CI formats see them: a JUnit case per suite case, a result per failure."""
-    from dra_affinity.lint.reporters.run import RunResult, TestCase
-    from dra_affinity.policies.core.findings import Finding, Location
-    from dra_affinity.policies.core.source import Position
 
     cases = tuple(
         TestCase(suite=r.suite, name=r.case.name, classname=r.suite, file=r.file, line=r.case.line,
@@ -305,7 +301,6 @@ def test(settings: SuiteRunSettings) -> None:
 
     Exit code 1 when a case fails, 2 when a suite file is unusable.
     """
-    from dra_affinity.lint.reporters.output import write_reports
 
     specs = settings.report.outputs
     results: list[CaseResult] = []
@@ -321,7 +316,6 @@ def test(settings: SuiteRunSettings) -> None:
             return _json(results)
         if name == "text":
             return _text(results)
-        from dra_affinity.lint.reporters import render_ci
 
         return render_ci(name, test_run(results))
 

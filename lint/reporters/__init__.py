@@ -12,7 +12,9 @@ import importlib
 from collections.abc import Callable
 
 from dra_affinity.lint.report import Report
+from dra_affinity.lint.reporters.json_reporter import render as render_json
 from dra_affinity.lint.reporters.run import RunResult
+from dra_affinity.lint.reporters.text_reporter import render as render_text
 
 FORMATS = ("text", "json")
 """The lint report formats of `get_reporter` (SPEC §7)."""
@@ -28,10 +30,8 @@ _CI_MODULES = {
 
 def get_reporter(name: str) -> Callable[[Report], str]:
     if name == "json":
-        from dra_affinity.lint.reporters.json_reporter import render as render_json
 
         return render_json
-    from dra_affinity.lint.reporters.text_reporter import render as render_text
 
     return render_text
 

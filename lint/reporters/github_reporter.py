@@ -13,6 +13,7 @@ from __future__ import annotations
 from dra_affinity.lint.reporters.paths import PathNamer
 from dra_affinity.lint.reporters.run import RunResult
 from dra_affinity.policies.core.findings import Finding, Severity
+from dra_affinity.policies.rules.catalog import catalog
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -28,7 +29,6 @@ def escape_property(text: str) -> str:
 
 
 def _title(finding: Finding, prefix: str = "") -> str:
-    from dra_affinity.policies.rules.catalog import catalog
 
     rule = catalog().get(finding.rule)
     return f"{prefix}{finding.rule} {rule.slug}" if rule is not None else f"{prefix}{finding.rule}"

@@ -23,6 +23,7 @@ from dra_affinity.lint.reporters.run import ExtraRule, RunResult
 from dra_affinity.lint.suppressions import Suppressed
 from dra_affinity.policies.core.findings import Finding, Location, Severity
 from dra_affinity.policies.rules.base import Rule
+from dra_affinity.policies.rules.catalog import catalog
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -96,7 +97,6 @@ def _object_name(loc: Location) -> str | None:
 
 class _Builder:
     def __init__(self, run: RunResult, namer: PathNamer) -> None:
-        from dra_affinity.policies.rules.catalog import catalog
 
         self.run = run
         self.namer = namer

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
 from dra_affinity.policies.cel.common.unparse import source_span, unparse
+from dra_affinity.policies.cel.k8s_library.strings_format import oversized_clauses
 
 OBJECT = "object"
 GUARD_FIELDS = frozenset({"apiVersion", "kind"})
@@ -261,7 +262,6 @@ class OversizedFormat:
 def oversized_format_verbs(ast: CheckedAst) -> list[OversizedFormat]:
     """Clauses of literal format strings with a precision over `MAX_RENDERED_PRECISION`:
     the output grows with the precision while the cost tracker charges the call 1."""
-    from dra_affinity.policies.cel.k8s_library.strings_format import oversized_clauses
 
     found: list[OversizedFormat] = []
     for node in ast.walk():

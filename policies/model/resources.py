@@ -18,7 +18,7 @@ from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
 from dra_affinity.policies.core.k8s_names import go_string
-from dra_affinity.policies.core.source import Source
+from dra_affinity.policies.core.source import Source, render_path
 from dra_affinity.policies.model import schema
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 
@@ -197,7 +197,6 @@ def _input_errors(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Fi
 
 
 def _render(path: tuple[str | int, ...]) -> str:
-    from dra_affinity.policies.core.source import render_path
 
     return render_path(path) or "<object>"
 

@@ -33,6 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from cel_expr_python import cel
+from dra_affinity.policies.cel.check.env import EnvMode, build_environment
+from dra_affinity.policies.cel.compile import compile_in
+from dra_affinity.policies.cel.cost.estimate import SizeEstimate, estimate_cost
+from dra_affinity.policies.cel.cost.k8s import KubernetesCallEstimator
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX
@@ -279,8 +284,6 @@ def admission_environment(version: KubernetesVersion = DEFAULT_KUBERNETES_VERSIO
     types `object` from the OpenAPI schema when it can; dyn accepts every expression that
     typed checking would, for the fields these expressions read.
     """
-    from cel_expr_python import cel
-    from dra_affinity.policies.cel.check.env import EnvMode, build_environment
 
     variables = {name: cel.Type.DYN for name in ADMISSION_VARIABLES}
     return build_environment(version, EnvMode.NEW_EXPRESSIONS, variables)
@@ -288,7 +291,6 @@ def admission_environment(version: KubernetesVersion = DEFAULT_KUBERNETES_VERSIO
 
 def compile_policy_expression(expression: str, version: KubernetesVersion) -> CompileResult:
     """Compile one expression in `admission_environment(version)` (uncached: few and small)."""
-    from dra_affinity.policies.cel.compile import compile_in
 
     return compile_in(admission_environment(version), expression)
 
@@ -326,7 +328,6 @@ class DeclaredBounds:
         return cls(limits.max_entries, SUBDOMAIN_MAX + 1 + QNAME_MAX, limits.max_expression_bytes)
 
     def estimate_size(self, path: SizePath) -> SizeEstimate | None:
-        from dra_affinity.policies.cel.cost.estimate import SizeEstimate
 
         parts = tuple(path)
         lists = (("sharingAffinity",), ("variables", "entries"), ("variables", "names"),
@@ -355,8 +356,6 @@ class ExpressionCost:
 
 def estimate_policy_cost(policy: StructuralPolicy) -> tuple[ExpressionCost, ...]:
     """cel-go's static estimate of every compiled expression, with Kubernetes library pricing."""
-    from dra_affinity.policies.cel.cost.estimate import estimate_cost
-    from dra_affinity.policies.cel.cost.k8s import KubernetesCallEstimator
 
     bounds = DeclaredBounds.for_limits(limits_for(policy.kubernetes_version))
     costs: list[ExpressionCost] = []

@@ -62,7 +62,7 @@ from dra_affinity.policies.scheduler.locks import (
     Rejection,
 )
 from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import DeviceReport, new_run
+from dra_affinity.policies.scheduler.simulation import DeviceReport, _Run, new_run
 from dra_affinity.policies.scheduler.workload import (
     Arrival,
     Variant,
@@ -246,7 +246,6 @@ _CLEAN = "clean"
 
 class _Replay:
     def __init__(self, run: object, variants_: Sequence[Variant], mode: Mode) -> None:
-        from dra_affinity.policies.scheduler.simulation import _Run
 
         assert isinstance(run, _Run)
         self.run = run

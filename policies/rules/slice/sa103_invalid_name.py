@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX, qualified_name_errors
+from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX, go_quote, qualified_name_errors
 from dra_affinity.policies.core.limits import Limits
 from dra_affinity.policies.rules.context import SliceContext, SliceRule
 from dra_affinity.policies.rules.vap_cel import (
@@ -34,7 +34,6 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
 
 
 def _quote(value: str) -> str:
-    from dra_affinity.policies.core.k8s_names import go_quote
 
     return go_quote(value)
 
