@@ -578,3 +578,35 @@ def test_benchmark_generator_is_deterministic_and_loads_cleanly(tmp_path: Path) 
         assert len(spec.get("sharingAffinity", [])) <= 8
     for slices in pools.values():
         assert {s["pool"]["resourceSliceCount"] for s in slices} == {len(slices)}
+
+
+def test_each_file_is_read_once_and_its_text_serves_suppressions_and_positions(tmp_path: Path) -> None:
+    """The loader keeps every file's text (stdin too): suppressions and in-expression positions
+    come from it, so they still resolve after the file is gone from disk — nothing reads it twice."""
+    from dra_affinity.lint.commands.lint_cmd import check_input
+    from dra_affinity.lint.config import Config
+    from dra_affinity.lint.inputs import load_input
+    from dra_affinity.lint.loader import STDIN_NAME, load_paths
+    from dra_affinity.lint.suppressions import audit
+    from dra_affinity.policies.rules.engine import EngineOptions
+
+    text = (
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec:\n  driver: d.example.com\n  pool: {name: p, generation: 1, resourceSliceCount: 1}\n"
+        "  sharingAffinity:\n  - name: k\n"
+        "    expression: 'object.x'  # dra-affinity: ignore SA202 -- one schema only\n"
+    )
+    path = tmp_path / "slice.yaml"
+    path.write_text(text, encoding="utf-8")
+    inputs = load_input((str(path),))
+    assert inputs.texts == {str(path): text}
+    path.unlink()  # from here on, only the loaded text exists
+    findings, _ = check_input(inputs, EngineOptions())
+    unguarded = [f for f in findings if f.rule == "SA201"]
+    assert [(f.primary.position.line, f.primary.position.column) for f in unguarded
+            if f.primary.position] == [(9, 18)]  # `object.x` inside the quoted scalar
+    checked = audit(findings, inputs.documents, Config(), texts=inputs.texts, ran=lambda rule: True)
+    assert [s.finding.rule for s in checked.suppressed] == ["SA202"]
+
+    from_stdin = load_paths(["-"], stdin=io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8"))
+    assert from_stdin.texts == {STDIN_NAME: text}
