@@ -245,9 +245,7 @@ _CLEAN = "clean"
 
 
 class _Replay:
-    def __init__(self, run: object, variants_: Sequence[Variant], mode: Mode) -> None:
-
-        assert isinstance(run, _Run)
+    def __init__(self, run: _Run, variants_: Sequence[Variant], mode: Mode) -> None:
         self.run = run
         self.mode = mode
         self.variants = variants_
