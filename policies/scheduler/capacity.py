@@ -147,6 +147,9 @@ def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:
     return out
 
 
+_ZERO = Fraction(0)
+
+
 def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem | None:
     """None when `wanted` fits next to what is `consumed` already; else the first capacity short."""
     for name, value in wanted.items():
@@ -154,8 +157,12 @@ def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem 
         limit = amount(capacity.value) if capacity is not None else None
         if limit is None:
             continue
-        used = consumed.get(name, Fraction(0))
-        if used + value > limit:
+        used = consumed.get(name, _ZERO)
+        if used.denominator == value.denominator == limit.denominator == 1:  # whole amounts: int math
+            over = used.numerator + value.numerator > limit.numerator
+        else:
+            over = used + value > limit
+        if over:
             return CapacityProblem(name, f"{name}: {render(used)} of {render(limit)} consumed, "
                                          f"the request needs {render(value)}")
     return None
