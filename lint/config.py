@@ -34,7 +34,7 @@ COMMANDS = ("lint", "dry-run", "test")
 SEVERITIES = ("error", "warning", "info")
 
 _SETTINGS_KEYS = ("format", "fail-on", "strict", "fail-if-no-resources", "show-suppressed")
-_TOP_KEYS = ("kubernetes-version", "rules", "ignore", *_SETTINGS_KEYS, *COMMANDS)
+_TOP_KEYS = ("kubernetes-version", "rules", "ignore", "exclude", *_SETTINGS_KEYS, *COMMANDS)
 _RULES_KEYS = ("enable", "disable", "severity")
 _IGNORE_KEYS = ("rule", "rules", "paths", "objects", "reason")
 
@@ -93,6 +93,8 @@ class Config:
     disable: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
     ignores: tuple[Ignore, ...] = ()
+    exclude: tuple[str, ...] = ()
+    """Gitignore-style patterns, relative to `root`, that no command reads (`walk.WalkFilter`)."""
     settings: Settings = field(default_factory=Settings)
     commands: Mapping[str, Settings] = field(default_factory=dict)
 
@@ -274,6 +276,7 @@ class _Parser:
             disable=self._rule_patterns(rules.get("disable"), ("rules", "disable")),
             severity=self._severities(rules.get("severity"), ("rules", "severity")),
             ignores=self._ignores(top.get("ignore"), ("ignore",)),
+            exclude=self._strings(top.get("exclude"), ("exclude",)),
             settings=self._settings(top, ()),
             commands=commands,
         )

@@ -18,7 +18,9 @@ from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, Re
 
 if TYPE_CHECKING:
     from dra_affinity.lint.cluster import ClusterTarget
+    from dra_affinity.lint.config import Config
     from dra_affinity.lint.loader import LoadedDocument
+    from dra_affinity.lint.walk import ExcludePatterns, SkipReason, WalkFilter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -34,9 +36,32 @@ class Input:
     files: int = 0
     texts: dict[str, str] = field(default_factory=dict)
     """Each file's text by name, as the loader read it (stdin too; none for a cluster)."""
+    not_walked: dict[SkipReason, int] = field(default_factory=dict)
 
 
-def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> Input:
+NO_PATH_TERMINAL = ("no PATH given and standard input is a terminal: give a file or directory, "
+                    "or - to read standard input")
+NO_PATH_EMPTY = "no PATH given and standard input is empty: give a file or directory, or pipe YAML in"
+
+
+def stdin_is_terminal(paths: Sequence[str]) -> bool:
+    """No PATH and a terminal on stdin: waiting for input nobody is typing is a usage error."""
+    if paths:
+        return False
+    isatty = getattr(sys.stdin, "isatty", None)
+    return sys.stdin is None or (isatty is not None and isatty())
+
+
+def check_implicit_stdin(paths: Sequence[str], inputs: Input) -> Input:
+    """With no PATH, stdin that held nothing is a usage error (`lint $UNSET` must not pass)."""
+    if not paths and not inputs.documents and not inputs.findings and not inputs.usage_errors:
+        inputs.usage_errors.append(NO_PATH_EMPTY)
+    return inputs
+
+
+def load_input(
+    paths: tuple[str, ...], cluster: ClusterTarget | None = None, walk: WalkFilter | None = None
+) -> Input:
     """Files, directories and stdin (`-`, the default), or every ResourceSlice of a cluster."""
     if cluster is not None:
         from dra_affinity.lint.cluster import read_resource_slices
@@ -45,16 +70,46 @@ def load_input(paths: tuple[str, ...], cluster: ClusterTarget | None = None) -> 
         if read.error is not None:
             return Input(usage_errors=[read.error], notes=list(read.notes))
         return Input(documents=list(read.documents), notes=list(read.notes))
+    if stdin_is_terminal(paths):
+        return Input(usage_errors=[NO_PATH_TERMINAL])
     from dra_affinity.lint.loader import load_paths
 
-    loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin)
-    return Input(
+    loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
+    return check_implicit_stdin(paths, Input(
         documents=list(loaded.documents),
         findings=list(loaded.findings),
         usage_errors=list(loaded.usage_errors),
         files=loaded.files,
         texts=loaded.texts,
-    )
+        not_walked=loaded.not_walked,
+    ))
+
+
+def exclude_patterns(excludes: Sequence[str], config: Config | None = None) -> tuple[ExcludePatterns, ...]:
+    """`--exclude` patterns (relative to the working directory) plus the config file's
+    `exclude:` (relative to the file's directory)."""
+    from dra_affinity.lint.walk import ExcludePatterns
+
+    patterns = [ExcludePatterns(tuple(excludes), ".")] if excludes else []
+    if config is not None and config.exclude:
+        patterns.append(ExcludePatterns(config.exclude, str(config.root)))
+    return tuple(patterns)
+
+
+def walk_filter(excludes: Sequence[str], config: Config | None = None) -> WalkFilter:
+    """The walk policy of one run (it counts what it skipped): see `exclude_patterns`."""
+    from dra_affinity.lint.walk import WalkFilter
+
+    return WalkFilter(excludes=exclude_patterns(excludes, config))
+
+
+def exclude_option(func: F) -> F:
+    """`--exclude PATTERN`, shared by every command that walks directories."""
+    return click.option(
+        "--exclude", "excludes", multiple=True, metavar="PATTERN",
+        help="Leave out paths matching this gitignore-style pattern (relative to the working "
+             "directory; repeatable; adds to the config's `exclude:`). Walks always skip hidden "
+             "entries and, in a git work tree, what .gitignore ignores.")(func)
 
 
 @dataclass
@@ -69,6 +124,7 @@ class Objects:
     notes: list[str] = field(default_factory=list)
     files: int = 0
     skipped: int = 0
+    not_walked: dict[SkipReason, int] = field(default_factory=dict)
     objects: int = 0
     """Objects of a kind we model (including ones that failed the structural check)."""
     pods: list[dict[str, Any]] = field(default_factory=list)
@@ -82,7 +138,7 @@ def model_objects(inputs: Input, *, trusted: bool = False, keep_pods: bool = Fal
     dump), so the structural check runs only for an object the model cannot build.
     """
     out = Objects(findings=list(inputs.findings), usage_errors=list(inputs.usage_errors),
-                  notes=list(inputs.notes), files=inputs.files)
+                  notes=list(inputs.notes), files=inputs.files, not_walked=dict(inputs.not_walked))
     for document in inputs.documents:
         if keep_pods and document.kind == "Pod":
             out.pods.append(document.data)
@@ -103,9 +159,11 @@ def model_objects(inputs: Input, *, trusted: bool = False, keep_pods: bool = Fal
     return out
 
 
-def load_objects(paths: Sequence[str], cluster: ClusterTarget | None = None) -> Objects:
+def load_objects(
+    paths: Sequence[str], cluster: ClusterTarget | None = None, walk: WalkFilter | None = None
+) -> Objects:
     """Load and model everything in `paths` (`-` or nothing: stdin), or the cluster's slices."""
-    return model_objects(load_input(tuple(paths), cluster))
+    return model_objects(load_input(tuple(paths), cluster, walk))
 
 
 def load_cluster_state(target: ClusterTarget) -> Objects:
@@ -130,6 +188,7 @@ def input_options(func: F) -> F:
     """PATH arguments plus the live-cluster options, shared by `lint` and `pools`."""
     decorators = (
         click.argument("paths", nargs=-1, metavar="[PATH|-]..."),
+        exclude_option,
         click.option("--cluster", is_flag=True,
                      help="Read every ResourceSlice from the cluster of the kubeconfig context "
                           "(read-only, paginated) instead of PATHs; implies --complete-pools."),

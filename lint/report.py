@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from dra_affinity.policies.core.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from dra_affinity.lint.walk import SkipReason
 
 
 @dataclass(frozen=True, slots=True)
@@ -13,6 +17,9 @@ class Summary:
     files: int
     objects: int
     skipped: int
+    """Objects read whose kind no rule checks."""
+    not_walked: dict[SkipReason, int] = field(default_factory=dict)
+    """Paths directory walks left out, by reason."""
 
     def counts(self, findings: Sequence[Finding]) -> dict[str, int]:
         return {

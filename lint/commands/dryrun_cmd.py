@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.inputs import load_input, model_objects
+from dra_affinity.lint.inputs import exclude_option, exclude_patterns, load_input, model_objects
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
@@ -24,6 +24,7 @@ from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, 
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
+from dra_affinity.lint.walk import WalkFilter
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
@@ -35,6 +36,7 @@ from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 if TYPE_CHECKING:
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Suppressed
+    from dra_affinity.lint.walk import ExcludePatterns
     from dra_affinity.policies.model.resources import ResourceClaim
     from dra_affinity.policies.scheduler.pools import Pool
 
@@ -188,21 +190,25 @@ class DryRunSettings:
     explain: bool
     summary: bool = False
     only_failing: bool = False
+    excludes: tuple[ExcludePatterns, ...] = ()
 
 
 def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
     """Flags > config > defaults for `dry-run`."""
-    report = report_settings(ctx, params, config_for(params), command="dry-run", choices=DRY_RUN_FORMATS,
+    config = config_for(params)
+    report = report_settings(ctx, params, config, command="dry-run", choices=DRY_RUN_FORMATS,
                              default="table", strict=True, version=True)
     explain_claim = params["explain_claim"]
     filters = Filters(claim=explain_claim or params["claim"], pool=params["pool"],
                       request=params["request_name"])
     return DryRunSettings(params["paths"], report, filters, explain=bool(explain_claim),
-                          summary=params["summary"], only_failing=params["only_failing"])
+                          summary=params["summary"], only_failing=params["only_failing"],
+                          excludes=exclude_patterns(params["excludes"], config))
 
 
 @click.command("dry-run", cls=FormatCommand)
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
+@exclude_option
 @report_options(DRY_RUN_FORMATS, "table")
 @ci_options
 @suppression_options
@@ -231,7 +237,7 @@ def dry_run(settings: DryRunSettings) -> None:
 
     config, specs = settings.report.config, settings.report.outputs
     threshold, show = settings.report.threshold, settings.report.show_suppressed
-    loaded = load_input(settings.paths)
+    loaded = load_input(settings.paths, walk=WalkFilter(excludes=settings.excludes))
     inputs = model_objects(loaded)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)

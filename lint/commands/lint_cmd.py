@@ -17,6 +17,7 @@ import click
 from dra_affinity.lint.inputs import (
     Input,
     cluster_target,
+    exclude_patterns,
     input_options,
     load_input,
     model_objects,
@@ -40,6 +41,7 @@ from dra_affinity.lint.reporters.text_reporter import summary_line
 from dra_affinity.lint.scalar_positions import resolve_inner_positions
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit, document_ref
+from dra_affinity.lint.walk import ExcludePatterns, WalkFilter
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
@@ -77,6 +79,8 @@ class LintSettings:
     options: EngineOptions
     layers: Layers = Layers()
     complete_pools: bool = False
+    excludes: tuple[ExcludePatterns, ...] = ()
+    """What directory walks leave out besides hidden and git-ignored entries (`--exclude`, `exclude:`)."""
 
 
 def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
@@ -101,7 +105,8 @@ def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
                             disabled_rules=config.disabled_rules(known))
     return LintSettings(paths, target, report, options,
                         Layers(slices=not params["pools_only"], pools=not params["no_pools"]),
-                        complete_pools=params["complete_pools"] or target is not None)
+                        complete_pools=params["complete_pools"] or target is not None,
+                        excludes=exclude_patterns(params["excludes"], config))
 
 
 def run_lint(
@@ -132,7 +137,8 @@ def check_input(
             findings.extend(check_slice(slice_, options=options))
     if layers.pools:
         findings.extend(check_pools(objects.slices, options, complete_pools=complete_pools))
-    summary = Summary(files=objects.files, objects=objects.objects, skipped=objects.skipped)
+    summary = Summary(files=objects.files, objects=objects.objects, skipped=objects.skipped,
+                      not_walked=objects.not_walked)
     return resolve_inner_positions(findings, inputs.texts), summary
 
 
@@ -166,7 +172,7 @@ def lint(settings: LintSettings) -> None:
     """
 
     run = settings.report
-    inputs = load_input(settings.paths, settings.cluster)
+    inputs = load_input(settings.paths, settings.cluster, WalkFilter(excludes=settings.excludes))
     findings, summary = check_input(inputs, settings.options, layers=settings.layers,
                                     complete_pools=settings.complete_pools)
     report_problems("lint", inputs)

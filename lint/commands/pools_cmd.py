@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems, walk_filter
+from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.lint.reporters.text_reporter import finding_line
 from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
@@ -140,6 +140,7 @@ def render_table(reports: Sequence[PoolReport]) -> str:
 @kubernetes_version_option
 def pools(
     paths: tuple[str, ...],
+    excludes: tuple[str, ...],
     cluster: bool,
     kubeconfig: str | None,
     kube_context: str | None,
@@ -156,7 +157,7 @@ def pools(
     the pool findings (SP301–SP306). Exit 0, or 2 when the input cannot be read.
     """
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    inputs = load_input(paths, target)
+    inputs = load_input(paths, target, walk_filter(excludes, load_settings(None)))
     report_problems("pools", inputs)
     if inputs.usage_errors:
         sys.exit(2)

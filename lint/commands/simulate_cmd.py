@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 import click
-from dra_affinity.lint.inputs import load_objects
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.inputs import exclude_option, load_objects, walk_filter
+from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -235,6 +235,7 @@ def render_text(report: SimulationReport) -> str:
 
 @click.command("simulate")
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
+@exclude_option
 @click.option("--order", metavar="CLAIM,CLAIM,...",
               help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
                    "Prefix a claim with '-' to release it at that point. Default: every claim without "
@@ -264,9 +265,10 @@ def render_text(report: SimulationReport) -> str:
               help="Print only the steps whose claim could not be placed (devices and metrics stay "
                    "complete).")
 @kubernetes_version_option
-def simulate(paths: tuple[str, ...], order: str | None, workload_path: Path | None, modes: tuple[str, ...],
-             compare: bool, gate: str, pools: tuple[str, ...], fmt: str, output: Path | None, summary: bool,
-             only_failing: bool, kubernetes_version: KubernetesVersion) -> None:
+def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | None, workload_path: Path | None,
+             modes: tuple[str, ...], compare: bool, gate: str, pools: tuple[str, ...], fmt: str,
+             output: Path | None, summary: bool, only_failing: bool,
+             kubernetes_version: KubernetesVersion) -> None:
     """Replay the scheduler's sharing-affinity locks over a sequence of claims.
 
     Reconstructs every device's lock from the claims that already have
@@ -309,7 +311,7 @@ def simulate(paths: tuple[str, ...], order: str | None, workload_path: Path | No
         except WorkloadFileError as exc:
             _usage(str(exc))
         paths = (*paths, *(str(p) for p in workload_file.resources))
-    inputs = load_objects(paths)
+    inputs = load_objects(paths, walk=walk_filter(excludes, load_settings(None)))
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity simulate: {message}", err=True)
     if inputs.usage_errors:

@@ -8,6 +8,7 @@ from typing import Any
 
 from dra_affinity.lint.report import Report
 from dra_affinity.lint.suppressions import Suppressed
+from dra_affinity.lint.walk import SkipReason
 from dra_affinity.policies.core.findings import Finding, Location
 
 
@@ -70,6 +71,7 @@ def render(
         **report.summary.counts(findings),
         "skipped": report.summary.skipped,
         "suppressed": len(suppressed),
+        "notRead": {reason.value: report.summary.not_walked.get(reason, 0) for reason in SkipReason},
     }
     out: dict[str, Any] = {"findings": [finding_to_json(f) for f in findings], "summary": summary}
     if show_suppressed:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import click
 from dra_affinity.lint.report import Report
 from dra_affinity.lint.suppressions import Suppressed
+from dra_affinity.lint.walk import describe
 from dra_affinity.policies.core.findings import Finding, Location, Severity
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
@@ -56,14 +57,17 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary_line(report: Report, suppressed: Sequence[Suppressed] = ()) -> str:
-    """`N errors, N warnings, N infos in N objects (N files, N other objects skipped)[, N suppressed]`."""
+    """`N errors, N warnings, N infos in N objects (N files, N other objects skipped[; not read: N hidden,
+    N git-ignored, N excluded])[, N suppressed]`."""
     counts = report.summary.counts(report.findings)
     s = report.summary
     tail = (
         f"{_plural(counts['errors'], 'error')}, {_plural(counts['warnings'], 'warning')}, "
         f"{_plural(counts['infos'], 'info')} in {_plural(s.objects, 'object')} "
-        f"({_plural(s.files, 'file')}, {s.skipped} other objects skipped)"
+        f"({_plural(s.files, 'file')}, {_plural(s.skipped, 'other object')} skipped"
     )
+    not_walked = describe(s.not_walked)
+    tail += f"; not read: {not_walked})" if not_walked else ")"
     if suppressed:
         tail += f", {len(suppressed)} suppressed"
     return tail

@@ -109,7 +109,7 @@ def test_lint_hook_gets_the_staged_yaml_files(repo: Path) -> None:
     result = _run_hook(hook, repo, staged)
     assert result.returncode == 0, result.stdout + result.stderr  # warnings only; the workflow is skipped
     assert "deploy/node-a.yaml:13:24: warning SA201" in result.stdout
-    assert "1 other objects skipped" in result.stdout
+    assert "1 other object skipped" in result.stdout
 
 
 def test_lint_hook_fails_the_commit_on_an_error(repo: Path) -> None:
