@@ -1,10 +1,12 @@
-"""`.pre-commit-hooks.yaml`: each hook run the way pre-commit runs it, from the installed script.
+"""`.pre-commit-hooks.yaml` under the real `pre-commit` framework.
 
-pre-commit (language: python) installs the repository into a virtualenv, puts that
-environment's `bin/` first on PATH, selects the staged files by `types`/`files`/`exclude`,
-and runs `shlex.split(entry) + args + filenames` (filenames only with `pass_filenames`).
-This test does exactly that with the console script installed in the test environment,
-so a broken entry, a bad default `args` or a wrong `pass_filenames` fails here.
+pre-commit clones the hook repository at a commit, installs it into its own virtualenv
+(`language: python`), selects the staged files by `types`, and runs each hook. Here the
+hook repository is a snapshot commit of this checkout (tracked and new files, as
+`pre-commit try-repo` makes one), and a temporary driver repository holds slices, a
+`.venv/` with JSON in it (what made `lint .` fail before) and a git-ignored directory.
+The hook environment is installed once per module (`PRE_COMMIT_HOME`): installing it
+takes minutes, and `try-repo` would reinstall it for every call into a temporary store.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
-from dataclasses import dataclass, field
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from tests.cli import REPO, SCRIPT
+from tests.cli import REPO
 from tests.lint.ci.support import SLICE, cli, write
 
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
@@ -32,60 +36,68 @@ KNOWN_KEYS = {
     "description", "language_version", "log_file", "minimum_pre_commit_version", "require_serial",
     "stages", "verbose",
 }
-_TYPE_EXTENSIONS = {"yaml": (".yaml", ".yml"), "json": (".json",), "file": ("",)}
+_GIT = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "init.defaultBranch=main",
+        "-c", "commit.gpgsign=false"]
 
 
-@dataclass
-class Hook:
-    id: str
-    entry: str
-    language: str
-    args: list[str] = field(default_factory=list)
-    types: list[str] = field(default_factory=lambda: ["file"])
-    files: str = ""
-    exclude: str = "^$"
-    pass_filenames: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def selects(self, path: str) -> bool:
-        typed = all(path.endswith(_TYPE_EXTENSIONS[t]) for t in self.types)
-        return typed and bool(re.search(self.files, path)) and not re.search(self.exclude, path)
-
-    def command(self, staged: list[str]) -> list[str]:
-        chosen = [p for p in staged if self.selects(p)] if self.pass_filenames else []
-        return [*shlex.split(self.entry), *self.args, *chosen]
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run([*_GIT, *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          timeout=60).stdout
 
 
-def _hooks(**overrides: dict[str, Any]) -> dict[str, Hook]:
-    """The declared hooks, each with a user's `.pre-commit-config.yaml` overrides applied."""
-    declared = yaml.safe_load(HOOKS_FILE.read_text())
-    out = {}
-    for item in declared:
-        item = {**item, **overrides.get(item["id"], {})}
-        known = {k: item[k] for k in ("id", "entry", "language", "args", "types", "files", "exclude",
-                                      "pass_filenames") if k in item}
-        out[item["id"]] = Hook(**known, extra={k: v for k, v in item.items() if k not in known})
-    return out
+@dataclass(frozen=True)
+class HookSource:
+    """The hook repository as pre-commit sees it: a path and a commit."""
+
+    path: Path
+    rev: str
+    home: Path
 
 
-def _run_hook(hook: Hook, repo: Path, staged: list[str]) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_PROJECT"))}
-    env["PATH"] = f"{SCRIPT.parent}{os.pathsep}{env.get('PATH', '')}"  # the hook env's bin first
-    return subprocess.run(hook.command(staged), cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=120)
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> HookSource:
+    """A commit holding this checkout as it is now, like `pre-commit try-repo` makes."""
+    snapshot = tmp_path_factory.mktemp("hook-repo")
+    files = _git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
+    for name in filter(None, files):
+        origin = REPO / name
+        if origin.is_file():
+            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(origin, snapshot / name)
+    _git(snapshot, "init", "-q", ".")
+    _git(snapshot, "add", "-A")
+    _git(snapshot, "commit", "-q", "-m", "snapshot")
+    return HookSource(snapshot, _git(snapshot, "rev-parse", "HEAD").strip(),
+                      tmp_path_factory.mktemp("pre-commit-home"))
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path) -> Iterator[Path]:
     """A driver repository: two slices of one pool in two files, declaring the same key."""
     write(tmp_path / "deploy" / "node-a.yaml", SLICE.format(name="meta-a", pool="node-a"))
     write(tmp_path / "deploy" / "node-a-extra.yaml", SLICE.format(name="meta-b", pool="node-a"))
     write(tmp_path / ".github" / "workflows" / "ci.yaml", "on: push\njobs: {}\n")
     write(tmp_path / "README.md", "# driver\n")
+    # what a walk must not read: a virtualenv's JSON, and build output git ignores
+    write(tmp_path / ".venv" / "lib" / "site-packages" / "schemas" / "draft.json", '{"broken": [\n')
+    write(tmp_path / "generated" / "bad.yaml", "kind: [\n")
+    write(tmp_path / ".gitignore", "generated/\n")
     suite = (REPO / "examples" / "suites" / "kep.yaml").read_text().replace(
         "resources: [../", f"resources: [{REPO}/examples/").replace(", ../", f", {REPO}/examples/")
     write(tmp_path / "tests" / "affinity.yaml", suite)
-    return tmp_path
+    _git(tmp_path, "init", "-q", ".")
+    yield tmp_path
+
+
+def _pre_commit(source: HookSource, repo: Path, hooks: list[dict[str, object]], *args: str
+                ) -> subprocess.CompletedProcess[str]:
+    config = {"repos": [{"repo": str(source.path), "rev": source.rev, "hooks": hooks}]}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_PROJECT", "PRE_COMMIT"))}
+    env["PRE_COMMIT_HOME"] = str(source.home)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--verbose", "--color", "never", *args],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=900)
 
 
 def test_hooks_file_declares_the_three_hooks() -> None:
@@ -96,54 +108,51 @@ def test_hooks_file_declares_the_three_hooks() -> None:
         assert set(hook) <= KNOWN_KEYS, set(hook) - KNOWN_KEYS
         assert hook["language"] == "python"
         assert shlex.split(hook["entry"])[0] == "dra-affinity"
-    by_id = {h["id"]: h for h in declared}
-    assert by_id["dra-affinity-lint"].get("pass_filenames", True) is True
-    assert by_id["dra-affinity-pools"]["pass_filenames"] is False
-    assert by_id["dra-affinity-test"]["pass_filenames"] is False
 
 
-def test_lint_hook_gets_the_staged_yaml_files(repo: Path) -> None:
-    hook = _hooks()["dra-affinity-lint"]
-    staged = ["README.md", ".github/workflows/ci.yaml", "deploy/node-a.yaml"]
-    assert hook.command(staged) == ["dra-affinity", "lint", ".github/workflows/ci.yaml", "deploy/node-a.yaml"]
-    result = _run_hook(hook, repo, staged)
-    assert result.returncode == 0, result.stdout + result.stderr  # warnings only; the workflow is skipped
-    assert "deploy/node-a.yaml:13:24: warning SA201" in result.stdout
-    assert "1 other object skipped" in result.stdout
+def test_lint_hook_checks_only_the_staged_files(source: HookSource, repo: Path) -> None:
+    _git(repo, "add", "README.md", ".github/workflows/ci.yaml", "deploy/node-a.yaml")
+    result = _pre_commit(source, repo, [{"id": "dra-affinity-lint"}])
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr  # warnings only; the workflow is skipped
+    assert "deploy/node-a.yaml:13:24: warning SA201" in out
+    assert "node-a-extra.yaml" not in out and "SP301" not in out  # not staged: not seen
+    assert "in 1 object (2 files, 1 other object skipped)" in out
 
 
-def test_lint_hook_fails_the_commit_on_an_error(repo: Path) -> None:
+def test_lint_hook_fails_the_commit_on_an_error(source: HookSource, repo: Path) -> None:
     broken = SLICE.format(name="meta-c", pool="node-c").replace("- name: subnet", "- name: Sub Net")
     write(repo / "deploy" / "node-c.yaml", broken)
-    result = _run_hook(_hooks()["dra-affinity-lint"], repo, ["deploy/node-c.yaml", "deploy/node-a.yaml"])
-    assert result.returncode == 1
+    _git(repo, "add", "deploy/node-c.yaml")
+    result = _pre_commit(source, repo, [{"id": "dra-affinity-lint"}])
+    assert result.returncode == 1, result.stdout + result.stderr
     assert "deploy/node-c.yaml:10:7: error SA103" in result.stdout
 
 
-def test_pool_hook_checks_the_whole_repository(repo: Path) -> None:
-    # committing one file: the lint hook cannot see the other slice of the pool...
-    lint = _run_hook(_hooks()["dra-affinity-lint"], repo, ["deploy/node-a.yaml"])
-    assert "SP301" not in lint.stdout
-    # ...the pool hook (no filenames, default args: the repository) can
-    pools = _hooks()["dra-affinity-pools"]
-    assert pools.command(["deploy/node-a.yaml"]) == ["dra-affinity", "lint", "--pools-only", "."]
-    result = _run_hook(pools, repo, ["deploy/node-a.yaml"])
-    assert result.returncode == 1
-    assert "error SP301" in result.stdout and "node-a-extra.yaml" in result.stdout
-    scoped = _run_hook(_hooks(**{"dra-affinity-pools": {"args": ["deploy/"]}})["dra-affinity-pools"],
-                       repo, [])
-    assert scoped.returncode == 1 and "deploy/node-a.yaml" in scoped.stdout
-
-
-def test_test_hook_runs_the_suites_named_in_args(repo: Path) -> None:
-    hook = _hooks(**{"dra-affinity-test": {"args": ["tests/affinity.yaml"]}})["dra-affinity-test"]
-    assert hook.command(["deploy/node-a.yaml"]) == ["dra-affinity", "test", "tests/affinity.yaml"]
-    result = _run_hook(hook, repo, ["deploy/node-a.yaml"])
+def test_pool_hook_checks_the_repository_but_not_venv_or_ignored(source: HookSource, repo: Path) -> None:
+    _git(repo, "add", "deploy/node-a.yaml")
+    result = _pre_commit(source, repo, [{"id": "dra-affinity-pools"}])
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "error SP301" in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
+    assert "SA000" not in out and ".venv" not in out and "generated" not in out
+    # .git, .github, .venv, .pre-commit-config.yaml; generated/ by .gitignore
+    assert "not read: 4 hidden, 1 git-ignored" in out
+    # a user's `exclude:` in the config file holds for the hook too
+    write(repo / ".dra-affinity.yaml", "exclude: [deploy/node-a-extra.yaml]\n")
+    result = _pre_commit(source, repo, [{"id": "dra-affinity-pools"}])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.rstrip().endswith("passed, 0 failed")
+    assert "1 excluded" in result.stdout
+
+
+def test_test_hook_runs_the_suites_named_in_args(source: HookSource, repo: Path) -> None:
+    _git(repo, "add", "deploy/node-a.yaml")
+    result = _pre_commit(source, repo, [{"id": "dra-affinity-test", "args": ["tests/affinity.yaml"]}])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "passed, 0 failed" in result.stdout
     # without args the hook is a usage error, not a silent pass
-    bare = _run_hook(_hooks()["dra-affinity-test"], repo, [])
-    assert bare.returncode == 2
+    bare = _pre_commit(source, repo, [{"id": "dra-affinity-test"}])
+    assert bare.returncode == 1 and "exit code: 2" in bare.stdout, bare.stdout
 
 
 def _readme_blocks(language: str) -> list[str]:
