@@ -38,33 +38,85 @@ def _read_expression(expression: str | None, file: str | None) -> str:
 def _read_object(spec: str) -> object:
     """`--object` takes inline JSON/YAML, a file path, or `-` for stdin.
 
-    YAML goes through `lint`'s loader, like every other YAML the CLI reads: it refuses alias
-    bombs and duplicate keys as Kubernetes does, instead of expanding them.
+    A value naming an existing file is read from it; anything else is inline text, so
+    `--object 'vlan: 100'` works as well as `--object '{"vlan": 100}'`. YAML goes through
+    `lint`'s loader, like every other YAML the CLI reads: it refuses alias bombs and
+    duplicate keys as Kubernetes does, instead of expanding them. What decodes to something
+    other than an object is a usage error: opaque parameters are always objects.
     """
     from dra_affinity.lint.loader import load_text
     from dra_affinity.policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
 
     text = spec
-    stripped = spec.lstrip()
+    source = "inline text"
     if spec == "-":
         text = sys.stdin.read()
-    elif not stripped.startswith(("{", "[")):
+        source = "standard input"
+    elif Path(spec).is_file():
         try:
             text = Path(spec).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise click.UsageError(f"--object: not JSON and not a readable file: {spec} ({exc})") from None
+            raise click.UsageError(f"--object: cannot read {spec}: {exc}") from None
+        source = spec
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return _object_or_usage_error(decode_k8s_json(text), source)
+        except K8sJsonError as exc:
+            json_error = exc  # flow-style YAML (`{vlan: 100}`) is not JSON: try it as YAML
+    else:
+        json_error = None
+    loaded = load_text(text, name="--object")
+    if loaded.findings:
+        reason = json_error if json_error is not None else loaded.findings[0].message
+        raise click.UsageError(f"--object: {source} is neither a readable file nor a JSON/YAML object: {reason}")
+    if len(loaded.documents) > 1:
+        raise click.UsageError(f"--object: expected one YAML document in {source}, "
+                               f"found {len(loaded.documents)}")
+    if not loaded.documents:
+        return _object_or_usage_error(None, source)
     try:
-        if text.lstrip().startswith(("{", "[")):
-            return decode_k8s_json(text)
-        loaded = load_text(text, name="--object")
-        if loaded.findings:
-            raise click.UsageError(f"--object: cannot decode: {loaded.findings[0].message}")
-        if len(loaded.documents) != 1:
-            raise click.UsageError(f"--object: expected one YAML document, found "
-                                   f"{len(loaded.documents)}")
-        return decode_k8s_json(loaded.documents[0].data)
+        return _object_or_usage_error(decode_k8s_json(loaded.documents[0].data), source)
     except K8sJsonError as exc:
-        raise click.UsageError(f"--object: cannot decode: {exc}") from None
+        raise click.UsageError(f"--object: cannot decode {source}: {exc}") from None
+
+
+def _object_or_usage_error(value: object, source: str) -> object:
+    if not isinstance(value, dict):
+        found = f"a {type(value).__name__} {value!r:.40}" if value is not None else "nothing"
+        raise click.UsageError(
+            f"--object: {source} is neither a readable file nor a JSON/YAML object (found {found}); give the "
+            "opaque parameters (e.g. '{\"vlan\": 100}' or 'vlan: 100'), a file, or -")
+    return value
+
+
+VERDICT_RULES = ("SA105", "SA106", "SA107", "SA108")
+"""The slice rules that decide whether the API server accepts an extractor."""
+
+
+def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str, Any]]:
+    """What `lint` reports for this expression as a slice's only extractor (SA105–SA108).
+
+    The expression is put into a minimal ResourceSlice and run through the same rules,
+    so ids and messages are lint's, word for word.
+    """
+    import yaml
+    from dra_affinity.lint.loader import load_text
+    from dra_affinity.policies.model.resources import ResourceSlice, parse
+    from dra_affinity.policies.rules.engine import EngineOptions, check_slice
+
+    manifest = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "cel-check"},
+        "spec": {"driver": "cel-check.example.com", "nodeName": "node",
+                 "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
+                 "sharingAffinity": [{"name": "key", "expression": expression}]},
+    }
+    (document,) = load_text(yaml.safe_dump(manifest), name="<expression>").documents
+    parsed = parse(document.data, document.source)
+    if not isinstance(parsed.obj, ResourceSlice):  # the manifest above always parses
+        return []
+    findings = check_slice(parsed.obj, options=EngineOptions(kubernetes_version=version))
+    return [{"rule": f.rule, "severity": f.severity.label, "message": f.message}
+            for f in findings if f.rule in VERDICT_RULES]
 
 
 def check_expression(expression: str, version: KubernetesVersion, obj: object | None,
@@ -84,6 +136,7 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
         "outputType": compiled.output_type,
         "cost": None,
         "result": None,
+        "verdicts": lint_verdicts(expression, version),
     }
     if compiled.engine_limited:
         out["engineLimited"] = compiled.engine_limit_reason
@@ -100,23 +153,26 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
             from dra_affinity.policies.cel.eval.runtime import evaluate
 
             limit = limits_for(version).runtime_cost_per_evaluation
+            from dra_affinity.policies.scheduler.extraction import classify
+
             result = evaluate(compiled, {"object": obj}, cost_limit=limit)
+            kind, detail, _ = classify(result)
             out["result"] = {
                 "value": json_value(result.value),
                 "type": result.cel_type or None,
                 "runtimeCost": result.runtime_cost,
-                "error": {"kind": result.error.kind, "message": result.error.message}
-                if result.error else None,
+                "error": {"kind": kind, "message": detail} if kind is not None else None,
             }
     return out, compiled.error_text
 
 
 def _text(doc: dict[str, Any], error_text: str) -> str:
     lines: list[str] = []
+    verdicts = [f"{v['severity']} {v['rule']} {v['message']}" for v in doc["verdicts"]]
     if doc["compiles"] is None:
         lines.append(f"not fully checked: {doc.get('engineLimited')}")
     elif not doc["compiles"]:
-        return "does not compile:\n" + error_text
+        return "\n".join(["does not compile:", error_text, *verdicts])
     else:
         lines.append(f"compiles: output type {doc['outputType']}")
     if doc["cost"] is not None:
@@ -127,12 +183,16 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
                 f"  unbounded: `{cause['expression']}` ({cause['line']}:{cause['column']}): "
                 f"{cause['reason']} in `{cause['operation']}`"
             )
+    lines.extend(verdicts)
     result = doc["result"]
     if result is not None:
         if result["error"]:
-            lines.append(f"error: {result['error']['kind']}: {result['error']['message']}")
+            if result["type"] is not None:  # evaluated, but the scheduler cannot use the value
+                lines.append(f"value: {json.dumps(result['value'])} ({result['type']})")
+            lines.append(f"scheduler: slice-error: {result['error']['kind']}: {result['error']['message']}")
         else:
             lines.append(f"value: {json.dumps(result['value'])} ({result['type']})")
+            lines.append("scheduler: ok")
         lines.append(f"runtime cost: {result['runtimeCost']}")
     return "\n".join(lines)
 
@@ -141,7 +201,8 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
 @click.argument("expression", required=False)
 @click.option("--file", "file", metavar="PATH|-", help="Read the expression from a file (or stdin).")
 @click.option("--object", "obj", metavar="FILE|JSON|-",
-              help="Evaluate against this opaque-parameters object (JSON/YAML text, a file, or -).")
+              help="Evaluate against this opaque-parameters object: inline JSON or YAML text, a file, "
+                   "or - for stdin.")
 @click.option("--stored", is_flag=True,
               help="Use the environment for stored expressions (every option of the release) "
                    "instead of the one that validates new expressions (n−1).")
@@ -149,13 +210,18 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
 @kubernetes_version_option
 def check(expression: str | None, file: str | None, obj: str | None, stored: bool, fmt: str,
           kubernetes_version: KubernetesVersion) -> None:
-    """Compile EXPRESSION, print its output type and estimated cost, and evaluate it with --object.
+    """Would this extractor be accepted and work? Compile EXPRESSION, print its output type,
+    estimated cost and lint's verdicts (SA105–SA108), and evaluate it with --object as the
+    scheduler does.
 
-    Exit code 1 when the expression does not compile or its evaluation fails.
+    Exit code 1 when the expression does not compile, a verdict fails (what the API server
+    rejects), or the evaluation fails or returns what the scheduler cannot use (a
+    non-string: `cel expression returned non-string`); 2 on usage errors.
     """
     text = _read_expression(expression, file)
     value = _read_object(obj) if obj is not None else None
     doc, error_text = check_expression(text, kubernetes_version, value, stored)
     click.echo(json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text))
-    failed = doc["compiles"] is False or (doc["result"] is not None and doc["result"]["error"])
+    failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
+              or (doc["result"] is not None and doc["result"]["error"]))
     sys.exit(1 if failed else 0)

@@ -39,6 +39,10 @@ class Outcome(enum.Enum):
     SLICE_ERROR = "slice-error"
     NOT_APPLICABLE = "not-applicable"
     POOL_INCOMPLETE = "pool-incomplete"
+    NO_MATCHING_DEVICE = "no-matching-device"
+    """A pool of the class's driver where no device passes the request's own selectors."""
+    SELECTOR_ERROR = "selector-error"
+    """A class or request selector fails on a device of the pool: the scheduler aborts the pod."""
 
     @property
     def diagnostic(self) -> Diagnostic | None:
@@ -311,7 +315,7 @@ def _evaluate_all(
         for config, params in decoded:
             result = evaluate(compiled, {"object": params},
                               cost_limit=limits.runtime_cost_per_evaluation)
-            kind, detail, value = _classify(result)
+            kind, detail, value = classify(result)
             evaluations.append(Evaluation(key, config.index, value, result.cel_type,
                                           result.runtime_cost, kind, detail))
             if kind is not None and first_error is None:
@@ -320,7 +324,7 @@ def _evaluate_all(
     return tuple(evaluations), first_error
 
 
-def _classify(result: Any) -> tuple[str | None, str | None, object]:
+def classify(result: Any) -> tuple[str | None, str | None, object]:
     """Upstream's classification of an evaluation: error kind and message, or the string value."""
     from dra_affinity.policies.cel.k8s_library import display_value, native_string
 

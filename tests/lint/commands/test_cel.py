@@ -7,6 +7,18 @@ from pathlib import Path
 
 from tests.cli import run
 
+SLICE_WITH = """apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: s}}
+spec:
+  driver: net.example.com
+  nodeName: node-a
+  pool: {{name: p, generation: 1, resourceSliceCount: 1}}
+  sharingAffinity:
+    - name: key
+      expression: {expression}
+"""
+
 KEP = ('object.apiVersion == "networking.example.com/v1" && object.kind == "NICConfig"'
        ' ? object.subnetID : ""')
 NIC = {"apiVersion": "networking.example.com/v1", "kind": "NICConfig", "subnetID": "subnet-A"}
@@ -81,6 +93,54 @@ def test_results_holding_optionals_or_library_values_are_shown_as_users_know_the
     }
     for expression, (value, cel_type) in cases.items():
         result = run("cel", "check", expression, "--object", "{}", "--format", "json")
-        assert result.code == 0, (expression, result.err)
-        doc = json.loads(result.out)["result"]
-        assert (doc["value"], doc["type"], doc["error"]) == (value, cel_type, None), expression
+        # the scheduler converts library string types (ConvertToNative) and nothing else;
+        # SA107 rejects every other non-string static type
+        library = cel_type.startswith("kubernetes.")
+        assert result.code == (0 if library else 1), (expression, result.err)
+        doc = json.loads(result.out)
+        assert [v["rule"] for v in doc["verdicts"]] == ([] if library else ["SA107"]), expression
+        evaluated = doc["result"]
+        assert (evaluated["value"], evaluated["type"]) == (value, cel_type), expression
+        assert (evaluated["error"] is None) == library, expression
+        if not library:
+            assert evaluated["error"]["kind"] == "cel expression returned non-string", expression
+
+
+def test_cel_check_gives_lint_and_scheduler_verdicts() -> None:
+    """What `lint` and `dry-run` say about an extractor, `cel check` says too, with exit 1."""
+    dyn_int = run("cel", "check", "object.vlan", "--object", '{"vlan": 100}')
+    assert dyn_int.code == 1
+    assert "value: 100 (int)" in dyn_int.out
+    assert ("scheduler: slice-error: cel expression returned non-string: non-string result: CEL result of "
+            "type int could not be converted to string") in dyn_int.out
+    for expression in ("42", "size(object.tags)"):
+        static_int = run("cel", "check", expression)
+        assert static_int.code == 1, expression
+        line = f'error SA107 spec.sharingAffinity[0].expression: Invalid value: "{expression}": ' \
+               "must evaluate to string, not int"
+        assert line in static_int.out
+        # word for word what lint prints for the same extractor
+        slice_yaml = SLICE_WITH.format(expression=json.dumps(expression))
+        linted = run("lint", "-", stdin=slice_yaml)
+        assert line.removeprefix("error SA107 ") in linted.out
+    too_long = run("cel", "check", '"' + "a" * 10300 + '"', "--format", "json")
+    assert too_long.code == 1 and "SA105" in [v["rule"] for v in too_long.json()["verdicts"]]
+    broken = run("cel", "check", "object.")
+    assert broken.code == 1 and "error SA106" in broken.out
+    good = run("cel", "check", 'has(object.subnet) ? "%s".format([object.subnet]) : ""', "--object",
+               "subnet: a")
+    assert good.code == 0, good.out
+    assert 'value: "a" (string)' in good.out and "scheduler: ok" in good.out
+
+
+def test_object_takes_inline_yaml_json_a_file_or_stdin(tmp_path: Path) -> None:
+    expression = 'has(object.vlan) ? "%s".format([object.vlan]) : ""'
+    for given in ("vlan: 100", '{"vlan": 100}', "{vlan: 100}", "vlan: 100\nother: [a]\n"):
+        out = run("cel", "check", expression, "--object", given)
+        assert out.code == 0 and 'value: "100" (string)' in out.out, (given, out.out, out.err)
+    params = tmp_path / "params.yaml"
+    params.write_text("vlan: 7\n")
+    assert 'value: "7"' in run("cel", "check", expression, "--object", str(params)).out
+    assert 'value: "8"' in run("cel", "check", expression, "--object", "-", stdin="vlan: 8\n").out
+    missing = run("cel", "check", expression, "--object", "nofile.yaml")
+    assert missing.code == 2 and "neither a readable file nor a JSON/YAML object" in missing.err
