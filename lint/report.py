@@ -36,10 +36,11 @@ class Report:
 
     def sorted(self) -> tuple[Finding, ...]:
         """File, line, column order: how editors and humans read a report."""
+        return tuple(sorted(self.findings, key=position_order))
 
-        def key(f: Finding) -> tuple[str, int, int, str]:
-            loc = f.primary
-            pos = loc.position
-            return (loc.file or "", pos.line if pos else 0, pos.column if pos else 0, f.rule)
 
-        return tuple(sorted(self.findings, key=key))
+def position_order(f: Finding) -> tuple[str, int, int, str]:
+    """The sort key of every report: file, line, column, rule."""
+    loc = f.primary
+    pos = loc.position
+    return (loc.file or "", pos.line if pos else 0, pos.column if pos else 0, f.rule)

@@ -13,7 +13,8 @@ A suite is YAML (documented in the README):
         pool: networking.example.com/node-a   # driver/name or name; optional: every pool
         expect:
           outcome: ok                     # ok | not-satisfied | claim-inconsistent | slice-error |
-                                          # not-applicable | pool-incomplete
+                                          # not-applicable | pool-incomplete | no-matching-device |
+                                          # selector-error
           affinity: {subnet: subnet-A}    # optional, exact map
           unsatisfied: [pkey]             # optional, exact list
           errorKind: missing field        # optional
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from dra_affinity.lint.workload_file import WorkloadFile
 
 OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
-            "pool-incomplete"]
+            "pool-incomplete", "no-matching-device", "selector-error"]
 
 REASONS = ["feature gate off", "pool incomplete", "allocated exclusively", "insufficient capacity",
            "unknown lock state", "CEL evaluation failure", "claim inconsistent", "no keys extracted",
@@ -313,6 +314,12 @@ def load_suite(path: Path) -> Suite:
             continue
         cases.append(Case(name=c["name"], claim=c["claim"], request=c.get("request"),
                           pool=c.get("pool"), expect=c["expect"], line=line))
+    for i, resource in enumerate(data.get("resources", [])):
+        if not (base / resource).exists():  # a suite that reads nothing proves nothing
+            at = doc.source.locate(("resources", i))
+            where = f"{path}:{at.line}:{at.column}" if at else str(path)
+            raise SuiteError(f"{where}: resources.{i}: {resource}: no such file or directory "
+                             f"(relative to the suite file's directory, {base})")
     version = data.get("kubernetesVersion")
     return Suite(
         path=path,

@@ -17,6 +17,7 @@ from dra_affinity.lint.options import (
     report_options,
     suppression_options,
 )
+from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters import render_ci
 from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
 from dra_affinity.lint.reporters.output import write_reports
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
     from dra_affinity.policies.model.resources import ResourceClaim
     from dra_affinity.policies.scheduler.pools import Pool
 
-FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT})
-"""Authoring errors: a slice or a claim must change. `not-satisfied` is a normal outcome."""
+FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT, Outcome.SELECTOR_ERROR})
+"""Authoring errors: a slice, a claim or a DeviceClass must change. `not-satisfied` and
+`no-matching-device` are normal outcomes."""
 
 
 def result_to_json(result: ExtractionResult) -> dict[str, Any]:
@@ -80,6 +82,8 @@ def _detail(result: ExtractionResult) -> str:
         return "; ".join(result.notes) or "pool incomplete"
     if result.outcome is Outcome.NOT_APPLICABLE:
         return "pool declares no sharingAffinity: any claim may share its devices"
+    if result.outcome is Outcome.NO_MATCHING_DEVICE:
+        return "; ".join(result.notes)
     return ""
 
 
@@ -105,6 +109,19 @@ def explain(results: list[ExtractionResult]) -> str:
             continue
         if r.outcome is Outcome.POOL_INCOMPLETE:
             lines.append(f"  1. The pool is incomplete ({'; '.join(r.notes)}); the scheduler skips it.")
+            continue
+        if r.outcome is Outcome.SELECTOR_ERROR:
+            lines.append(f"  1. Matching the pool's devices: {r.error.message if r.error else ''}.")
+            lines.append("  => selector error: the scheduler aborts scheduling of the pod; fix the selector "
+                         "(guard the attribute with has() or `in`)")
+            continue
+        if r.outcome is Outcome.NO_MATCHING_DEVICE:
+            class_step, *exclusions = r.notes
+            lines.append(f"  1. Devices of the pool: {class_step}.")
+            for n, note in enumerate(exclusions, start=2):
+                lines.append(f"  {n}. Of those, {note.removeprefix('request ')}.")
+            lines.append("  => no device of the pool passes the request's selectors: the scheduler does "
+                         "not consider it for this request (no extractor runs)")
             continue
         scope = ", ".join(f"config[{i}]" for i in r.configs) or "none"
         lines.append(f"  1. Opaque configs of driver {r.pool.driver} in scope for the request: {scope}.")
@@ -199,6 +216,9 @@ def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
     report = report_settings(ctx, params, config, command="dry-run", choices=DRY_RUN_FORMATS,
                              default="table", strict=True, version=True)
     explain_claim = params["explain_claim"]
+    if explain_claim and params["claim"] and explain_claim != params["claim"]:
+        raise click.UsageError("--explain names the claim to explain; --claim with another claim "
+                               "contradicts it")
     filters = Filters(claim=explain_claim or params["claim"], pool=params["pool"],
                       request=params["request_name"])
     return DryRunSettings(params["paths"], report, filters, explain=bool(explain_claim),
@@ -229,10 +249,12 @@ def dry_run(settings: DryRunSettings) -> None:
 
     PATHS hold ResourceSlices, ResourceClaims / ResourceClaimTemplates and (optionally)
     DeviceClasses, in any files; objects are told apart by kind. For every claim ×
-    request × candidate pool, prints the outcome (ok, not-satisfied, claim-inconsistent,
-    slice-error, not-applicable, pool-incomplete), the affinity map or the error.
-    Exit code 1 when a slice or claim authoring error (slice-error, claim-inconsistent)
-    or an input error is found (with --strict, an input warning too).
+    request × pool of the class's driver, prints the outcome (ok, not-satisfied,
+    claim-inconsistent, slice-error, not-applicable, pool-incomplete, no-matching-device,
+    selector-error), the affinity map or the error. Exit code 1 when an authoring error
+    (slice-error, claim-inconsistent, selector-error) or an input error (a request naming a
+    DeviceClass not in the input, too) is found (with --strict, an input warning too); 2 when
+    a --claim/--pool/--request/--explain filter matches nothing.
     """
 
     config, specs = settings.report.config, settings.report.outputs
@@ -255,14 +277,21 @@ def dry_run(settings: DryRunSettings) -> None:
                      kubernetes_version=kubernetes_version, filters=filters)
         for r in report.results:
             counts.add(r)
+    if not inputs.usage_errors:
+        unmatched = filters.unmatched(inputs.claims, report.pools)
+        for name, message in unmatched:
+            option = "--explain" if settings.explain and name == "claim" else f"--{name}"
+            click.echo(f"dra-affinity dry-run: {option}: {message}", err=True)
+        if unmatched:
+            sys.exit(2)
     disabled = config.disabled_rules(_rule_ids())
     checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=loaded.texts,
                     disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
-    findings = list(checked.findings)
+    from dra_affinity.lint.reporters.text_reporter import finding_line
+
+    findings = sorted(checked.findings, key=position_order)
     for finding in findings:
-        loc = finding.primary
-        where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
-        click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+        click.echo(finding_line(finding), err=True)
     results = list(report.results)
     if settings.explain:
         click.echo(explain(results))
@@ -320,6 +349,13 @@ OUTCOME_RULES = {
         description="The CEL evaluation failed (missing field, non-string result, cost exceeded) or the "
                     "pool is invalid; every pod whose claim reaches this pool is blocked. Fix the "
                     "extractor (guard the field) or the config."),
+    Outcome.SELECTOR_ERROR: ExtraRule(
+        id="dry-run/selector-error", slug="selector-error", severity=Severity.ERROR,
+        summary="a DeviceClass or request selector fails on a device: the scheduler aborts the pod",
+        description="The allocator evaluates the class's and the request's CEL selectors on every device; "
+                    "an error (a missing attribute read without has(), a non-bool result, the cost limit) "
+                    "aborts the pod instead of skipping the device. Guard the attribute (`has(...)`, "
+                    "`\"x\" in device.attributes[...]`) or fix the selector."),
     Outcome.CLAIM_INCONSISTENT: ExtraRule(
         id="dry-run/claim-inconsistent", slug="claim-inconsistent", severity=Severity.ERROR,
         summary="the claim's configs give one key two different values for a request",
@@ -355,7 +391,7 @@ def dry_run_result(
         for r in results
     ]
     cases += object_cases("dry-run input", (), findings, suppressed, threshold)
-    everything = sorted([*findings, *outcome_findings], key=_order)
+    everything = sorted([*findings, *outcome_findings], key=position_order)
     return RunResult(
         command="dry-run",
         findings=tuple(everything),
@@ -365,15 +401,9 @@ def dry_run_result(
         extra_rules=tuple(OUTCOME_RULES.values()),
         notifications=tuple(Notification("error", m) for m in usage_errors),
         summary=f"{len(results)} results, {len(outcome_findings)} failing "
-                f"(slice-error, claim-inconsistent), {len(findings)} input findings",
+                f"(slice-error, claim-inconsistent, selector-error), {len(findings)} input findings",
         threshold=threshold,
     )
-
-
-def _order(finding: Finding) -> tuple[str, int, int, str]:
-    loc = finding.primary
-    pos = loc.position
-    return (loc.file or "", pos.line if pos else 0, pos.column if pos else 0, finding.rule)
 
 
 def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool: Pool | None) -> Finding:
@@ -383,7 +413,9 @@ def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool
     claim_loc: Location | None = None
     if claim is not None:
         path: tuple[str | int, ...] = (*claim.spec_path, "devices", "config")
-        if error is not None and error.config is not None:
+        if result.outcome is Outcome.SELECTOR_ERROR:
+            path = (*claim.spec_path, "devices", "requests")
+        elif error is not None and error.config is not None:
             path = (*path, error.config)
         claim_loc = Location.at(claim.source, path, claim.ref)
     slice_loc: Location | None = None

@@ -374,10 +374,12 @@ def _emit(text: str, output: Path | None) -> None:
 
 
 def _print_findings(findings: Sequence[Finding]) -> None:
-    for finding in findings:
-        loc = finding.primary
-        where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
-        click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+    """Input findings as `lint` prints them (with the object), in file/line/column order."""
+    from dra_affinity.lint.report import position_order
+    from dra_affinity.lint.reporters.text_reporter import finding_line
+
+    for finding in sorted(findings, key=position_order):
+        click.echo(finding_line(finding), err=True)
 
 
 def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode], feature_gate: bool,

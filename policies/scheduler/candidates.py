@@ -46,10 +46,12 @@ from dra_affinity.policies.scheduler.pools import Pool
 
 __all__ = [
     "CandidateMatch",
+    "PoolSurvey",
     "SelectorError",
     "SelectorProblem",
     "match_pool",
     "pool_is_candidate",
+    "survey_pool",
 ]
 
 Source = Literal["class", "request"]
@@ -183,3 +185,82 @@ def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass]
     if match.failure is not None:
         raise SelectorError(match.failure)
     return match.candidate
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSurvey:
+    """Every device of a pool against a request's class and own selectors, counted.
+
+    Why: a pool of the class's driver where no device passes the request's own selectors
+    is a pool the user expected to be used; saying nothing about it (as a candidate
+    filter does) leaves them guessing which selector excluded what. `class_devices`:
+    devices passing every DeviceClass selector (0: not a pool of the class's driver);
+    `excluded`: (request selector index, devices it was the first to reject);
+    `matching`: devices passing all; `failure`: where the allocator would abort instead.
+    """
+
+    devices: int
+    class_devices: int
+    excluded: tuple[tuple[int, int], ...]
+    matching: int
+    failure: SelectorFailure | None = None
+    class_missing: bool = False
+
+
+def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
+                kubernetes_version: KubernetesVersion | None = None) -> PoolSurvey:
+    """`match_pool` over every device, counting which selector excluded each (errors as values).
+
+    Bounded like the allocator: at most (devices × selectors) evaluations, each with the
+    per-evaluation runtime cost limit; the first failure ends the survey of the pool.
+    """
+    version = kubernetes_version or DEFAULT_VERSION
+    key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
+    cost_limit = limits_for(version).runtime_cost_per_evaluation
+    device_class = classes.get(request.device_class_name)
+    class_selectors: list[tuple[Source, str, DeviceSelector]] = (
+        [("class", device_class.name, s) for s in device_class.selectors] if device_class else [])
+    request_selectors: list[tuple[Source, str, DeviceSelector]] = [
+        ("request", request.name, s) for s in request.selectors]
+    counts = dict.fromkeys(range(len(request_selectors)), 0)
+
+    def excluded() -> tuple[tuple[int, int], ...]:
+        return tuple((request_selectors[i][2].index, n) for i, n in counts.items())
+
+    class_devices = matching = 0
+    for device, slice_ in pool.devices:
+        where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
+        value: DeviceValue | DeviceValueError | None = None
+        rejected: int | None = None
+        for position, (source, owner, selector) in enumerate([*class_selectors, *request_selectors]):
+            compiled = compile_selector(selector.expression, key)
+            failure: SelectorFailure | None = None
+            if not compiled.ok:
+                stage: Stage = "engine" if compiled.engine_limited else "compile"
+                failure = SelectorFailure(source, owner, selector.index, stage, compiled.detail or "",
+                                          pool.ref)
+            else:
+                if value is None:
+                    value = device_value(device, slice_.driver)
+                if isinstance(value, DeviceValueError):
+                    failure = SelectorFailure(source, owner, selector.index, "runtime", value.message,
+                                              pool.ref, where)
+                else:
+                    result = evaluate_selector(compiled, value, cost_limit=cost_limit)
+                    if result.error is not None:
+                        failure = SelectorFailure(source, owner, selector.index, "runtime", result.error,
+                                                  pool.ref, where)
+                    elif not result.matched:
+                        rejected = position
+            if failure is not None:
+                return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, failure,
+                                  device_class is None)
+            if rejected is not None:
+                break
+        if rejected is None or rejected >= len(class_selectors):
+            class_devices += 1
+        if rejected is None:
+            matching += 1
+        elif rejected >= len(class_selectors):
+            counts[rejected - len(class_selectors)] += 1
+    return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, None, device_class is None)

@@ -15,19 +15,22 @@ from typing import TYPE_CHECKING
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
+from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.extraction import (
+    ExtractionError,
     ExtractionMemo,
     ExtractionPool,
     ExtractionResult,
+    Outcome,
     PoolExtractor,
     request_names,
 )
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
 
 if TYPE_CHECKING:
-    from dra_affinity.policies.scheduler.candidates import CandidateMatch
+    from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,20 @@ class Filters:
 
     def request_ok(self, name: str) -> bool:
         return self.request is None or self.request in {name, name.split("/", 1)[0]}
+
+    def unmatched(self, claims: Sequence[ResourceClaim], pools: Iterable[PoolRef]) -> list[tuple[str, str]]:
+        """(filter, why) for each filter naming what is not in the input: a typo must not pass."""
+        problems: list[tuple[str, str]] = []
+        if self.claim is not None and not any(self.claim_ok(c) for c in claims):
+            problems.append(("claim", f"no claim {self.claim!r} in the input (claims are namespace/name; "
+                            "a bare name means namespace default)"))
+        if self.pool is not None and not any(self.pool_ok(ref) for ref in pools):
+            problems.append(("pool", f"no pool {self.pool!r} in the input (pools are driver/name, or name)"))
+        if self.request is not None and not any(
+                self.request_ok(name) for c in claims if self.claim_ok(c) for name in request_names(c)):
+            where = f" of claim {self.claim}" if self.claim is not None else ""
+            problems.append(("request", f"no request {self.request!r}{where} in the input"))
+        return problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +109,10 @@ def dry_run(
     With DeviceClasses, a pool is a candidate for a request when one of its devices
     satisfies the class's and the request's selectors (`dra_affinity.policies.scheduler.candidates`); without
     any, every pool is a candidate (SPEC §5). A selector the allocator cannot evaluate
-    aborts the pod: it becomes an SA003 finding and that request gets no results.
+    aborts the pod: it becomes an SA003 finding and a `selector-error` result on every pool
+    where it fails. A pool of the class's driver where no device passes the request's own
+    selectors is a `no-matching-device` result naming what each selector excluded; a request
+    naming a DeviceClass absent from the input is an SA000 finding and gets no results.
     """
     run = DryRun(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
     results = tuple(run.results())
@@ -119,6 +139,7 @@ class DryRun:
         self._classes = {c.name: c for c in classes}
         self._memo = ExtractionMemo(self._limits.kubernetes_version)
         self._matches: dict[tuple[object, ...], CandidateMatch] = {}
+        self._surveys: dict[tuple[object, ...], PoolSurvey] = {}
         self.findings: list[Finding] = []
 
     def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
@@ -133,6 +154,19 @@ class DryRun:
             self._matches[key] = match
         return match
 
+    def _survey(self, request: DeviceRequest, pool: Pool) -> PoolSurvey:
+        """Why no device of `pool` is a candidate (only asked then: it walks every device)."""
+        from dra_affinity.policies.scheduler.candidates import survey_pool
+
+        key = (request.device_class_name, request.name,
+               tuple((s.index, s.expression) for s in request.selectors), pool.ref)
+        survey = self._surveys.get(key)
+        if survey is None:
+            survey = survey_pool(request, self._classes, pool,
+                                 kubernetes_version=self._limits.kubernetes_version)
+            self._surveys[key] = survey
+        return survey
+
     def results(self) -> Iterator[ExtractionResult]:
         filters, pools, by_class = self._filters, self.pools, self._classes
         for claim in self._claims:
@@ -144,18 +178,63 @@ class DryRun:
                 if not filters.request_ok(name):
                     continue
                 request = requests.get(name)
+                if by_class and request is not None and request.device_class_name not in by_class:
+                    self.findings.append(_missing_class_finding(claim, request))
+                    continue  # the scheduler leaves the claim pending: no pool is tried
+                reported: set[str] = set()
                 for ref, pool in pools.items():
                     if not filters.pool_ok(ref):
                         continue
                     if by_class and request is not None:
                         match = self._match(request, pool)
                         if match.failure is not None:
-                            self.findings.append(_selector_finding(claim, match.failure.message(
-                                claim.qualified_name), by_class.get(request.device_class_name)))
-                            break  # the allocator aborts the pod: no further pool is tried
+                            # the allocator aborts the pod on the first; every pool is reported
+                            message = match.failure.message(claim.qualified_name)
+                            if message not in reported:
+                                reported.add(message)
+                                self.findings.append(_selector_finding(
+                                    claim, message, by_class.get(request.device_class_name)))
+                            yield ExtractionResult(
+                                claim.qualified_name, name, ref, Outcome.SELECTOR_ERROR,
+                                error=ExtractionError(SELECTOR_ERROR_KIND, message))
+                            continue
                         if not match.candidate:
+                            survey = self._survey(request, pool)
+                            if survey.class_devices == 0:
+                                continue  # not a pool of the class's driver: the allocator never looks
+                            yield ExtractionResult(
+                                claim.qualified_name, name, ref, Outcome.NO_MATCHING_DEVICE,
+                                notes=_exclusions(request, survey))
                             continue
                     yield self._memo.extract(claim, name, self._summaries[ref])
+
+
+SELECTOR_ERROR_KIND = "selector error"
+
+
+def _exclusions(request: DeviceRequest, survey: PoolSurvey) -> tuple[str, ...]:
+    """Which selector excluded how many devices, in the allocator's order."""
+    notes = [f"{survey.class_devices} of {_devices(survey.devices)} pass DeviceClass "
+             f"{request.device_class_name}'s selectors"]
+    notes += [f"request selector #{index} excluded {_devices(count)}" for index, count in survey.excluded]
+    return tuple(notes)
+
+
+def _devices(n: int) -> str:
+    return f"{n} device{'' if n == 1 else 's'}"
+
+
+def _missing_class_finding(claim: ResourceClaim, request: DeviceRequest) -> Finding:
+    """A request naming a DeviceClass the input does not hold (the scheduler leaves the claim pending)."""
+    index = next((i for i, r in enumerate(claim.requests) if r.name == request.name.split("/", 1)[0]), None)
+    path: tuple[str | int, ...] = (*claim.spec_path, "devices", "requests")
+    if index is not None:
+        path = (*path, index)
+    return INPUT_ERROR.finding(
+        f"claim {claim.qualified_name} request {request.name!r} names DeviceClass "
+        f"{request.device_class_name!r}, which is not in the input: the scheduler leaves the claim "
+        "pending (give the class's file, or fix the name)",
+        Location.at(claim.source, path, claim.ref))
 
 
 def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceClass | None) -> Finding:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -19,7 +20,8 @@ RESULT_SCHEMA = {
             "claim": {"type": "string", "pattern": "^[^/]+/[^/]+$"},
             "request": {"type": "string"},
             "pool": {"type": "object", "required": ["driver", "name"]},
-            "outcome": {"enum": ["ok", "not-satisfied", "claim-inconsistent", "slice-error",
+            "outcome": {"enum": ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "no-matching-device",
+                                 "selector-error",
                                  "not-applicable", "pool-incomplete"]},
             "affinity": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
             "unsatisfied": {"type": "array", "items": {"type": "string"}},
@@ -136,7 +138,7 @@ def test_failing_selector_is_a_located_finding_not_a_traceback(tmp_path: Path) -
     [finding] = [f for f in doc["findings"] if f["rule"] == "SA003"]
     assert finding["message"].startswith("class nic.networking.example.com: selector #0: CEL runtime error:")
     assert finding["file"].endswith("class.yaml")
-    assert doc["results"] == []
+    assert [r["outcome"] for r in doc["results"]] == ["selector-error"]
 
 
 def test_non_string_results_of_every_kind_are_reported_not_crashed_on(tmp_path: Path) -> None:
@@ -186,3 +188,116 @@ def test_summary_counts_every_outcome_and_keeps_only_the_others() -> None:
     text = run("dry-run", "--summary", *NETWORK)
     assert text.code == out.code
     assert "total" in text.out and f"ok {every['ok']}" in text.out
+
+
+def _pools_and_claim(tmp_path: Path, *, selectors: list[str], class_selector: str | None = None) -> list[str]:
+    """Two pools of one driver (eth0 model a; eth0/eth1 model b), one of another, a class, a claim."""
+
+    def pool(name: str, devices: dict[str, str], driver: str = "net.example.com") -> list[dict]:
+        meta = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-meta"},
+                "spec": {"driver": driver, "nodeName": name,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 2},
+                         "sharingAffinity": [{"name": "vlan", "expression":
+                                              'has(object.vlan) ? "%s".format([object.vlan]) : ""'}]}}
+        devs = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-devs"},
+                "spec": {"driver": driver, "nodeName": name,
+                         "pool": {"name": name, "generation": 1, "resourceSliceCount": 2},
+                         "devices": [{"name": d, "allowMultipleAllocations": True,
+                                      "attributes": {"model": {"string": m}}} for d, m in devices.items()]}}
+        return [meta, devs]
+
+    docs = [*pool("node-a", {"eth0": "a"}), *pool("node-b", {"eth0": "b", "eth1": "b"}),
+            *pool("gpu-1", {"gpu0": "x"}, driver="gpu.example.com")]
+    docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "nic"},
+                 "spec": {"selectors": [{"cel": {"expression": class_selector or
+                                                 'device.driver == "net.example.com"'}}]}})
+    docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": "pod", "namespace": "ml"},
+                 "spec": {"devices": {
+                     "requests": [{"name": "nic", "exactly": {
+                         "deviceClassName": "nic", "selectors": [{"cel": {"expression": e}} for e in selectors]}}],
+                     "config": [{"requests": ["nic"], "opaque": {"driver": "net.example.com",
+                                                                 "parameters": {"vlan": 7}}}]}}})
+    path = tmp_path / "input.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return [str(path)]
+
+
+def test_every_pool_of_the_class_driver_is_reported(tmp_path: Path) -> None:
+    paths = _pools_and_claim(tmp_path, selectors=['device.attributes["net.example.com"].model == "a"'])
+    found = results(*paths)
+    assert sorted((r["pool"]["name"], r["outcome"]) for r in found) == [
+        ("node-a", "ok"), ("node-b", "no-matching-device")]  # gpu-1: not the class's driver
+    table = run("dry-run", *paths)
+    assert table.code == 0  # no-matching-device is an outcome, not an authoring error
+    assert ("node-b  no-matching-device  2 of 2 devices pass DeviceClass nic's selectors; "
+            "request selector #0 excluded 2 devices") in table.out
+    explained = run("dry-run", *paths, "--explain", "ml/pod")
+    assert explained.code == 0
+    assert "Claim ml/pod, request 'nic', pool net.example.com/node-b:" in explained.out
+    assert "  2. Of those, selector #0 excluded 2 devices." in explained.out
+    assert "=> no device of the pool passes the request's selectors" in explained.out
+
+
+def test_selector_errors_are_an_outcome_on_every_pool(tmp_path: Path) -> None:
+    # no has() guard: the attribute is missing on every device -> a runtime error, not a non-match
+    paths = _pools_and_claim(tmp_path, selectors=['device.attributes["net.example.com"].speed == "10G"'])
+    out = run("dry-run", "--format", "json", *paths)
+    assert out.code == 1
+    doc = out.json()
+    assert sorted((r["pool"]["name"], r["outcome"]) for r in doc["results"]) == [
+        ("node-a", "selector-error"), ("node-b", "selector-error")]
+    assert all(r["error"]["message"].startswith("claim ml/pod: selector #0: CEL runtime error:")
+               for r in doc["results"])
+    assert [f["rule"] for f in doc["findings"]] == ["SA003"]
+    sarif = json.loads(run("dry-run", "--format", "sarif", *paths).out)
+    rules = {r["ruleId"] for r in sarif["runs"][0]["results"]}
+    assert "dry-run/selector-error" in rules
+    github = run("dry-run", "--format", "github", *paths).out
+    assert github.count("selector-error") >= 2
+    junit = run("dry-run", "--format", "junit", *paths).out
+    assert junit.count("<failure") >= 2 and "selector-error" in junit
+    explained = run("dry-run", *paths, "--explain", "ml/pod").out
+    assert "=> selector error: the scheduler aborts scheduling of the pod" in explained
+
+
+def test_a_request_whose_class_is_missing_is_an_input_error(tmp_path: Path) -> None:
+    paths = _pools_and_claim(tmp_path, selectors=[])
+    text = Path(paths[0]).read_text().replace("deviceClassName: nic", "deviceClassName: nic-typo")
+    Path(paths[0]).write_text(text)
+    out = run("dry-run", "--format", "json", *paths)
+    assert out.code == 1
+    doc = out.json()
+    assert doc["results"] == []  # the scheduler leaves the claim pending: no pool is tried
+    [finding] = doc["findings"]
+    assert finding["rule"] == "SA000" and finding["field"] == "spec.devices.requests[0]"
+    assert "request 'nic' names DeviceClass 'nic-typo', which is not in the input" in finding["message"]
+    assert "ResourceClaim/pod" in run("dry-run", *paths).err
+    # without any DeviceClass in the input, every pool is a candidate as before
+    no_classes = run("dry-run", "examples/networking-node-a.yaml", "examples/claims.yaml")
+    assert no_classes.code == 0
+
+
+def test_filters_that_match_nothing_are_usage_errors() -> None:
+    for option, value in (("--claim", "ml/nope"), ("--pool", "nope"), ("--request", "nope"),
+                          ("--explain", "ml/nope")):
+        out = run("dry-run", *NETWORK, option, value)
+        assert out.code == 2, (option, out.out)
+        assert f"dra-affinity dry-run: {option}: no " in out.err and repr(value) in out.err
+
+
+def test_suite_outcomes_include_the_pool_outcomes(tmp_path: Path) -> None:
+    paths = _pools_and_claim(tmp_path, selectors=['device.attributes["net.example.com"].model == "a"'])
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"resources": ["input.yaml"], "cases": [
+        {"name": "b has no model-a NIC", "claim": "ml/pod", "pool": "node-b",
+         "expect": {"outcome": "no-matching-device"}},
+        {"name": "a serves it", "claim": "ml/pod", "pool": "node-a", "expect": {"outcome": "ok"}}]}))
+    out = run("test", str(suite))
+    assert out.code == 0, out.out + out.err
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("resources:\n  - input.yaml\n  - nope/\ncases:\n  - {name: x, claim: ml/pod, "
+                       "expect: {outcome: ok}}\n")
+    broken = run("test", str(missing))
+    assert broken.code == 2
+    assert f"{missing}:3:5: resources.1: nope/: no such file or directory" in broken.err
