@@ -103,11 +103,20 @@ def parse_review(body: object) -> AdmissionRequest | ReviewProblem:
     if not isinstance(body, Mapping):
         return ReviewProblem("body must be a JSON object (an AdmissionReview)")
     api_version = body.get("apiVersion")
-    if body.get("kind") != "AdmissionReview" or api_version not in REVIEW_API_VERSIONS:
-        wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
-        return ReviewProblem(f"expected kind AdmissionReview with apiVersion {wanted}; "
-                           f"got kind {clip_value(body.get('kind'))}, "
-                           f"apiVersion {clip_value(api_version)}")
+    kind = body.get("kind")
+    wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
+    problems = []
+    if kind is None:
+        problems.append("kind: Required value: must be AdmissionReview")
+    elif kind != "AdmissionReview":
+        problems.append(f"kind: Unsupported value: {clip_value(kind)}: must be AdmissionReview")
+    if api_version is None:
+        problems.append(f"apiVersion: Required value: one of {wanted}")
+    elif api_version not in REVIEW_API_VERSIONS:
+        problems.append(f"apiVersion: Unsupported value: {clip_value(api_version)}: "
+                        f"supported values: {wanted}")
+    if problems:
+        return ReviewProblem("; ".join(problems))
     request = body.get("request")
     if not isinstance(request, Mapping):
         return ReviewProblem("request: Required value: an AdmissionReview must carry a request")

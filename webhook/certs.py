@@ -87,6 +87,10 @@ class CertSet:
     def dns_names(self) -> tuple[str, ...]:
         return san_dns_names(self.serving.certificate)
 
+    @property
+    def ip_addresses(self) -> tuple[str, ...]:
+        return san_ip_addresses(self.serving.certificate)
+
 
 @dataclass(frozen=True)
 class CertProblem:
@@ -185,6 +189,14 @@ def issue(ca: Issued, common_name: str, *, dns_names: Sequence[str] = (),
     return Issued(builder.sign(ca.key, hashes.SHA256()), key)
 
 
+def san_ip_addresses(cert: x509.Certificate) -> tuple[str, ...]:
+    try:
+        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return ()
+    return tuple(str(a) for a in ext.value.get_values_for_type(x509.IPAddress))
+
+
 def san_dns_names(cert: x509.Certificate) -> tuple[str, ...]:
     try:
         ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
@@ -209,7 +221,8 @@ def build_bundle(certs: Iterable[x509.Certificate], now: dt.datetime | None = No
 
 
 def generate(service: str, namespace: str, *, cluster_domain: str = "cluster.local",
-             extra_dns_names: Sequence[str] = (), now: dt.datetime | None = None,
+             extra_dns_names: Sequence[str] = (), ip_addresses: Sequence[str] = (),
+             now: dt.datetime | None = None,
              ca_validity: dt.timedelta = CA_VALIDITY, validity: dt.timedelta = SERVING_VALIDITY,
              key_type: KeyType = "ecdsa-p256") -> CertSet:
     """A new CA and a serving certificate for `<service>.<namespace>.svc` and its other names."""
@@ -217,8 +230,8 @@ def generate(service: str, namespace: str, *, cluster_domain: str = "cluster.loc
     ca = create_ca(f"dra-affinity-webhook-ca@{int(now.timestamp())}", now=now, validity=ca_validity,
                    key_type=key_type)
     names = (*service_dns_names(service, namespace, cluster_domain), *extra_dns_names)
-    serving = issue(ca, f"{service}.{namespace}.svc", dns_names=names, now=now, validity=validity,
-                    key_type=key_type)
+    serving = issue(ca, f"{service}.{namespace}.svc", dns_names=names, ip_addresses=ip_addresses, now=now,
+                    validity=validity, key_type=key_type)
     return CertSet(ca=ca, bundle=(ca.certificate,), serving=serving)
 
 
@@ -238,8 +251,8 @@ def rotate(current: CertSet, *, new_ca: bool = False, dns_names: Sequence[str] |
                        validity=ca_validity, key_type=key_type)
         bundle.insert(0, ca.certificate)
     names = tuple(dns_names) if dns_names else current.dns_names
-    serving = issue(ca, names[0] if names else "dra-affinity-webhook", dns_names=names, now=now,
-                    validity=validity, key_type=key_type)
+    serving = issue(ca, names[0] if names else "dra-affinity-webhook", dns_names=names,
+                    ip_addresses=current.ip_addresses, now=now, validity=validity, key_type=key_type)
     return CertSet(ca=ca, bundle=build_bundle(bundle, now), serving=serving)
 
 
@@ -310,15 +323,26 @@ def write_dir(certs: CertSet, directory: Path) -> list[Path]:
     """Write the set; the key is replaced before the certificate, so a reader that catches the
     pair in between sees a mismatch (and keeps its old context) rather than a stale key later."""
     directory.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+    files: list[tuple[Path, bytes, int]] = []
     if certs.ca is not None:
-        _atomic_write(directory / CA_KEY, certs.ca.key_pem(), 0o600)
-        written.append(directory / CA_KEY)
-    _atomic_write(directory / CA_CRT, certs.bundle_pem(), 0o644)
-    _atomic_write(directory / TLS_KEY, certs.serving.key_pem(), 0o600)
-    _atomic_write(directory / TLS_CRT, certs.serving.cert_pem(), 0o644)
-    written += [directory / CA_CRT, directory / TLS_KEY, directory / TLS_CRT]
+        files.append((directory / CA_KEY, certs.ca.key_pem(), 0o600))
+    files += [(directory / CA_CRT, certs.bundle_pem(), 0o644),
+              (directory / TLS_KEY, certs.serving.key_pem(), 0o600),
+              (directory / TLS_CRT, certs.serving.cert_pem(), 0o644)]
+    written: list[Path] = []
+    for path, data, mode in files:
+        if _holds(path, data):  # a rotation that keeps the CA leaves its files alone, and says so
+            continue
+        _atomic_write(path, data, mode)
+        written.append(path)
     return written
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    try:
+        return path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def secret_manifest(certs: CertSet, name: str, namespace: str) -> str:

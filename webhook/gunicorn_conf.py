@@ -53,6 +53,7 @@ certfile = _env("DRA_AFFINITY_CERT_FILE") or (os.path.join(_cert_dir, "tls.crt")
 keyfile = _env("DRA_AFFINITY_KEY_FILE") or (os.path.join(_cert_dir, "tls.key") if _cert_dir else None)
 ca_certs = _env("DRA_AFFINITY_CLIENT_CA_FILE") or None
 accesslog = None
+logger_class = "dra_affinity.webhook.gunicorn_logging.JsonLogger"  # JSON from the first line
 control_socket_disable = True  # gunicorn ≥ 25.1: no control socket in $HOME, one per pod would collide
 ssl_context = tls.gunicorn_ssl_context
 

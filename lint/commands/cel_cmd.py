@@ -68,7 +68,8 @@ def _read_object(spec: str) -> object:
     loaded = load_text(text, name="--object")
     if loaded.findings:
         reason = json_error if json_error is not None else loaded.findings[0].message
-        raise click.UsageError(f"--object: {source} is neither a readable file nor a JSON/YAML object: {reason}")
+        raise click.UsageError(f"--object: {source} is neither a readable file nor a JSON/YAML object: "
+                               f"{reason}")
     if len(loaded.documents) > 1:
         raise click.UsageError(f"--object: expected one YAML document in {source}, "
                                f"found {len(loaded.documents)}")
@@ -197,7 +198,7 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
     return "\n".join(lines)
 
 
-@cel.command("check")
+@cel.command("check", short_help="Would this extractor be accepted and work? Verdicts and value.")
 @click.argument("expression", required=False)
 @click.option("--file", "file", metavar="PATH|-", help="Read the expression from a file (or stdin).")
 @click.option("--object", "obj", metavar="FILE|JSON|-",

@@ -16,11 +16,26 @@ import click
 _KEY_TYPES = ("ecdsa-p256", "rsa-2048")
 
 
-def _report(written: list[Path], dns_names: tuple[str, ...], not_after: dt.datetime) -> None:
+def _report(written: list[Path], names: tuple[str, ...], not_after: dt.datetime,
+            kept: tuple[Path, ...] = ()) -> None:
     for path in written:
         click.echo(f"wrote {path} (mode {path.stat().st_mode & 0o777:o})", err=True)
-    click.echo(f"serving certificate for {', '.join(dns_names)}; valid until {not_after:%Y-%m-%d}",
+    unchanged = [p.name for p in kept if p not in written]
+    if unchanged:
+        click.echo(f"unchanged: {', '.join(unchanged)} (same CA)", err=True)
+    click.echo(f"serving certificate for {', '.join(names)}; valid until {not_after:%Y-%m-%d}",
                err=True)
+
+
+def _ip_addresses(values: tuple[str, ...]) -> tuple[str, ...]:
+    import ipaddress
+
+    for value in values:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not an IPv4 or IPv6 address", param_hint="--ip") from None
+    return values
 
 
 def _emit(cert_set: object, secret: str | None, namespace: str) -> None:
@@ -39,7 +54,7 @@ def certs() -> None:
     """Create and rotate the webhook's CA and serving certificate (kubernetes.io/tls layout)."""
 
 
-@certs.command("generate")
+@certs.command("generate", short_help="A new CA and a serving certificate for <service>.<namespace>.svc.")
 @click.option("--service", required=True, help="Name of the webhook's Service.")
 @click.option("--namespace", required=True, help="Namespace of the Service.")
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -47,6 +62,9 @@ def certs() -> None:
 @click.option("--secret", metavar="NAME", help="Print a kubernetes.io/tls Secret manifest named NAME.")
 @click.option("--cluster-domain", default="cluster.local", show_default=True)
 @click.option("--dns-name", "extra_dns", multiple=True, help="Extra DNS name for the serving certificate.")
+@click.option("--ip", "ips", multiple=True, metavar="ADDRESS",
+              help="IP address for the serving certificate (an IP SAN), e.g. 127.0.0.1 for a local "
+                   "`curl https://127.0.0.1:8443` smoke test; repeatable.")
 @click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True,
               help="Validity of the serving certificate.")
 @click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
@@ -54,7 +72,8 @@ def certs() -> None:
 @click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True)
 @click.option("--force", is_flag=True, help="Overwrite existing files in --out-dir.")
 def generate(service: str, namespace: str, out_dir: Path | None, secret: str | None, cluster_domain: str,
-             extra_dns: tuple[str, ...], days: int, ca_days: int, key_type: str, force: bool) -> None:
+             extra_dns: tuple[str, ...], ips: tuple[str, ...], days: int, ca_days: int, key_type: str,
+             force: bool) -> None:
     """A new CA and a serving certificate for <service>.<namespace>.svc (and its other names).
 
     Prints the base64 caBundle (or, with --secret, the Secret manifest on stdout and the
@@ -64,13 +83,19 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
 
     if out_dir is None and not secret:
         raise click.UsageError("give --out-dir, --secret, or both")
+    as_ip = [n for n in extra_dns if _is_ip(n)]
+    if as_ip:
+        raise click.BadParameter(f"{as_ip[0]!r} is an IP address: give it with --ip (a DNS name SAN "
+                                 "holding an address matches no client)", param_hint="--dns-name")
+    ips = _ip_addresses(ips)
     if out_dir is not None and (out_dir / c.TLS_CRT).exists() and not force:
         raise click.UsageError(f"{out_dir / c.TLS_CRT} exists: use `certs rotate`, or --force to replace")
     cert_set = c.generate(service, namespace, cluster_domain=cluster_domain, extra_dns_names=extra_dns,
+                          ip_addresses=ips,
                           validity=dt.timedelta(days=days), ca_validity=dt.timedelta(days=ca_days),
                           key_type="rsa-2048" if key_type == "rsa-2048" else "ecdsa-p256")
     if out_dir is not None:
-        _report(c.write_dir(cert_set, out_dir), cert_set.dns_names,
+        _report(c.write_dir(cert_set, out_dir), (*cert_set.dns_names, *cert_set.ip_addresses),
                 cert_set.serving.certificate.not_valid_after_utc)
     elif secret:
         click.echo("note: without --out-dir the CA key is not kept; rotation will need a new CA",
@@ -109,9 +134,19 @@ def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | Non
     if rotated.ca is not None and current.ca is not None and \
             rotated.ca.certificate != current.ca.certificate:
         click.echo(f"new CA; ca.crt now holds {len(rotated.bundle)} CA certificate(s)", err=True)
-    _report(c.write_dir(rotated, out_dir), rotated.dns_names,
-            rotated.serving.certificate.not_valid_after_utc)
+    _report(c.write_dir(rotated, out_dir), (*rotated.dns_names, *rotated.ip_addresses),
+            rotated.serving.certificate.not_valid_after_utc, kept=(out_dir / c.CA_KEY, out_dir / c.CA_CRT))
     _emit(rotated, secret, namespace or _namespace_of(rotated.dns_names))
+
+
+def _is_ip(value: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _namespace_of(dns_names: tuple[str, ...]) -> str:

@@ -61,6 +61,7 @@ def result_to_json(result: ExtractionResult) -> dict[str, Any]:
             "message": error.message,
         },
         "configs": list(result.configs),
+        "notes": list(result.notes),
         "evaluations": [
             {"extractor": e.extractor, "config": e.config, "value": json_value(e.value),
              "type": e.type or None,

@@ -63,7 +63,7 @@ def policy() -> None:
     """The native ValidatingAdmissionPolicy that enforces the structural rules without the webhook."""
 
 
-@policy.command("export")
+@policy.command("export", short_help="Print the native ValidatingAdmissionPolicy and its binding.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the manifests to FILE (atomically) instead of stdout.")
 @click.option("--action", "actions", multiple=True, type=click.Choice(["Deny", "Warn", "Audit"]),

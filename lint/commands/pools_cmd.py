@@ -16,10 +16,11 @@ from typing import Any
 import click
 from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems, walk_filter
 from dra_affinity.lint.options import kubernetes_version_option, load_settings
+from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.lint.reporters.text_reporter import finding_line
 from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
-from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.rules.engine import EngineOptions, check_pool
@@ -77,14 +78,17 @@ def report_to_json(report: PoolReport) -> dict[str, Any]:
     }
 
 
-def render_json(reports: Sequence[PoolReport], files: int) -> str:
+def render_json(reports: Sequence[PoolReport], files: int, problems: Sequence[Finding] = ()) -> str:
+    """The pools, and the input findings (SA000…) of objects left out of them."""
     summary = {
         "pools": len(reports),
         "complete": sum(r.complete for r in reports),
         "incomplete": sum(not r.complete for r in reports),
         "files": files,
+        "inputErrors": len(problems),
     }
-    return json.dumps({"pools": [report_to_json(r) for r in reports], "summary": summary}, indent=2)
+    return json.dumps({"pools": [report_to_json(r) for r in reports], "summary": summary,
+                       "findings": [finding_to_json(f) for f in problems]}, indent=2)
 
 
 def _table(rows: Sequence[Sequence[str]]) -> list[str]:
@@ -154,7 +158,9 @@ def pools(
     Per pool: generation, completeness (slices present of resourceSliceCount), extractor
     keys and the slice declaring each, total estimated cost against the pool budget,
     devices and how many allow multiple allocations, its slices with their files, and
-    the pool findings (SP301–SP306). Exit 0, or 2 when the input cannot be read.
+    the pool findings (SP301–SP306). Objects that cannot be read (SA000: a YAML syntax
+    error, a missing required field) are reported as `lint` reports them and left out of
+    the pools. Exit 0; 1 when there is such an input error; 2 when the input cannot be read.
     """
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
     inputs = load_input(paths, target, walk_filter(excludes, load_settings(None)))
@@ -169,18 +175,18 @@ def pools(
         problems.extend(result.findings)
         if isinstance(result.obj, ResourceSlice):
             slices.append(result.obj)
-    if problems:
-
-        click.echo(
-            f"dra-affinity pools: warning: {len(problems)} object(s) could not be read and are left "
-            "out of the pools:",
-            err=True,
-        )
-        for problem in problems:
-            click.echo(f"  {finding_line(problem)}", err=True)
     complete = complete_pools or target is not None
     reports = [
         pool_report(pool, options.limits, check_pool(pool, options, complete_pools=complete))
         for pool in build_pools(slices, options.limits).values()
     ]
-    click.echo(render_json(reports, inputs.files) if fmt == "json" else render_table(reports))
+    problems.sort(key=position_order)
+    if fmt == "json":
+        click.echo(render_json(reports, inputs.files, problems))
+    else:
+        click.echo(render_table(reports))
+        if problems:  # as lint reports them: the object is left out of the pools above
+            click.echo("")
+            for problem in problems:
+                click.echo(finding_line(problem))
+    sys.exit(1 if problems else 0)

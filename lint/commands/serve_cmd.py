@@ -55,8 +55,8 @@ def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None
               help="How long a request may wait for the first pool list before skipping the pool check.")
 @click.option("--metrics-dir", type=click.Path(file_okay=False),
               help="prometheus multiprocess directory (default: a fresh temporary directory).")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              default="INFO", show_default=True)
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+              default="info", show_default=True, help="Lowest level logged (JSON lines on stderr).")
 @kubernetes_version_option
 def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, client_ca_file: str | None,
           tls_min_version: str, host: str, port: int, workers: int, threads: int, keepalive: int,
@@ -86,6 +86,10 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     if metrics_dir:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
+    problem = _port_problem(host, port)
+    if problem is not None:  # gunicorn would retry five times, then exit 1 as if it had crashed
+        click.echo(f"dra-affinity serve: cannot listen on {host}:{port}: {problem}", err=True)
+        sys.exit(2)
     from dra_affinity.webhook.server import WebhookServer
 
     overrides: dict[str, object] = {
@@ -95,3 +99,21 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
         "proc_name": "dra-affinity-webhook",
     }
     WebhookServer(overrides).run()
+
+
+def _port_problem(host: str, port: int) -> str | None:
+    """Why `host:port` cannot be bound now (in use, not an address of this machine), or None."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        return str(error)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error.strerror or str(error)
+    return None

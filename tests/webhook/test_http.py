@@ -87,12 +87,18 @@ def test_malformed_reviews_are_400_with_a_json_error(server: Server) -> None:
         json.dumps(no_uid).encode(): "request.uid",
         json.dumps(bad_kind).encode(): "AdmissionReview",
         json.dumps(no_request).encode(): "request",
+        # what is missing is named, not printed as Python's None
+        json.dumps({"request": good["request"]}).encode():
+            "kind: Required value: must be AdmissionReview; apiVersion: Required value: one of",
+        json.dumps({**good, "apiVersion": "admission.k8s.io/v2"}).encode():
+            'apiVersion: Unsupported value: "admission.k8s.io/v2"',
         b"[" * 100_000 + b"]" * 100_000: "not JSON",
     }
     for body, fragment in cases.items():
         reply = server.request("POST", "/validate", body, {"Content-Type": "application/json"})
         assert reply.status == 400, body[:40]
         assert fragment in reply.json()["error"], reply.json()
+        assert "None" not in reply.json()["error"]
     assert server.request("GET", "/healthz").status == 200  # no worker was hurt
 
 

@@ -272,7 +272,7 @@ def test_a_request_whose_class_is_missing_is_an_input_error(tmp_path: Path) -> N
     [finding] = doc["findings"]
     assert finding["rule"] == "SA000" and finding["field"] == "spec.devices.requests[0]"
     assert "request 'nic' names DeviceClass 'nic-typo', which is not in the input" in finding["message"]
-    assert "ResourceClaim/pod" in run("dry-run", *paths).err
+    assert "error SA000 ResourceClaim/ml/pod: claim ml/pod request" in run("dry-run", *paths).err
     # without any DeviceClass in the input, every pool is a candidate as before
     no_classes = run("dry-run", "examples/networking-node-a.yaml", "examples/claims.yaml")
     assert no_classes.code == 0

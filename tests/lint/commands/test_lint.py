@@ -266,3 +266,19 @@ def test_version_and_help_do_not_import_heavy_modules() -> None:
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
     assert "HEAVY []" in proc.stderr, proc.stderr
     assert "0.1.0" in proc.stdout
+
+
+DELIBERATELY_BROKEN = {"examples/broken-slice.yaml", "examples/pools/broken-pools.yaml"}
+
+
+def test_every_example_not_deliberately_broken_lints_clean_under_strict() -> None:
+    """A driver that copies an example must pass the CI guide's `--strict`."""
+    examples = sorted(str(p.relative_to(REPO)) for p in (REPO / "examples").rglob("*.yaml")
+                      if "suites" not in p.parts)
+    clean = [e for e in examples if e not in DELIBERATELY_BROKEN]
+    assert len(clean) >= 8
+    out = run("lint", "--strict", *clean)
+    assert out.code == 0, out.out
+    assert "0 errors, 0 warnings, 0 infos" in out.out
+    for broken in DELIBERATELY_BROKEN:
+        assert run("lint", broken).code == 1, broken

@@ -236,3 +236,18 @@ def test_unreadable_objects_are_named_with_their_place(tmp_path: Path) -> None:
     assert out.code == 0
     assert "1 object(s) could not be read" in out.err
     assert f"{broken}:2:1: error SA000 YAML syntax error" in out.err
+
+
+def test_an_unreadable_file_is_reported_like_lint_and_fails(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: v1\nkind: [\n")
+    table = run("pools", str(bad), "examples/rdma-pkey.yaml")
+    assert table.code == 1, table.out + table.err
+    line = f"{bad}:3:1: error SA000 YAML syntax error"
+    assert line in table.out  # on stdout, as lint prints it
+    assert line in run("lint", str(bad)).out
+    assert "rdma.example.com/node-b" in table.out  # the readable pools are still reported
+    doc = run("pools", "--format", "json", str(bad), "examples/rdma-pkey.yaml")
+    assert doc.code == 1
+    assert [f["rule"] for f in doc.json()["findings"]] == ["SA000"]
+    assert doc.json()["summary"]["inputErrors"] == 1

@@ -241,4 +241,8 @@ def test_dry_run_request_selectors_are_applied(tmp_path: Path) -> None:
     out = run("dry-run", "--format", "json", "examples/networking-node-a.yaml",
               "examples/fpga-bitstream.yaml", str(path), "examples/device-classes.yaml")
     assert out.code == 0, out.err
-    assert [r["claim"] for r in out.json()["results"]] == ["ml/training-pod-a"]
+    # the FPGA pool (model u250) is of the class's driver but no device passes the request's selector
+    assert [(r["claim"], r["outcome"]) for r in out.json()["results"]] == [
+        ("ml/training-pod-a", "ok"), ("serving/inference-fpga", "no-matching-device")]
+    [excluded] = [r for r in out.json()["results"] if r["outcome"] == "no-matching-device"]
+    assert excluded["pool"] == {"driver": "fpga.example.com", "name": "node-c"}
