@@ -20,7 +20,8 @@ RESULT_SCHEMA = {
             "claim": {"type": "string", "pattern": "^[^/]+/[^/]+$"},
             "request": {"type": "string"},
             "pool": {"type": "object", "required": ["driver", "name"]},
-            "outcome": {"enum": ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "no-matching-device",
+            "outcome": {"enum": ["ok", "not-satisfied", "claim-inconsistent", "slice-error",
+                                 "no-matching-device",
                                  "selector-error",
                                  "not-applicable", "pool-incomplete"]},
             "affinity": {"type": ["object", "null"], "additionalProperties": {"type": "string"}},
@@ -194,12 +195,14 @@ def _pools_and_claim(tmp_path: Path, *, selectors: list[str], class_selector: st
     """Two pools of one driver (eth0 model a; eth0/eth1 model b), one of another, a class, a claim."""
 
     def pool(name: str, devices: dict[str, str], driver: str = "net.example.com") -> list[dict]:
-        meta = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-meta"},
+        meta = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-meta"},
                 "spec": {"driver": driver, "nodeName": name,
                          "pool": {"name": name, "generation": 1, "resourceSliceCount": 2},
                          "sharingAffinity": [{"name": "vlan", "expression":
                                               'has(object.vlan) ? "%s".format([object.vlan]) : ""'}]}}
-        devs = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-devs"},
+        devs = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{name}-devs"},
                 "spec": {"driver": driver, "nodeName": name,
                          "pool": {"name": name, "generation": 1, "resourceSliceCount": 2},
                          "devices": [{"name": d, "allowMultipleAllocations": True,
@@ -215,7 +218,8 @@ def _pools_and_claim(tmp_path: Path, *, selectors: list[str], class_selector: st
                  "metadata": {"name": "pod", "namespace": "ml"},
                  "spec": {"devices": {
                      "requests": [{"name": "nic", "exactly": {
-                         "deviceClassName": "nic", "selectors": [{"cel": {"expression": e}} for e in selectors]}}],
+                         "deviceClassName": "nic",
+                         "selectors": [{"cel": {"expression": e}} for e in selectors]}}],
                      "config": [{"requests": ["nic"], "opaque": {"driver": "net.example.com",
                                                                  "parameters": {"vlan": 7}}}]}}})
     path = tmp_path / "input.yaml"
@@ -287,7 +291,7 @@ def test_filters_that_match_nothing_are_usage_errors() -> None:
 
 
 def test_suite_outcomes_include_the_pool_outcomes(tmp_path: Path) -> None:
-    paths = _pools_and_claim(tmp_path, selectors=['device.attributes["net.example.com"].model == "a"'])
+    _pools_and_claim(tmp_path, selectors=['device.attributes["net.example.com"].model == "a"'])
     suite = tmp_path / "suite.yaml"
     suite.write_text(yaml.safe_dump({"resources": ["input.yaml"], "cases": [
         {"name": "b has no model-a NIC", "claim": "ml/pod", "pool": "node-b",
