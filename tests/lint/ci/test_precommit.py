@@ -28,7 +28,7 @@ from tests.cli import REPO
 from tests.lint.ci.support import SLICE, cli, write
 
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
-README = REPO / "README.md"
+DOCS = REPO / "docs"
 # the manifest keys pre-commit knows (pre-commit/clientlib.py MANIFEST_HOOK_DICT)
 KNOWN_KEYS = {
     "id", "name", "entry", "language", "alias", "files", "exclude", "types", "types_or",
@@ -156,14 +156,15 @@ def test_test_hook_runs_the_suites_named_in_args(source: HookSource, repo: Path)
 
 
 def _readme_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.S)
+    pages = [DOCS / "pre-commit.md", DOCS / "configuration.md", REPO / "README.md"]
+    return [b for page in pages for b in re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)]
 
 
 def test_readme_pre_commit_config_uses_the_declared_hooks() -> None:
     declared = {h["id"] for h in yaml.safe_load(HOOKS_FILE.read_text())}
     configs = [yaml.safe_load(b) for b in _readme_blocks("yaml") if b.lstrip().startswith(
         "# .pre-commit-config.yaml")]
-    assert configs, "README has a copy-paste .pre-commit-config.yaml"
+    assert configs, "the docs have a copy-paste .pre-commit-config.yaml"
     used = {hook["id"] for config in configs for repo in config["repos"] for hook in repo["hooks"]}
     assert used == declared
 

@@ -1,4 +1,4 @@
-"""docs/locks.md, docs/explain.md and docs/exporter.md: every command block runs as written.
+"""docs/locks.md, explain.md, exporter.md, troubleshooting.md: every command block runs as written.
 
 A ```sh block runs in bash from the repository root with the installed console script on PATH;
 its exit code is 0, or N when the block says `# exit N`. The ```text block right after it, if
@@ -8,47 +8,15 @@ The exporter's block runs against the local API stand-in loaded with the example
 
 from __future__ import annotations
 
-import os
-import re
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.cli import REPO
+from tests.docs import blocks, run_block
 from tests.webhook.fake_apiserver import FakeApiServer
-
-DOCS = REPO / "docs"
-_BLOCK = re.compile(r"```sh\n(.*?)\n```(?:\n\n```text\n(.*?)\n```)?", re.DOTALL)
-
-
-def blocks(name: str, text: str | None = None) -> list[tuple[str, str | None]]:
-    found = [(m.group(1), m.group(2)) for m in _BLOCK.finditer(text or (DOCS / name).read_text())]
-    assert found, f"no command block in {name}"
-    return found
-
-
-def run_block(script: str, expected: str | None, env: dict[str, str] | None = None) -> None:
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", script], cwd=REPO, capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **(env or {}), "PATH": path})
-    code = re.search(r"# exit (\d+)", script)
-    assert proc.returncode == (int(code.group(1)) if code else 0), f"{script}\n{proc.stdout}\n{proc.stderr}"
-    assert "Traceback" not in proc.stderr
-    if expected is None:
-        return
-    lines = proc.stdout.splitlines()
-    at = 0
-    for want in expected.splitlines():
-        if want.strip() == "...":
-            continue
-        while at < len(lines) and lines[at].rstrip() != want.rstrip():
-            at += 1
-        assert at < len(lines), f"{script}: line not in the output (in order): {want!r}\n{proc.stdout}"
-        at += 1
 
 
 @pytest.mark.parametrize("name", ["locks.md", "explain.md"])
@@ -57,10 +25,8 @@ def test_command_blocks_run_as_written(name: str) -> None:
         run_block(script, expected)
 
 
-def test_readme_troubleshooting_section_runs() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Troubleshooting a pending pod", 1)[1].split("\n## ", 1)[0]
-    for script, expected in blocks("README.md", section):
+def test_troubleshooting_page_runs() -> None:
+    for script, expected in blocks("troubleshooting.md"):
         run_block(script, expected)
 
 
