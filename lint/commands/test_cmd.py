@@ -66,7 +66,8 @@ def _check(result: ExtractionResult, expect: dict[str, Any]) -> list[str]:
         problems.append(f"{where}: unsatisfied {list(result.unsatisfied)}, expected {expect['unsatisfied']}")
     kind = result.error.kind if result.error else None
     if "errorKind" in expect and kind != expect["errorKind"]:
-        problems.append(f"{where}: error kind {kind!r}, expected {expect['errorKind']!r}")
+        got = repr(kind) if kind is not None else f"none (outcome {result.outcome.value}, no error)"
+        problems.append(f"{where}: error kind {got}, expected {expect['errorKind']!r}")
     message = result.error.message if result.error else ""
     if "errorContains" in expect and expect["errorContains"] not in message:
         problems.append(f"{where}: error message {message!r} lacks {expect['errorContains']!r}")
