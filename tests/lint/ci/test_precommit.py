@@ -157,7 +157,8 @@ def test_test_hook_runs_the_suites_named_in_args(source: HookSource, repo: Path)
 
 def _readme_blocks(language: str) -> list[str]:
     pages = [DOCS / "pre-commit.md", DOCS / "configuration.md", REPO / "README.md"]
-    return [b for page in pages for b in re.findall(rf"```{language}\n(.*?)```", page.read_text(), flags=re.S)]
+    fence = re.compile(rf"```{language}\n(.*?)```", flags=re.S)
+    return [block for page in pages for block in fence.findall(page.read_text())]
 
 
 def test_readme_pre_commit_config_uses_the_declared_hooks() -> None:
