@@ -512,6 +512,8 @@ class _Run:
         if self.candidate is not None:
             return [pool for ref, pool in self.pools.items() if self.pool_ok(ref)
                     and (not self.classes or self.candidate(request, self.classes, pool))]
+        if self.classes and request.device_class_name not in self.classes:
+            return []  # a class that does not exist selects no device
         key = (request.device_class_name, request.name,
                tuple((s.index, s.expression) for s in request.selectors))
         cached = self.candidates.get(key)
@@ -705,6 +707,11 @@ class _Run:
 
     def _summary(self, request: DeviceRequest, counts: Mapping[Reason, int], examined: int, wanted: int,
                  viable: int) -> Rejection:
+        if not examined and self.classes and request.device_class_name not in self.classes:
+            # the class does not exist for the scheduler: the claim stays pending
+            return Rejection(Reason.NO_CANDIDATES,
+                             f"request {request.name!r}: DeviceClass {request.device_class_name!r} is not in "
+                             "the input (the scheduler leaves the claim pending)")
         if not examined:
             return Rejection(Reason.NO_CANDIDATES,
                              f"request {request.name!r}: no device in the input can serve it")

@@ -289,3 +289,15 @@ def test_a_cluster_larger_than_its_capacity_prints_every_step_and_fails(tmp_path
     assert text.code == 1
     assert "device(s) [nic] not viable: lock mismatch" in text.out
     assert "UNSCHEDULABLE" in text.out and "Metrics:" in text.out
+
+
+def test_a_request_whose_class_is_missing_stays_pending(tmp_path: Path) -> None:
+    docs = list(yaml.safe_load_all((REPO / "examples" / "claims.yaml").read_text()))
+    claim = next(d for d in docs if d and d.get("kind") == "ResourceClaim")
+    claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic-typo"
+    path = tmp_path / "claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    out = run("simulate", "examples/networking-node-a.yaml", str(path), "examples/device-classes.yaml")
+    assert out.code == 1, out.out
+    assert "UNSCHEDULABLE (no candidate devices)" in out.out
+    assert "DeviceClass 'nic-typo' is not in the input (the scheduler leaves the claim pending)" in out.out
