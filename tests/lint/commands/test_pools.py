@@ -164,7 +164,7 @@ def test_pools_command_table_and_json() -> None:
     assert any("examples/pools/gpu-node-d/metadata-partition.yaml:3:1" in r for r in rows)
 
     data = run("pools", "--format", "json", *paths).json()
-    assert data["summary"] == {"pools": 4, "complete": 3, "incomplete": 1, "files": 5}
+    assert data["summary"] == {"pools": 4, "complete": 3, "incomplete": 1, "files": 5, "inputErrors": 0}
     by_name = {(p["driver"], p["name"]): p for p in data["pools"]}
     gpu = by_name[("gpu.example.com", "node-d")]
     assert gpu["keys"] == [{"key": "nvlink-domain", "slice": "gpu-node-d-meta-nvlink"},
