@@ -203,7 +203,7 @@ class PoolSurvey:
     class_devices: int
     excluded: tuple[tuple[int, int], ...]
     matching: int
-    failure: SelectorFailure | None = None
+    failure: SelectorProblem | None = None
     class_missing: bool = False
 
 
@@ -230,25 +230,25 @@ def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool
     class_devices = matching = 0
     for device, slice_ in pool.devices:
         where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
-        value: DeviceValue | DeviceValueError | None = None
+        value: DeviceValue | DeviceValueProblem | None = None
         rejected: int | None = None
         for position, (source, owner, selector) in enumerate([*class_selectors, *request_selectors]):
             compiled = compile_selector(selector.expression, key)
-            failure: SelectorFailure | None = None
+            failure: SelectorProblem | None = None
             if not compiled.ok:
                 stage: Stage = "engine" if compiled.engine_limited else "compile"
-                failure = SelectorFailure(source, owner, selector.index, stage, compiled.detail or "",
+                failure = SelectorProblem(source, owner, selector.index, stage, compiled.detail or "",
                                           pool.ref)
             else:
                 if value is None:
                     value = device_value(device, slice_.driver)
-                if isinstance(value, DeviceValueError):
-                    failure = SelectorFailure(source, owner, selector.index, "runtime", value.message,
+                if isinstance(value, DeviceValueProblem):
+                    failure = SelectorProblem(source, owner, selector.index, "runtime", value.message,
                                               pool.ref, where)
                 else:
                     result = evaluate_selector(compiled, value, cost_limit=cost_limit)
                     if result.error is not None:
-                        failure = SelectorFailure(source, owner, selector.index, "runtime", result.error,
+                        failure = SelectorProblem(source, owner, selector.index, "runtime", result.error,
                                                   pool.ref, where)
                     elif not result.matched:
                         rejected = position

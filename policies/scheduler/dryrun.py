@@ -19,9 +19,9 @@ from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ER
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.claims import claim_problems
 from dra_affinity.policies.scheduler.extraction import (
-    ExtractionError,
     ExtractionMemo,
     ExtractionPool,
+    ExtractionProblem,
     ExtractionResult,
     Outcome,
     PoolExtractor,
@@ -196,7 +196,7 @@ class DryRun:
                                     claim, message, by_class.get(request.device_class_name)))
                             yield ExtractionResult(
                                 claim.qualified_name, name, ref, Outcome.SELECTOR_ERROR,
-                                error=ExtractionError(SELECTOR_ERROR_KIND, message))
+                                error=ExtractionProblem(SELECTOR_ERROR_KIND, message))
                             continue
                         if not match.candidate:
                             survey = self._survey(request, pool)
