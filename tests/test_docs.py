@@ -67,3 +67,11 @@ def test_quick_start_works_in_a_fresh_clone(tmp_path: Path) -> None:
                           timeout=1200)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the deliberately broken examples
     assert "error SA102" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_the_rules_page_lists_every_rule() -> None:
+    from dra_affinity.policies.rules.catalog import catalog
+
+    page = (DOCS / "rules.md").read_text()
+    missing = [rule for rule in catalog() if f"| {rule} |" not in page]
+    assert not missing, f"docs/rules.md lacks {missing}"
