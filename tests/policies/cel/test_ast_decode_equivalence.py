@@ -541,8 +541,19 @@ def _unwrap(serialized: bytes) -> bytes:
     return next(_b(v) for num, _, v in _fields(serialized) if num == 2)
 
 
+def _engine_readable(text: str) -> bool:
+    """cel-expr-python takes UTF-8 text only; our compile path refuses the rest before it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def checked(text: str) -> bytes | None:
     """cel-cpp's checked AST in the sharing-affinity environment, or None."""
+    if not _engine_readable(text):
+        return None
     try:
         return get_env(KEY).checker.compile(text).serialize()
     except RuntimeError:
@@ -554,6 +565,8 @@ def parsed(text: str) -> bytes | None:
 
     Reaches every expression that parses, whatever identifiers and functions it uses.
     """
+    if not _engine_readable(text):
+        return None
     try:
         serialized = get_env(KEY).checker.compile(text, disable_check=True).serialize()
     except RuntimeError:
