@@ -336,7 +336,22 @@ def test_pool_report_on_the_kep_examples(
     assert all(s.position is not None and s.position.column == 1 for s in report.slices)
 
 
-def test_design_details_example_costs_match_the_reference_vector() -> None:
+KEP_GUARDED = (
+    'object.apiVersion == "networking.example.com/v1"\n  && object.kind == "NICConfig"\n'
+    '  ? object.{field} : ""\n'
+)
+"""The KEP's Design Details extractor, verbatim (examples/ now returns a bounded `format`)."""
+
+
+def test_design_details_extractors_cost_the_reference_vector() -> None:
     # k8s-cel-reference V-A2: the KEP's guarded subnet extractor estimates {2, 7}; two of them.
+    entries = [entry("subnet", KEP_GUARDED.format(field="subnetID")),
+               entry("pkey", KEP_GUARDED.format(field="ibPKey"))]
+    [pool] = build_pools(slices_from(slice_doc(entries)), LIMITS).values()
+    assert pool.slice_costs == (14,) and pool.total_cost == 14
+
+
+def test_the_shipped_example_pool_costs_the_sum_of_its_extractors() -> None:
     pool = example_pools("networking-node-a.yaml")[POOL]
-    assert pool.total_cost == 14
+    [metadata] = pool.metadata_slices
+    assert pool.total_cost == slice_cost(metadata, LIMITS) > 0
