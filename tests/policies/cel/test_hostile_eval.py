@@ -123,7 +123,7 @@ def test_invalid_utf8_on_the_command_line_is_a_usage_error() -> None:
 
 
 def test_lone_surrogates_compile_as_go_reads_them() -> None:
-    compiled = compile_expression('"\ud800" + "a"', KEY)
+    compiled = compile_expression('"' + chr(0xD800) + '" + "a"', KEY)
     assert compiled.ok, compiled.error_text
     assert evaluate(compiled, {"object": {}}).value == "\ufffda"
 
