@@ -37,7 +37,11 @@ def test_command_blocks_run_as_written(page: str) -> None:
 
 def test_the_readme_is_a_newcomers_page() -> None:
     readme = (REPO / "README.md").read_text()
-    assert readme.split("\n## ", 2)[1].startswith("Quick start")  # the first section
+    quick_start = readme.split("\n## ", 2)[1]
+    assert quick_start.startswith("Quick start")  # the first section
+    # the second set-up command is the test command, and CI runs exactly it
+    ci_command = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert "pytest" in ci_command and f"\n{ci_command}\n" in quick_start
     assert len(readme.splitlines()) < 200
     for page in sorted(DOCS.glob("*.md")):
         assert f"docs/{page.name}" in readme, f"README links every page of docs/: {page.name}"
