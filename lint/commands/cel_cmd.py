@@ -90,8 +90,6 @@ def _object_or_usage_error(value: object, source: str) -> object:
     return value
 
 
-VERDICT_RULES = ("SA105", "SA106", "SA107", "SA108")
-"""The slice rules that decide whether the API server accepts an extractor."""
 
 
 def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str, Any]]:
@@ -102,11 +100,22 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
     """
     import yaml
     from dra_affinity.lint.loader import load_text
+    from dra_affinity.policies.core.api import RESOURCE_GROUP
     from dra_affinity.policies.model.resources import ResourceSlice, parse
     from dra_affinity.policies.rules.engine import EngineOptions, check_slice
+    from dra_affinity.policies.rules.slice import (
+        sa105_expression_too_long,
+        sa106_compile_error,
+        sa107_output_type,
+        sa108_cost_budget,
+    )
+
+    # the slice rules that decide whether the API server accepts an extractor
+    verdict_rules = {m.RULE.id for m in (sa105_expression_too_long, sa106_compile_error,
+                                         sa107_output_type, sa108_cost_budget)}
 
     manifest = {
-        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "cel-check"},
+        "apiVersion": f"{RESOURCE_GROUP}/v1", "kind": "ResourceSlice", "metadata": {"name": "cel-check"},
         "spec": {"driver": "cel-check.example.com", "nodeName": "node",
                  "pool": {"name": "pool", "generation": 1, "resourceSliceCount": 1},
                  "sharingAffinity": [{"name": "key", "expression": expression}]},
@@ -117,7 +126,7 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
         return []
     findings = check_slice(parsed.obj, options=EngineOptions(kubernetes_version=version))
     return [{"rule": f.rule, "severity": f.severity.label, "message": f.message}
-            for f in findings if f.rule in VERDICT_RULES]
+            for f in findings if f.rule in verdict_rules]
 
 
 def check_expression(expression: str, version: KubernetesVersion, obj: object | None,
@@ -162,7 +171,11 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
                 "value": json_value(result.value),
                 "type": result.cel_type or None,
                 "runtimeCost": result.runtime_cost,
-                "error": {"kind": kind, "message": detail} if kind is not None else None,
+                # what CEL itself says (the upstream-parity corpus checks this) ...
+                "error": {"kind": result.error.kind, "message": result.error.message}
+                if result.error else None,
+                # ... and what the scheduler makes of it (a non-string value is its error too)
+                "scheduler": {"kind": kind, "message": detail} if kind is not None else None,
             }
     return out, compiled.error_text
 
@@ -187,10 +200,11 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
     lines.extend(verdicts)
     result = doc["result"]
     if result is not None:
-        if result["error"]:
-            if result["type"] is not None:  # evaluated, but the scheduler cannot use the value
+        if result["scheduler"]:
+            if result["error"] is None:  # evaluated, but the scheduler cannot use the value
                 lines.append(f"value: {json.dumps(result['value'])} ({result['type']})")
-            lines.append(f"scheduler: slice-error: {result['error']['kind']}: {result['error']['message']}")
+            verdict = result["scheduler"]
+            lines.append(f"scheduler: slice-error: {verdict['kind']}: {verdict['message']}")
         else:
             lines.append(f"value: {json.dumps(result['value'])} ({result['type']})")
             lines.append("scheduler: ok")
@@ -224,5 +238,5 @@ def check(expression: str | None, file: str | None, obj: str | None, stored: boo
     doc, error_text = check_expression(text, kubernetes_version, value, stored)
     click.echo(json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text))
     failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
-              or (doc["result"] is not None and doc["result"]["error"]))
+              or (doc["result"] is not None and doc["result"]["scheduler"]))
     sys.exit(1 if failed else 0)

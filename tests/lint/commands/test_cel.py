@@ -51,7 +51,9 @@ def test_missing_field_is_classified_like_the_scheduler(tmp_path: Path) -> None:
     params.write_text("apiVersion: v1\nkind: Other\n")
     result = run("cel", "check", "--format", "json", "object.spec.subnet", "--object", str(params))
     assert result.code == 1
-    error = result.json()["result"]["error"]
+    evaluated = result.json()["result"]
+    assert evaluated["scheduler"] == evaluated["error"]
+    error = evaluated["error"]
     assert error["kind"] == "missing field"
     assert error["message"].startswith("no such key: spec. Consider using CEL optional chaining")
 
@@ -101,9 +103,10 @@ def test_results_holding_optionals_or_library_values_are_shown_as_users_know_the
         assert [v["rule"] for v in doc["verdicts"]] == ([] if library else ["SA107"]), expression
         evaluated = doc["result"]
         assert (evaluated["value"], evaluated["type"]) == (value, cel_type), expression
-        assert (evaluated["error"] is None) == library, expression
+        assert evaluated["error"] is None, expression  # CEL itself evaluates it
+        assert (evaluated["scheduler"] is None) == library, expression
         if not library:
-            assert evaluated["error"]["kind"] == "cel expression returned non-string", expression
+            assert evaluated["scheduler"]["kind"] == "cel expression returned non-string", expression
 
 
 def test_cel_check_gives_lint_and_scheduler_verdicts() -> None:

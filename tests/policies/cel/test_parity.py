@@ -360,7 +360,8 @@ def test_parity(case: ParityCase, console_runs: ConsoleRuns) -> None:
         code, printed = console_runs.result(case)
         if printed != json.loads(json.dumps(doc)):
             problems.append(f"cli: the console script printed another document: {printed}")
-        failed = doc["compiles"] is False or bool(doc["result"] and doc["result"]["error"])
+        failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
+                  or bool(doc["result"] and doc["result"]["scheduler"]))
         if code != (1 if failed else 0):
             problems.append(f"cli: exit code {code}")
     if problems:
