@@ -22,14 +22,12 @@ API print) are unpacked into their items, each with positions relative to itself
 from __future__ import annotations
 
 import codecs
-import contextlib
-import gc
 import json
 import os
 import re
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -37,6 +35,7 @@ import yaml
 from dra_affinity.lint.walk import SkipReason, WalkFilter
 from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import Position, Source
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -117,23 +116,6 @@ def load_text(text: str, *, name: str = STDIN_NAME) -> LoadResult:
     return loader.result
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while one file is parsed; restore its previous state.
-
-    Parsing allocates millions of acyclic objects (nodes, marks, values, paths);
-    the generational collector rescans the growing set of survivors again and
-    again, which measured at 2–3x the parse itself. Reference counting frees
-    everything the parse drops; the rare cycle (a recursive alias) waits for the
-    next collection.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _display(path: str) -> str:
@@ -458,7 +440,7 @@ class _Loader:
         """Load one file's text; a last-resort guard turns any exception into a finding."""
         self.result.texts[name] = text
         try:
-            with _gc_paused():
+            with gc_paused():
                 self._load_content(name, text)
         except Exception as error:  # a bug, but the CLI must still answer with a finding
             self._file_finding(

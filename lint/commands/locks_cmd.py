@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import render_map
 
@@ -65,7 +64,7 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    with _gc_paused():
+    with gc_paused():
         objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods)
         book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
                               kubernetes_version=kubernetes_version)
@@ -101,16 +100,6 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
     return load(True) if fast.findings else fast
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while the reconstruction's millions of acyclic objects are made (as the loader)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def echo_finding(finding: Finding) -> None:

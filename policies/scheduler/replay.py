@@ -27,17 +27,16 @@ once per variant.
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
 import heapq
 import itertools
 import time as wallclock
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import (
     Device,
@@ -778,17 +777,6 @@ def _copies(replay: _Replay, template: int, request: DeviceRequest, device: Devi
 # -- the loop ---------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the replay runs: states, holders and options are
-    acyclic and short-lived, and collections triggered by their allocation cost a fifth of the run."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _waits(values: list[float], immediate: int) -> Waits:
@@ -857,7 +845,7 @@ def replay(
             series.append(_snapshot(state, next_sample, totals, capacity_total))
             next_sample += step
 
-    with _gc_paused():  # the loop makes millions of short-lived acyclic objects
+    with gc_paused():  # the loop makes millions of short-lived acyclic objects
         for arrival in arrival_list:
             while departures and departures[0][0] <= arrival.time:
                 when, which = heapq.heappop(departures)
