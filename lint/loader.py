@@ -44,10 +44,42 @@ STDIN_NAME = "<stdin>"
 EXTENSIONS = (".yaml", ".yml", ".json")
 """What a directory walk picks up (kubectl's list); a file named explicitly is read as it is."""
 
-_PARSER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
+_BASE_PARSER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
     yaml, "CSafeLoader", yaml.SafeLoader
 )
 """libyaml's parser (about 10x faster); PyYAML's own if it was built without libyaml."""
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+class _Parser(_BASE_PARSER):  # type: ignore[misc,valid-type]
+    """The safe loader with implicit tags resolved once per distinct plain scalar.
+
+    Why: the C parser calls back into PyYAML's Python resolver for every node (a regex walk
+    per scalar, plus path-resolver bookkeeping the safe loader never uses); that was a third
+    of composing a claims file (issue 15). The answer depends only on the scalar's text, so it
+    is memoised per parser (dropped with it): keys and repeated values cost one dict lookup.
+    Quoted scalars are strings, collections get the default tags, as the resolver would say.
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._tags: dict[str, str] = {}
+
+    def resolve(self, kind: type[Node], value: str | None, implicit: tuple[bool, bool]) -> str:
+        if kind is ScalarNode:
+            if not implicit[0]:
+                return _STR_TAG
+            tag = self._tags.get(value)  # type: ignore[arg-type]
+            if tag is None:
+                tag = self._tags[value] = super().resolve(kind, value, implicit)  # type: ignore[index]
+            return tag
+        return super().resolve(kind, value, implicit)
+
+    def descend_resolver(self, current_node: object, current_index: object) -> None:
+        """No path resolvers are registered on the safe loader: nothing to track."""
+
+    def ascend_resolver(self) -> None:
+        """See `descend_resolver`."""
 _NULL_TAG = "tag:yaml.org,2002:null"
 _FILE_START = Position(1, 1)
 _DOCUMENT_START = re.compile(r"^---(?=[ \t\r\n]|$)", re.MULTILINE)
@@ -485,7 +517,7 @@ class _Loader:
         offset = line = 0
         while True:
             chunk = text[offset:] if offset else text
-            parser = _PARSER(chunk)
+            parser = _Parser(chunk)
             try:
                 while parser.check_node():
                     node = parser.get_node()
