@@ -50,13 +50,13 @@ class LockCollector(Collector):
         lock_devices = GaugeMetricFamily("sharing_affinity_pool_lock_devices",
                                          "Devices of a pool locked to one value.",
                                          labels=[*_POOL_LABELS, "lock"])
-        stranded = GaugeMetricFamily("sharing_affinity_pool_stranded_capacity",
-                                     "Capacity free on the locked devices of a pool: usable only by "
-                                     "claims that extract the same values.",
-                                     labels=[*_POOL_LABELS, "capacity"])
-        stranded_devices = GaugeMetricFamily("sharing_affinity_pool_stranded_devices",
-                                             "Locked devices of a pool that still have room.",
-                                             labels=_POOL_LABELS)
+        locked_free = GaugeMetricFamily("sharing_affinity_pool_locked_free_capacity",
+                                        "Capacity free on the locked devices of a pool: usable only by "
+                                        "claims that extract the same values.",
+                                        labels=[*_POOL_LABELS, "capacity"])
+        locked_free_devices = GaugeMetricFamily("sharing_affinity_pool_locked_free_devices",
+                                                "Locked devices of a pool that still have room.",
+                                                labels=_POOL_LABELS)
         for pool in report.pools:
             labels = [pool.ref.driver, pool.ref.name, pool.node]
             for state, count in pool.states.items():
@@ -66,10 +66,10 @@ class LockCollector(Collector):
             lock_values.add_metric(labels, len(pool.locks))
             for value in pool.locks:
                 lock_devices.add_metric([*labels, value.text], value.devices)
-            for name, free in pool.stranded.items():
-                stranded.add_metric([*labels, name], float(amount(free) or Fraction(0)))
-            stranded_devices.add_metric(labels, pool.stranded_devices)
-        yield from (pool_devices, lock_values, lock_devices, stranded, stranded_devices)
+            for name, free in pool.locked_free.items():
+                locked_free.add_metric([*labels, name], float(amount(free) or Fraction(0)))
+            locked_free_devices.add_metric(labels, pool.locked_free_devices)
+        yield from (pool_devices, lock_values, lock_devices, locked_free, locked_free_devices)
 
 
 def exposition(report: LockReport) -> str:

@@ -64,7 +64,7 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    with gc_paused():
+    with gc_paused(freeze=True):  # the model and the book live until the command exits
         objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods)
         book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
                               kubernetes_version=kubernetes_version)
@@ -130,7 +130,7 @@ def pool_json(p: PoolLocks) -> dict[str, Any]:
         "tracked": not p.untracked, "untrackedReason": p.untracked or None,
         "devices": p.devices, "states": dict(p.states),
         "locks": [{"lock": dict(v.lock), "devices": v.devices} for v in p.locks],
-        "stranded": {"capacity": dict(p.stranded), "devices": p.stranded_devices},
+        "lockedFree": {"capacity": dict(p.locked_free), "devices": p.locked_free_devices},
     }
 
 
@@ -180,16 +180,16 @@ def render_table(report: LockReport) -> str:
         lines.append("(no device matches)")
     if report.pools:
         lines += ["", "Pools:"]
-        rows = [("POOL", "NODE", "CLEAN", "LOCKED", "UNRECONSTRUCTABLE", "STRANDED", "LOCKS")]
+        rows = [("POOL", "NODE", "CLEAN", "LOCKED", "UNRECONSTRUCTABLE", "LOCKED-FREE", "LOCKS")]
         for p in report.pools:
             if p.untracked:
                 rows.append((f"{p.ref.driver}/{p.ref.name}", p.node, "-", "-", "-", "-",
                              f"untracked: {p.untracked} ({p.devices} devices)"))
                 continue
-            stranded = ", ".join(f"{k} {v}" for k, v in p.stranded.items()) or "-"
+            locked_free = ", ".join(f"{k} {v}" for k, v in p.locked_free.items()) or "-"
             values = "; ".join(f"{v.text} ({v.devices})" for v in p.locks) or "-"
             rows.append((f"{p.ref.driver}/{p.ref.name}", p.node, str(p.states["clean"]),
-                         str(p.states["locked"]), str(p.states["unreconstructable"]), stranded, values))
+                         str(p.states["locked"]), str(p.states["unreconstructable"]), locked_free, values))
         lines += ["  " + line for line in _columns(rows)]
     t = report.totals
     lines += ["", "Metrics:", f"  sharing_affinity_locked_devices {t.locked_devices}",
@@ -203,7 +203,7 @@ def render_table(report: LockReport) -> str:
 
 def render_html(report: LockReport) -> str:
     """One self-contained page (the renderer `simulate --workload --format html` uses): totals,
-    pools with their lock values and stranded capacity, and every device coloured by its lock."""
+    pools with their lock values and locked-free capacity, and every device coloured by its lock."""
     from dra_affinity.lint.reporters.html_page import Grid, Page, Table, device_cells
 
     t = report.totals
@@ -218,11 +218,11 @@ def render_html(report: LockReport) -> str:
     if report.pools:
         page.heading("Pools")
         page.table(Table(
-            ("pool", "node", "clean", "locked", "unreconstructable", "stranded", "locks"),
+            ("pool", "node", "clean", "locked", "unreconstructable", "locked-free", "locks"),
             tuple((f"{p.ref.driver}/{p.ref.name}", p.node, *(
                 ("-", "-", "-", "-", f"untracked: {p.untracked}") if p.untracked else (
                     str(p.states["clean"]), str(p.states["locked"]), str(p.states["unreconstructable"]),
-                    ", ".join(f"{k} {v}" for k, v in p.stranded.items()) or "-",
+                    ", ".join(f"{k} {v}" for k, v in p.locked_free.items()) or "-",
                     "; ".join(f"{v.text} ({v.devices})" for v in p.locks) or "-")))
                   for p in report.pools),
             (False, False, True, True, True, False, False)))
@@ -263,9 +263,10 @@ def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_co
     resourceslices,deviceclasses,resourceclaims -A -o yaml`, or --cluster) and derives each
     device's lock from the claims' status.allocation as a restarted scheduler does: clean,
     locked to a key map, or unreconstructable (with the claim and what failed). Per pool:
-    devices by state, each lock value and how many devices hold it, and stranded capacity
-    (free capacity on locked devices). `--format prometheus` writes the KEP's gauges and
-    per-pool series for a node-exporter textfile collector.
+    devices by state, each lock value and how many devices hold it, and locked-free capacity
+    (all free capacity on locked devices; the part of it pending claims cannot use because
+    of the lock is what `simulate --workload` calls stranded). `--format prometheus` writes
+    the KEP's gauges and per-pool series for a node-exporter textfile collector.
 
     Exit code 0 (unreconstructable devices are a state, shown, not a failure); 1 when an
     input is invalid; 2 on usage errors.

@@ -14,12 +14,21 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC for the block; restore whatever state it had before."""
+def gc_paused(*, freeze: bool = False) -> Iterator[None]:
+    """Pause the cyclic GC for the block; restore whatever state it had before.
+
+    `freeze`: what the block built lives as long as the process (a command's model of a whole
+    cluster), so on exit it is moved out of the collector's reach (`gc.freeze`) — otherwise the
+    first collections after the block walk all of it (measured: 5 of the 13 CPU seconds of
+    `locks` at 100,000 claims). Its cycles, if any, are never collected: only for input that
+    is kept anyway.
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if freeze:
+            gc.freeze()
         if enabled:
             gc.enable()

@@ -3,9 +3,11 @@
 One data structure (`LockReport`) built from a `LockBook`, which every format renders
 (table, JSON, Prometheus text, HTML): the devices with their state, lock, holders and
 capacity left; per pool the devices by state, each distinct lock value with how many
-devices hold it, and the *stranded* capacity — capacity still free on locked devices,
-usable only by claims that extract the same values; and the KEP's two gauges as
-cluster totals. Filters select what is listed; totals are always the whole cluster's.
+devices hold it, and the *locked-free* capacity — capacity still free on locked devices,
+usable only by claims that extract the same values (SPEC §6 keeps *stranded* for the part
+of it the pending claims cannot use because of the lock, which `simulate --workload`
+reports); and the KEP's two gauges as cluster totals. Filters select what is listed;
+totals are always the whole cluster's.
 """
 
 from __future__ import annotations
@@ -55,9 +57,9 @@ class PoolLocks:
     """Why no lock is kept for the pool's devices; empty for a tracked pool."""
     states: Mapping[str, int]
     locks: tuple[LockValue, ...]
-    stranded: Mapping[str, str]
+    locked_free: Mapping[str, str]
     """Per capacity: free amount on the pool's locked devices."""
-    stranded_devices: int
+    locked_free_devices: int
     """Locked devices that still have room (or take more holders)."""
 
     @property
@@ -136,8 +138,8 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
     pool = book.pools[ref]
     states = dict.fromkeys(STATES, 0)
     values: dict[tuple[tuple[str, str], ...], int] = {}
-    stranded: dict[str, Fraction] = {}
-    stranded_devices = 0
+    locked_free: dict[str, Fraction] = {}
+    locked_free_devices = 0
     for dref in book.pool_devices(ref):
         state = book.states[dref]
         states[state.status.value] += 1
@@ -148,14 +150,14 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
         device = book.devices[dref]
         left = _left(device, state)
         for name, free in left.items():
-            stranded[name] = stranded.get(name, Fraction(0)) + free
+            locked_free[name] = locked_free.get(name, Fraction(0)) + free
         if device.allow_multiple_allocations and (not left or any(left.values())):
-            stranded_devices += 1
+            locked_free_devices += 1
     reason = untracked_reason(pool, book.feature_gate) if not book.tracked(pool) else ""
     ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
     return PoolLocks(ref, book.node(ref), reason, states,
                      tuple(LockValue(dict(k), n) for k, n in ordered),
-                     {k: render(v) for k, v in sorted(stranded.items())}, stranded_devices)
+                     {k: render(v) for k, v in sorted(locked_free.items())}, locked_free_devices)
 
 
 def totals(book: LockBook) -> Totals:

@@ -23,7 +23,7 @@ LOCKS_SCHEMA: dict[str, Any] = {
     "properties": {
         "devices": {"type": "array", "items": {**_STATE, "required": [*_STATE["required"], "node", "left"]}},
         "pools": {"type": "array", "items": {"type": "object", "required": [
-            "pool", "node", "tracked", "devices", "states", "locks", "stranded"]}},
+            "pool", "node", "tracked", "devices", "states", "locks", "lockedFree"]}},
         "metrics": {"type": "object", "required": ["sharing_affinity_locked_devices",
                                                    "sharing_affinity_unreconstructable_devices"]},
     },
@@ -81,7 +81,7 @@ def test_every_device_of_every_affinity_pool_with_state_lock_holders_and_capacit
     assert set(pools) == {"node-1", "node-2"}  # the GPU pool keeps no lock: only with --all
     assert pools["node-2"]["states"]["locked"] == 2
     assert pools["node-2"]["locks"] == [{"lock": {"subnet": "subnet-c"}, "devices": 2}]
-    assert pools["node-2"]["stranded"] == {"capacity": {"nic.example.com/vfs": "13"}, "devices": 2}
+    assert pools["node-2"]["lockedFree"] == {"capacity": {"nic.example.com/vfs": "13"}, "devices": 2}
 
 
 def test_all_lists_untracked_devices_and_filters_select() -> None:
@@ -117,7 +117,7 @@ def test_prometheus_text_has_the_kep_gauges_and_labelled_series() -> None:
     assert samples[("sharing_affinity_pool_lock_devices",
                     (("driver", "nic.example.com"), ("lock", "subnet=subnet-a"), ("node", "node-1"),
                      ("pool", "node-1")))] == 1
-    assert samples[("sharing_affinity_pool_stranded_capacity",
+    assert samples[("sharing_affinity_pool_locked_free_capacity",
                     (("capacity", "nic.example.com/vfs"), *labels))] == 6
 
 
