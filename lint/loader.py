@@ -27,7 +27,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -36,7 +36,7 @@ from dra_affinity.lint.walk import SkipReason, WalkFilter
 from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.source import Position, Source
+from dra_affinity.policies.core.source import FieldPath, Position, Source
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -239,6 +239,108 @@ class _JsonStream:
     values: list[tuple[object, Position]]
     error: Position | None = None
     message: str = ""
+    yaml_differs: bool = False
+    """Some object repeats a key (the decoder keeps the last value silently), or a value is
+    `NaN`/`Infinity` (Python's decoder takes them; to YAML they are strings)."""
+
+    def plain(self, text: str) -> bool:
+        """Whether the decoder's values are exactly what the YAML path would build, with no
+        finding to place: every document an object (or null), every List item too, no repeated
+        key, and no character YAML reads differently from JSON (NEL, LS, PS are line breaks to
+        YAML, folded inside a string)."""
+        if self.yaml_differs or any(c in text for c in _YAML_BREAKS):
+            return False
+        for value, _ in self.values:
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                return False
+            kind, items = value.get("kind"), value.get("items")
+            if isinstance(kind, str) and _is_list_kind(kind):
+                if isinstance(items, list):
+                    if not all(item is None or isinstance(item, dict) for item in items):
+                        return False
+                elif kind == "List" and items is not None:
+                    return False
+        return True
+
+
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+class _JsonPositions:
+    """The positions of one JSON file's documents, found by the YAML parser on first use.
+
+    Why: decoding JSON with the `json` module is ~10x faster than composing it as YAML, and
+    most documents never need a position (no finding in them). The file is composed once,
+    the first time any of its documents is asked for one; if the YAML parser cannot follow
+    (surrogate-pair escapes), each document keeps its start, as before.
+    """
+
+    __slots__ = ("_name", "_table", "_text")
+
+    def __init__(self, name: str, text: str) -> None:
+        self._name = name
+        self._text: str | None = text
+        self._table: dict[tuple[int, int | None], Source] = {}
+
+    def source(self, document: int, item: int | None) -> Source | None:
+        if self._text is not None:
+            loader = _Loader(None)
+            with gc_paused():
+                parsed = loader._load_yaml(self._name, self._text, json_numbers=True, strict=True)
+            self._text = None
+            if parsed >= 0:
+                self._table = {(d.source.document, d.item): d.source for d in loader.result.documents}
+        return self._table.get((document, item))
+
+
+class _LazyPositions(Mapping[FieldPath, Position]):
+    """A JSON document's value or key positions, resolved through its file's `_JsonPositions`.
+
+    The root position (where the document starts) is known without composing, for a
+    top-level document; anything else composes the file once.
+    """
+
+    __slots__ = ("_document", "_file", "_item", "_keys", "_root", "_table")
+
+    def __init__(self, file: _JsonPositions, document: int, item: int | None, root: Position,
+                 *, keys: bool) -> None:
+        self._file = file
+        self._document = document
+        self._item = item
+        self._root = root
+        self._keys = keys
+        self._table: Mapping[FieldPath, Position] | None = None
+
+    def _resolved(self) -> Mapping[FieldPath, Position]:
+        if self._table is None:
+            source = self._file.source(self._document, self._item)
+            if source is None:
+                self._table = {} if self._keys else {(): self._root}
+            else:
+                self._table = source.key_positions if self._keys else source.positions
+        return self._table
+
+    def get(self, path: FieldPath, default: Position | None = None) -> Position | None:  # type: ignore[override]
+        if not path and self._item is None and self._table is None:
+            return default if self._keys else self._root
+        return self._resolved().get(path, default)
+
+    def __getitem__(self, path: FieldPath) -> Position:
+        found = self.get(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
+    def __contains__(self, path: object) -> bool:
+        return self.get(path) is not None  # type: ignore[arg-type]
+
+    def __iter__(self) -> Iterator[FieldPath]:
+        return iter(self._resolved())
+
+    def __len__(self) -> int:
+        return len(self._resolved())
 
 
 def _line_column(text: str, offset: int) -> Position:
@@ -247,8 +349,19 @@ def _line_column(text: str, offset: int) -> Position:
 
 
 def _parse_json(text: str) -> _JsonStream:
-    decoder = json.JSONDecoder()
     out = _JsonStream([])
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        value = dict(items)
+        if len(value) != len(items):
+            out.yaml_differs = True
+        return value
+
+    def constant(name: str) -> float:
+        out.yaml_differs = True
+        return float(name)
+
+    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant)
     index = 0
     while True:
         match = _JSON_SPACE.match(text, index)
@@ -492,11 +605,19 @@ class _Loader:
         self._load_yaml(name, text, json_numbers=False)
 
     def _load_json(self, name: str, text: str, stream: _JsonStream) -> None:
-        """Valid JSON: positions come from the YAML parser (JSON is YAML) reading it as JSON.
+        """Valid JSON: the decoder's values; positions from the YAML parser (JSON is YAML).
 
-        If the YAML parser cannot follow (surrogate-pair escapes, concatenated values),
-        use the JSON decoder's values with one position per document.
+        When the values hold nothing to report (`_JsonStream.plain`), they are used as they
+        are and the positions are composed only if asked for (`_JsonPositions`). Otherwise
+        the YAML parser builds the documents, so a repeated key or a non-object item is
+        reported at its line. If the YAML parser cannot follow (surrogate-pair escapes,
+        concatenated values), use the JSON decoder's values with one position per document.
         """
+        if self._json_positions and stream.plain(text):
+            positions = _JsonPositions(name, text)
+            for index, (value, position) in enumerate(stream.values):
+                self._add_plain(name, index, value, position, positions)
+            return
         if self._json_positions:
             before = (len(self.result.documents), len(self.result.findings))
             parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
@@ -599,9 +720,18 @@ class _Loader:
             LoadedDocument(data, source, kind, _text_field(data, "apiVersion"), item)
         )
 
-    def _add_plain(self, name: str, index: int, value: object, position: Position) -> None:
-        """A document decoded without nodes (the JSON fallback): one position for all of it."""
-        source = Source(file=name, document=index, positions={(): position})
+    def _add_plain(self, name: str, index: int, value: object, position: Position,
+                   lazy: _JsonPositions | None = None) -> None:
+        """A document decoded without nodes: positions composed on first use (`lazy`), or one
+        position for all of it (the JSON fallback)."""
+
+        def source(item: int | None) -> Source:
+            if lazy is None:
+                return Source(file=name, document=index, positions={(): position})
+            return Source(file=name, document=index,
+                          positions=_LazyPositions(lazy, index, item, position, keys=False),
+                          key_positions=_LazyPositions(lazy, index, item, position, keys=True))
+
         if value is None:
             return
         if not isinstance(value, dict):
@@ -612,7 +742,7 @@ class _Loader:
         items = value.get("items")
         if not (_is_list_kind(kind) and isinstance(items, list)):
             if kind != "List":
-                doc = LoadedDocument(value, source, kind, _text_field(value, "apiVersion"))
+                doc = LoadedDocument(value, source(None), kind, _text_field(value, "apiVersion"))
                 self.result.documents.append(doc)
             return
         api_version = _text_field(value, "apiVersion")
@@ -620,7 +750,8 @@ class _Loader:
             if isinstance(item, dict):
                 data = _with_list_defaults(item, kind, api_version)
                 doc = LoadedDocument(
-                    data, source, _text_field(data, "kind"), _text_field(data, "apiVersion"), number
+                    data, source(number), _text_field(data, "kind"), _text_field(data, "apiVersion"),
+                    number,
                 )
                 self.result.documents.append(doc)
             elif item is not None:

@@ -236,6 +236,28 @@ def test_json_that_yaml_cannot_read_falls_back_to_the_json_decoder(tmp_path: Pat
     assert second.source.locate(()) == Position(3, 1)
 
 
+def test_json_is_decoded_by_the_json_module_and_composed_only_for_positions(tmp_path: Path) -> None:
+    """A `kubectl get -o json` list: values from the json module, positions composed the first
+    time one is asked for, equal to what the YAML parser gives; a repeated key or `NaN` still
+    goes through the YAML path (SA000 at its line; NaN is a string to YAML)."""
+    items = [{"metadata": {"name": f"c{i}"}, "spec": {"n": i, "f": 1.5}} for i in range(3)]
+    text = json.dumps({"kind": "ResourceClaimList", "apiVersion": "resource.k8s.io/v1",
+                       "items": items}, indent=2)
+    docs = load_paths([str(write(tmp_path / "list.json", text))]).documents
+    as_yaml = [d for d in load_text(text.replace('"kind"', "kind", 1), name="l.yaml").documents]
+    assert [d.data for d in docs] == [d.data for d in as_yaml]
+    assert [dict(d.source.positions) for d in docs] == [dict(d.source.positions) for d in as_yaml]
+    assert [dict(d.source.key_positions) for d in docs] == [dict(d.source.key_positions) for d in as_yaml]
+    assert docs[2].source.locate(("spec", "f")) == Position(text.count("\n", 0, text.rindex('"f"')) + 1, 9)
+
+    one = only_doc(load_text('\n {"kind": "X", "n": NaN}', name="n.json"))
+    assert one.data["n"] == "NaN" and one.source.positions[()] == Position(2, 2)
+    duplicate = load_text('{"kind": "X",\n "a": 1,\n "a": 2}', name="d.json")
+    (finding,) = sa000(duplicate)
+    assert finding.message.startswith('duplicate key "a" (first at line 2)')
+    assert finding.primary.position == Position(3, 2)
+
+
 def test_yaml_file_that_looks_like_yaml_flow_is_not_forced_into_json(tmp_path: Path) -> None:
     result = load_paths([str(write(tmp_path / "flow.yaml", "{kind: X, n: 1e5}\n"))])
     assert only_doc(result).data == {"kind": "X", "n": "1e5"}
