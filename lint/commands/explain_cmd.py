@@ -7,11 +7,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.commands.locks_cmd import load_lock_input, lock_input_options
+from dra_affinity.lint.commands.locks_cmd import build_book, lock_input_options, read_lock_input
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import Mode, render_map
 
 if TYPE_CHECKING:
+    from dra_affinity.lint.inputs import Objects
     from dra_affinity.policies.scheduler.explain import Explanation, PoolStep
 
 
@@ -140,22 +141,24 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     from dra_affinity.policies.scheduler.explain import explain_claim, pod_claims
 
     pod_ref = _pod_target(target)
-    loaded = load_lock_input("explain", paths, cluster, kubeconfig, kube_context, chunk_size, gate,
-                             kubernetes_version, keep_pods=pod_ref is not None)
+    objects, cluster_target = read_lock_input("explain", paths, cluster, kubeconfig, kube_context,
+                                              chunk_size, keep_pods=pod_ref is not None)
     claims: list[str] = []
     missing: list[str] = []
     if pod_ref is not None:
-        pod = _find_pod(loaded, *pod_ref)
+        pod = _find_pod(objects, cluster_target, *pod_ref)
         found, missing = pod_claims(pod)
         claims = [name for _, name in found]
     else:
         claims = [target if "/" in target else f"default/{target}"]
-    unknown = [c for c in claims if c not in loaded.book.claims]
+    known = {c.qualified_name for c in objects.claims if c.kind == "ResourceClaim"}
+    unknown = [c for c in claims if c not in known]
     for name in unknown:
         click.echo(f"dra-affinity explain: claim {name} is not in the input", err=True)
     if unknown:
         sys.exit(2)
-    explanations = [explain_claim(loaded.book, c, mode=Mode(mode)) for c in claims]
+    book = build_book(objects, gate, kubernetes_version, focus=claims)
+    explanations = [explain_claim(book, c, mode=Mode(mode)) for c in claims]
     schedulable = all(e.schedulable for e in explanations) and not missing
     if fmt == "json":
         click.echo(json.dumps(_document(pod_ref, explanations, missing, schedulable), indent=2))
@@ -164,7 +167,7 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
             click.echo(f"Pod {pod_ref[0]}/{pod_ref[1]}: {len(claims)} claim(s)"
                        + (", " + "; ".join(missing) if missing else ""))
         click.echo("\n\n".join(render_text(e) for e in explanations))
-    invalid = any(f.severity is Severity.ERROR for f in loaded.objects.findings)
+    invalid = any(f.severity is Severity.ERROR for f in objects.findings)
     sys.exit(0 if schedulable and not invalid else 1)
 
 
@@ -194,16 +197,16 @@ def _pod_target(target: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
-def _find_pod(loaded: Any, namespace: str, name: str) -> dict[str, Any]:
-    if loaded.target is not None:
+def _find_pod(objects: Objects, target: Any, namespace: str, name: str) -> dict[str, Any]:
+    if target is not None:
         from dra_affinity.lint.cluster import read_pod
 
-        pod, error = read_pod(namespace, name, loaded.target)
+        pod, error = read_pod(namespace, name, target)
         if error is not None or pod is None:
             click.echo(f"dra-affinity explain: {error or f'pod {namespace}/{name} cannot be read'}", err=True)
             sys.exit(2)
         return pod
-    for pod in loaded.objects.pods:
+    for pod in objects.pods:
         meta = pod.get("metadata") or {}
         if meta.get("name") == name and (meta.get("namespace") or "default") == namespace:
             return dict(pod)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -58,16 +58,32 @@ class LockInput:
 
 def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
                     kube_context: str | None, chunk_size: int | None, gate: str,
-                    kubernetes_version: KubernetesVersion, *, keep_pods: bool = False) -> LockInput:
-    """Read and reconstruct; usage errors (exit 2) and input findings go to stderr here."""
-    from dra_affinity.lint.inputs import cluster_target, load_cluster_state
+                    kubernetes_version: KubernetesVersion) -> LockInput:
+    """Read and reconstruct every pool; usage errors (exit 2) and input findings go to stderr."""
+    objects, target = read_lock_input(command, paths, cluster, kubeconfig, kube_context, chunk_size)
+    return LockInput(objects, build_book(objects, gate, kubernetes_version), target)
+
+
+def build_book(objects: Objects, gate: str, kubernetes_version: KubernetesVersion,
+               focus: Collection[str] = ()) -> LockBook:
+    """The reconstruction (`LockBook.build`; `focus`: only what explaining those claims reads)."""
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
+    with gc_paused(freeze=True):  # the book lives until the command exits
+        return LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
+                              kubernetes_version=kubernetes_version, focus=focus)
+
+
+def read_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
+                    kube_context: str | None, chunk_size: int | None, *,
+                    keep_pods: bool = False) -> tuple[Objects, Any]:
+    """The modelled objects and the cluster target (None for PATHs); usage errors (exit 2) and
+    input findings go to stderr here."""
+    from dra_affinity.lint.inputs import cluster_target, load_cluster_state
+
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    with gc_paused(freeze=True):  # the model and the book live until the command exits
+    with gc_paused(freeze=True):  # the model lives until the command exits
         objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods)
-        book = LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
-                              kubernetes_version=kubernetes_version)
     for note in objects.notes:
         click.echo(f"dra-affinity {command}: warning: {note}", err=True)
     for message in objects.usage_errors:
@@ -76,7 +92,7 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
         sys.exit(2)
     for finding in objects.findings:
         echo_finding(finding)
-    return LockInput(objects, book, target)
+    return objects, target
 
 
 def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:

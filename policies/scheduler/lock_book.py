@@ -15,7 +15,7 @@ inconsistent) are shared; a slice error is evaluated per pool, as its message na
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -29,6 +29,7 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
+from dra_affinity.policies.scheduler.candidates import match_pool
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand
 from dra_affinity.policies.scheduler.dryrun import to_extraction_pool
 from dra_affinity.policies.scheduler.extraction import (
@@ -98,6 +99,9 @@ class LockBook:
     classes: dict[str, DeviceClass] = field(default_factory=dict)
     evaluations: int = 0
     """CEL evaluations run so far (the KEP's `sharing_affinity_extractor_evaluations_total`)."""
+    scope: frozenset[PoolRef] | None = None
+    """The pools whose locks are reconstructed (None: every pool). A book built for `focus`
+    claims holds only the claims allocated in its scope: other pools' devices show no holders."""
     _slices: dict[str, ResourceSlice] = field(default_factory=dict)
     _members: dict[PoolRef, dict[str, ResourceSlice]] = field(default_factory=dict)
     _summaries: dict[PoolRef, ExtractionPool] = field(default_factory=dict)
@@ -115,8 +119,16 @@ class LockBook:
     @classmethod
     def build(cls, slices: Iterable[ResourceSlice], claims: Iterable[ResourceClaim],
               classes: Iterable[DeviceClass] = (), *, feature_gate: bool = True,
-              kubernetes_version: KubernetesVersion | None = None) -> LockBook:
-        """The reconstruction of a whole input at once (what a restarted scheduler does)."""
+              kubernetes_version: KubernetesVersion | None = None,
+              focus: Collection[str] = ()) -> LockBook:
+        """The reconstruction of a whole input at once (what a restarted scheduler does).
+
+        `focus`: the claims (`namespace/name`) to be explained. Only the pools their requests can
+        be offered (DeviceClass and selectors, as the allocator matches them) and the pools they
+        hold are reconstructed, from the claims allocated there: a device's lock depends only on
+        the claims bound to it, so those pools' states are exactly the full book's, and one
+        claim of a 100,000-claim cluster costs its candidate pools, not the cluster.
+        """
         book = cls(feature_gate=feature_gate, kubernetes_version=kubernetes_version)
         slices = list(slices)
         book._slices = {s.name: s for s in slices}
@@ -127,14 +139,28 @@ class LockBook:
         book.classes = {c.name: c for c in classes}
         for ref in sorted(grouped):
             book._load_pool(ref)
-        for claim in claims:
-            if claim.kind != "ResourceClaim":
-                continue  # a template holds nothing and is not scheduled
+        bound = [c for c in claims if c.kind == "ResourceClaim"]  # a template holds nothing
+        if focus:
+            book.scope = book._focus_pools([c for c in bound if c.qualified_name in focus])
+            scope = book.scope
+            bound = [c for c in bound if c.qualified_name in focus
+                     or any(PoolRef(a.driver, a.pool) in scope for a in c.allocation)]
+        for claim in bound:
             book.claims[claim.qualified_name] = claim
             book._bind(claim)
         for dref in book.devices:
             book._recompute(dref)
         return book
+
+    def _focus_pools(self, claims: Iterable[ResourceClaim]) -> frozenset[PoolRef]:
+        """The pools any request of `claims` can be offered, and the pools they hold."""
+        out: set[PoolRef] = set()
+        for claim in claims:
+            out.update(PoolRef(a.driver, a.pool) for a in claim.allocation)
+            for request in device_requests(claim).values():
+                out.update(ref for ref, pool in self.pools.items() if ref not in out and match_pool(
+                    request, self.classes, pool, kubernetes_version=self.kubernetes_version).candidate)
+        return frozenset(out)
 
     # -- updates (one watch event each) ---------------------------------------------------------
 

@@ -13,6 +13,7 @@ import random
 import sys
 from typing import Any
 
+from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.locks import LockStatus
@@ -103,3 +104,32 @@ def test_templates_hold_nothing_and_a_recreated_claim_is_extracted_again() -> No
     book.put_claim(_model(claim("c", "x", driver_of(0), {"subnet": "b", "tenant": "t"}, where)))
     assert book.states[ref].lock == {"subnet": "b", "tenant": "t"}
     assert isinstance(book.claims["x/c"], ResourceClaim)
+
+
+def test_a_focused_book_reconstructs_the_claims_candidate_pools_exactly() -> None:
+    """`explain`'s book (focus on one claim) holds, on every pool the claim can be offered or
+    holds, exactly the full book's states, and leaves the claims of other pools out."""
+    doc = generate(devices=40, pools=8, claims=120, pending=4, seed=5)
+    models = [_model(o) for o in doc["items"]]
+    slices = [m for m in models if isinstance(m, ResourceSlice)]
+    claims = [m for m in models if isinstance(m, ResourceClaim)]
+    classes = [m for m in models if not isinstance(m, (ResourceSlice, ResourceClaim))]
+    full = LockBook.build(slices, claims, classes)
+    pending = next(c for c in claims if not c.allocation)
+    allocated = next(c for c in claims if c.allocation and c.allocation[0].driver != pending.requests[0]
+                     .exactly.device_class_name)  # type: ignore[union-attr]
+    for target in (pending, allocated):
+        book = LockBook.build(slices, claims, classes, focus=[target.qualified_name])
+        assert book.scope is not None
+        driver = target.requests[0].exactly.device_class_name  # type: ignore[union-attr]
+        # the DeviceClass selects the pools of its driver; a held pool is in scope too
+        assert {r for r in full.pools if r.driver == driver} <= book.scope
+        assert {r.pool_ref for r in full.held_by(target.qualified_name)} <= book.scope
+        assert book.scope < set(full.pools)
+        inside = {r: s for r, s in full.states.items() if r.pool_ref in book.scope}
+        assert {r: s for r, s in book.states.items() if r.pool_ref in book.scope} == inside
+        assert any(s.holders for s in inside.values())
+        assert target.qualified_name in book.claims
+        assert all(any(PoolRef(a.driver, a.pool) in book.scope for a in c.allocation)
+                   for name, c in book.claims.items() if name != target.qualified_name)
+        assert len(book.claims) < len(full.claims)
