@@ -142,9 +142,11 @@ class Runner:
         self.close_child()
         return "no"
 
-    def replay(self, saved: dict[str, Any]) -> Outcome:
-        """A saved finding again, in a fresh child, after the cases that preceded it."""
-        self.close_child()
+    def replay(self, saved: dict[str, Any], fresh: bool = True) -> Outcome:
+        """A saved finding again, after the cases that preceded it; in a fresh child unless
+        `fresh=False` (the suite's corpus replay: one child for every saved case)."""
+        if fresh:
+            self.close_child()
         for earlier in saved.get("preceding", []):
             self._ask(earlier)
         kind, detail = self._ask(saved["case"])
