@@ -168,7 +168,8 @@ def _start(app: str, port: int, cert_dir: Path, workers: int, threads: int,
     gunicorn = str(Path(sys.executable).with_name("gunicorn"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
     env.update({"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
-                "DRA_AFFINITY_WORKERS": str(workers), "DRA_AFFINITY_THREADS": str(threads)})
+                "DRA_AFFINITY_WORKERS": str(workers), "DRA_AFFINITY_THREADS": str(threads),
+                "DRA_AFFINITY_METRICS_BIND": "off"})
     with log.open("wb") as handle:
         proc = subprocess.Popen(
             [gunicorn, "-c", str(REPO / "webhook" / "gunicorn_conf.py"), "--pythonpath",

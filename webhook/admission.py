@@ -37,6 +37,7 @@ from dra_affinity.webhook.render import (
     SLICE_GROUP,
     SLICE_KIND,
     audit_annotations,
+    bad_request_status,
     fit_warnings,
     invalid_status,
     warning_text,
@@ -181,6 +182,9 @@ class Verdict:
     extra_warnings: tuple[str, ...] = field(default=())
     budget: str | None = None
     """Why the review ran out of time (`webhook.budget`): the answer says so, nothing else."""
+    undecodable: bool = False
+    """The object is not a readable ResourceSlice (SA000: a wrongly typed or missing structural
+    field): denied with status 400 BadRequest, as controller-runtime answers a decode error."""
     cached: CachedFindings | None = None
     """The findings-cache entry `findings` is, when no pool findings were added to it: what is
     derived from the findings alone is then computed once per entry, not per request."""
@@ -215,7 +219,8 @@ class Verdict:
             out["auditAnnotations"] = {"decision": self.decision}
             return out
         if not self.allowed:
-            out["status"] = invalid_status(self.name, self.errors)
+            out["status"] = (bad_request_status if self.undecodable else invalid_status)(
+                self.name, self.errors)
         if self.decision != "skipped":
             warnings = self.warnings()
             if warnings:
@@ -262,7 +267,7 @@ class Verdict:
             "rules": self.rule_ids,
         }
         if not self.allowed:
-            fields["code"] = 503 if self.budget is not None else 422
+            fields["code"] = 503 if self.budget is not None else 400 if self.undecodable else 422
         if self.budget is not None:
             fields["budget"] = self.budget
         if self.skip_reason:
@@ -401,7 +406,7 @@ class Admitter:
         if not isinstance(parsed.obj, ResourceSlice):
             if parsed.findings:  # a ResourceSlice that fails the structural check: SA000
                 return Verdict(request, allowed=False, decision="denied", name=name,
-                               findings=parsed.findings)
+                               findings=parsed.findings, undecodable=True)
             return self._skip(request, "object is not a ResourceSlice")
         old = None
         if request.operation == "UPDATE" and isinstance(request.old_object, Mapping):

@@ -1,4 +1,4 @@
-"""The Flask application: `/validate`, `/healthz`, `/readyz`, `/metrics`.
+"""The Flask application: `/validate`, `/healthz`, `/readyz` and, on its own port, `/metrics`.
 
 `create_app()` is what gunicorn loads in each worker (`dra_affinity.webhook.app:create_app()`). Everything
 that can be done once per process is done here — settings, the CEL environment, the rule
@@ -12,7 +12,13 @@ HTTP contract (what the API server and operators can rely on):
   (logged with its traceback; the API server then applies the configuration's failurePolicy).
 * `GET /healthz` — 200 while the process serves; `GET /readyz` — 200 once the CEL environment
   is built and the serving certificate is loaded and unexpired, else 503 with the reason.
-* `GET /metrics` — Prometheus text, merged across workers.
+* `GET /metrics` — Prometheus text, merged across workers, on the metrics listener only
+  (`DRA_AFFINITY_METRICS_BIND`, plain HTTP; 404 on the admission port). That listener also
+  answers `/healthz` and `/readyz` (probes that need no TLS, so they work under mTLS too) and
+  nothing else: `/validate` there is 404, an admission is never answered without TLS.
+
+The listener is told apart by the port the connection came in on (`SERVER_PORT`, which
+gunicorn takes from the listening socket, not from the client's `Host` header).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
 from dra_affinity.webhook.poolcache import cluster_pool_checker
-from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env
+from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env, metrics_port
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wsgi import get_content_length
@@ -77,18 +83,29 @@ def warm_up(settings: WebhookSettings) -> Readiness:
 class Webhook:
     """The request handlers, with the per-process state they share (all read-only but metrics)."""
 
-    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None) -> None:
+    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None,
+                 metrics_listener: int | None = None) -> None:
         self.settings = settings
+        self.metrics_listener = None if metrics_listener is None else str(metrics_listener)
+        """The metrics listener's port (as WSGI's `SERVER_PORT` spells it); None: no metrics."""
         self.log = logs.configure(settings.log_level)
         self.metrics = Metrics()
         self.events = EventRecorder(self.log, self.metrics, self._sync_process_metrics)
         self.admitter = Admitter(settings, pools)
         self.readiness = warm_up(settings)
 
+    def _on_metrics_listener(self, environ: dict[str, Any]) -> bool:
+        return self.metrics_listener is not None and environ.get("SERVER_PORT") == self.metrics_listener
+
+    def _not_here(self) -> Response:
+        return _json({"error": "not found on this port", "code": 404}, 404)
+
     def validate(self) -> Response:
         started = time.perf_counter()
         started_monotonic = time.monotonic()
         environ = request.environ
+        if self._on_metrics_listener(environ):
+            return self._not_here()
         if environ.get("CONTENT_TYPE") != JSON:  # the API server's exact header; else parse it
             mimetype = request.mimetype
             if mimetype != JSON:
@@ -193,6 +210,8 @@ class Webhook:
         return _json(body, 200 if not problems else 503)
 
     def metrics_endpoint(self) -> Response:
+        if not self._on_metrics_listener(request.environ):
+            return self._not_here()
         self.events.flush(block=False)
         self._sync_process_metrics()
         data, content_type = self.metrics.exposition()
@@ -206,9 +225,14 @@ class Webhook:
         return self._internal_error(None, time.perf_counter(), error)
 
 
-def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | None = None) -> Flask:
-    """The WSGI application. Without arguments, settings come from `DRA_AFFINITY_*` and the
-    pool checker (when enabled) from the cluster the process runs in."""
+_FROM_ENV = -1
+
+
+def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | None = None,
+               metrics_listener: int | None = _FROM_ENV) -> Flask:
+    """The WSGI application. Without arguments, settings come from `DRA_AFFINITY_*`, the
+    pool checker (when enabled) from the cluster the process runs in and the metrics
+    listener's port from `DRA_AFFINITY_METRICS_BIND` (None: `/metrics` nowhere)."""
     if settings is None:
         loaded = from_env()
         if isinstance(loaded, SettingsProblem):
@@ -219,7 +243,7 @@ def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | Non
         checker = cluster_pool_checker(settings)
         checker.watch.start()  # list now, in this worker, not on the first request
         pools = checker
-    webhook = Webhook(settings, pools)
+    webhook = Webhook(settings, pools, metrics_port() if metrics_listener == _FROM_ENV else metrics_listener)
     app = Flask("dra_affinity_webhook")
     app.extensions["dra_affinity"] = webhook
     app.add_url_rule("/validate", "validate", webhook.validate, methods=["POST"])

@@ -17,6 +17,15 @@ Why these choices:
   idle client never holds a thread. Several processes because CEL compilation holds the GIL.
 * `ssl_context` hook → `dra_affinity.webhook.tls`: one SSLContext per worker, swapped when the certificate
   files change, instead of gunicorn's default of re-reading the files on every connection.
+* Two listeners: the admission port (TLS) and `DRA_AFFINITY_METRICS_BIND` (default
+  0.0.0.0:8080, plain HTTP; `off` for none) for `/metrics` and the probes, served by the same
+  workers (`dra_affinity.webhook.worker` skips TLS there), so the samples still merge.
+* `pre_fork` (in the master, before each worker is forked) brings the master's serving context
+  up to date with the files, and the worker inherits it: a worker started while the files are
+  broken (a replacement for a killed one, mid-rotation) serves the last good certificate
+  instead of failing to boot over and over. `post_worker_init` then makes sure each worker
+  has its context before its first connection, so `/readyz` reports the certificate even when
+  only the plain probe port is hit.
 * `on_starting` prepares the prometheus multiprocess directory *before* any worker imports
   prometheus_client; `child_exit` retires a dead worker's samples.
 * `post_worker_init` tunes the garbage collector for a server of long-lived state and large
@@ -36,13 +45,14 @@ import gc
 import os
 from typing import Any
 
-from dra_affinity.webhook import logs, multiproc, tls
+from dra_affinity.webhook import logs, multiproc, settings, tls
 
 _env = os.environ.get
 _cert_dir = _env("DRA_AFFINITY_CERT_DIR")
 
 wsgi_app = "dra_affinity.webhook.app:create_app()"
-bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443")]
+_metrics_bind = settings.metrics_bind()
+bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443"), *([_metrics_bind] if _metrics_bind else [])]
 worker_class = "dra_affinity.webhook.worker.BoundedThreadWorker"
 workers = int(_env("DRA_AFFINITY_WORKERS", "2"))
 threads = int(_env("DRA_AFFINITY_THREADS", "4"))
@@ -60,6 +70,7 @@ ssl_context = tls.gunicorn_ssl_context
 
 def on_starting(server: Any) -> None:
     logs.use_json_for_gunicorn(server.log)
+    logs.configure(_env(settings.ENV_LOG_LEVEL, "INFO").upper())  # the master's lines: JSON too
     path, created = multiproc.prepare()
     server.dra_affinity_metrics_dir = path if created else None
 
@@ -78,6 +89,19 @@ GC_YOUNG_THRESHOLD = 10_000
 """Allocations between young-generation collections (CPython's default: 700)."""
 
 
+def pre_fork(server: Any, worker: Any) -> None:
+    if server.cfg.is_ssl:
+        try:
+            tls.REGISTRY.get(tls.files_from_gunicorn(server.cfg), tls.check_interval_from_env()).check()
+        except tls.TlsLoadError as exc:  # never loaded: the worker will say so when it boots
+            server.log.error("serving certificate not loaded: %s", exc)
+
+
 def post_worker_init(worker: Any) -> None:
+    if worker.cfg.is_ssl:
+        try:
+            tls.REGISTRY.get(tls.files_from_gunicorn(worker.cfg), tls.check_interval_from_env())
+        except tls.TlsLoadError as exc:  # /readyz says so; connections retry on their own
+            worker.log.error("serving certificate not loaded: %s", exc)
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])

@@ -67,8 +67,9 @@ def cause_reason(body: str) -> str:
     return "FieldValueInvalid"
 
 
-def invalid_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
-    """The `metav1.Status` of `apierrors.NewInvalid(ResourceSlice, name, errs)`."""
+def _causes(name: str, errors: Sequence[Finding]) -> tuple[list[dict[str, str]], str]:
+    """One `details.causes[]` entry per error, and the errors joined as the API server joins
+    them (one alone, several in brackets)."""
     causes = []
     rendered = []
     for finding in errors:
@@ -76,6 +77,12 @@ def invalid_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
         causes.append({"reason": cause_reason(body), "message": body, "field": path})
         rendered.append(f"{path}: {body}" if path else body)
     joined = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
+    return causes, joined
+
+
+def invalid_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
+    """The `metav1.Status` of `apierrors.NewInvalid(ResourceSlice, name, errs)`."""
+    causes, joined = _causes(name, errors)
     return {
         "metadata": {},
         "status": "Failure",
@@ -83,6 +90,29 @@ def invalid_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
         "reason": "Invalid",
         "details": {"name": name, "group": SLICE_GROUP, "kind": SLICE_KIND, "causes": causes},
         "code": 422,
+    }
+
+
+MAX_BAD_REQUEST_CHARS = 1024
+"""Characters of a 400 status message: the findings are clipped already, their sum is too."""
+
+
+def bad_request_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
+    """The status of an object that cannot be read as a ResourceSlice (a wrongly typed or
+    missing structural field): code 400, reason `BadRequest` — what controller-runtime answers
+    when its decoder fails (`admission.Errored(http.StatusBadRequest, err)`), with the field
+    paths in `details.causes` as for a denial."""
+    causes, joined = _causes(name, errors)
+    message = f'{SLICE_KIND}.{SLICE_GROUP} "{name}" cannot be decoded: {joined}'
+    if len(message) > MAX_BAD_REQUEST_CHARS:
+        message = message[: MAX_BAD_REQUEST_CHARS - 3] + "..."
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "BadRequest",
+        "details": {"name": name, "group": SLICE_GROUP, "kind": SLICE_KIND, "causes": causes},
+        "code": 400,
     }
 
 

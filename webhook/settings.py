@@ -30,6 +30,11 @@ ENV_POOL_CHECK = "DRA_AFFINITY_POOL_CHECK"
 ENV_POOL_SYNC_TIMEOUT = "DRA_AFFINITY_POOL_SYNC_TIMEOUT"
 ENV_LOG_LEVEL = "DRA_AFFINITY_LOG_LEVEL"
 ENV_KUBECONFIG = "DRA_AFFINITY_KUBECONFIG"
+ENV_METRICS_BIND = "DRA_AFFINITY_METRICS_BIND"
+DEFAULT_METRICS_BIND = "0.0.0.0:8080"
+"""`/metrics` (and the probes) on a listener of their own, plain HTTP, as controller-runtime's
+metrics server and kube-state-metrics' telemetry port: the admission port serves only what the
+API server calls. 8080 is controller-runtime's historical metrics address."""
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 
@@ -63,6 +68,27 @@ class WebhookSettings:
 @dataclass(frozen=True, slots=True)
 class SettingsProblem:
     message: str
+
+
+def metrics_bind(environ: Mapping[str, str] | None = None) -> str | None:
+    """The metrics listener's `host:port`, or None when switched off (empty, `0` or `off`).
+
+    Read by the gunicorn configuration (to bind it), the worker (to serve it without TLS) and
+    the application (to answer `/metrics` only there), so all three agree."""
+    env = os.environ if environ is None else environ
+    value = env.get(ENV_METRICS_BIND, DEFAULT_METRICS_BIND).strip()
+    if value.lower() in ("", "0", "off") or value.endswith(":0"):
+        return None
+    return value
+
+
+def metrics_port(environ: Mapping[str, str] | None = None) -> int | None:
+    """The port of `metrics_bind`, or None (off, or not a `host:port`)."""
+    bind = metrics_bind(environ)
+    if bind is None:
+        return None
+    port = bind.rpartition(":")[2]
+    return int(port) if port.isdigit() else None
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> WebhookSettings | SettingsProblem:

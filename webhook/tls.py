@@ -9,13 +9,16 @@ side and swapped in with one attribute assignment: handshakes in flight keep the
 started with, new ones get the new certificate, no request is dropped.
 
 A rewrite caught half-way (new certificate, old key) fails to load: the old context stays in
-service and the next check tries again — cert-manager and Secret volume updates replace files
-atomically, so that window is short. Files are `stat`ed through symlinks, which is what sees a
-Secret volume's `..data` swap.
+service, the failure is logged (once per state of the files) and counted
+(`dra_affinity_tls_certificate_reloads_total{result="failure"}`, `/readyz` shows it as
+`last_error`), and the next change of the files is tried again — cert-manager and Secret
+volume updates replace files atomically, so that window is short. Files are `stat`ed through
+symlinks, which is what sees a Secret volume's `..data` swap.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 import threading
@@ -26,6 +29,7 @@ from typing import Any, Literal
 
 from cryptography import x509
 from dra_affinity.policies.core.cache import BoundedCache
+from dra_affinity.webhook.logs import LOGGER_NAME
 
 TlsVersion = Literal["1.2", "1.3"]
 _VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
@@ -138,6 +142,8 @@ class ReloadingContext:
     _reloads: int = field(default=0, init=False)
     _failures: int = field(default=0, init=False)
     _last_error: str | None = field(default=None, init=False)
+    _failed_identity: tuple[FileIdentity, ...] | None = field(default=None, init=False)
+    """The files' identity when they last failed to load: not retried until they change."""
 
     def __post_init__(self) -> None:
         first = load(self.files)
@@ -163,13 +169,19 @@ class ReloadingContext:
         try:
             self._next_check = self.clock() + self.check_interval
             assert self._current is not None
-            if identities(self.files) == self._current.identity:
+            now = identities(self.files)
+            if now == self._current.identity or now == self._failed_identity:
                 return False
             loaded = load(self.files)
             if isinstance(loaded, TlsProblem):
                 self._failures += 1
                 self._last_error = loaded.message
+                self._failed_identity = now
+                logging.getLogger(LOGGER_NAME).error(
+                    "certificate reload failed; still serving the previous certificate",
+                    extra={"fields": {"error": loaded.message, "serial": self._current.serial}})
                 return False
+            self._failed_identity = None
             self._current = loaded
             self._reloads += 1
             self._last_error = None

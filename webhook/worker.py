@@ -15,6 +15,10 @@ head, then the body must arrive by `request_timeout` seconds after the head bega
 past it raises `TimeoutError`, which the application answers with 408). A connection past
 its deadline in the main loop is closed. So slow connections cost a socket and a few KiB of
 buffer each, never a thread; `worker_connections` bounds how many a worker holds.
+
+The metrics listener (`dra_affinity.webhook.settings.metrics_bind`) is served by the same
+workers, so `/metrics` merges every worker's samples as before, but without TLS: gunicorn's
+`certfile` applies to every listener, so the worker decides per listener whether to wrap.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from dra_affinity.webhook.settings import metrics_port
 from gunicorn import http
 from gunicorn import sock as gsock
 from gunicorn.workers.gthread import TConn, ThreadWorker
@@ -102,6 +107,9 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.reading: list[_Pending] = []
+        port = metrics_port()
+        self.plain_ports: frozenset[int] = frozenset(() if port is None else (port,))
+        """Ports of listeners served without TLS: the metrics listener."""
 
     # --- new connections -----------------------------------------------------------------
 
@@ -116,7 +124,7 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         client_sock.setblocking(False)
         pending = _Pending(client_sock, client_addr, listener.getsockname(),
                            time.monotonic() + HANDSHAKE_TIMEOUT)
-        if self.cfg.is_ssl:
+        if self.cfg.is_ssl and not self._is_plain(listener):
             try:
                 pending.tls = gsock.ssl_context(self.cfg).wrap_socket(
                     client_sock, server_side=True, do_handshake_on_connect=False,
@@ -129,6 +137,10 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.reading.append(pending)
         self._watch(pending, selectors.EVENT_READ)
         self._advance(pending)
+
+    def _is_plain(self, listener: socket.socket) -> bool:
+        address = listener.getsockname()
+        return isinstance(address, tuple) and address[1] in self.plain_ports
 
     def _socket(self, pending: _Pending) -> socket.socket:
         return pending.tls if pending.tls is not None else pending.raw
@@ -237,6 +249,31 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.reading.append(pending)
         self._watch(pending, selectors.EVENT_READ)
         self._advance(pending)
+
+    # --- graceful stop ---------------------------------------------------------------------
+
+    def set_accept_enabled(self, enabled: bool) -> None:
+        """As gthread, and on the way out (SIGTERM: `alive` is False) also close this process's
+        copies of the listening sockets and its idle kept-alive connections. The master closes
+        its own first; once every worker has closed its copy the kernel refuses new connections
+        (RST), where gthread kept them open — queued, never accepted — until the worker exited
+        after draining, up to `graceful_timeout` later. Requests in flight are unaffected: they
+        are on their own sockets, and the drain loop waits for them."""
+        super().set_accept_enabled(enabled)
+        if not enabled and not self.alive:
+            for listener in self.sockets:
+                with contextlib.suppress(OSError):
+                    listener.close()
+            # Idle kept-alive connections carry no request: close them now (as Go's
+            # `http.Server.Shutdown` does) instead of letting them hold the drain open until
+            # their keep-alive ends, past `graceful_timeout`.
+            while self.keepalived_conns:
+                conn = self.keepalived_conns.popleft()
+                with contextlib.suppress(OSError, KeyError, ValueError):
+                    self.poller.unregister(conn.sock)
+                self.nr_conns -= 1
+                with contextlib.suppress(OSError):
+                    conn.close()
 
     def murder_pending(self) -> None:
         super().murder_pending()

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from dra_affinity.lint.options import kubernetes_version_option
 from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.webhook.settings import WebhookSettings
+from dra_affinity.webhook.settings import ENV_METRICS_BIND, WebhookSettings
 
 
 def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None) -> tuple[str, str]:
@@ -36,6 +36,11 @@ def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None
 @click.option("--tls-min-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True)
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
+@click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
+              help="Port of the plain-HTTP listener for /metrics (and /healthz, /readyz); 0: none. "
+                   "The admission port does not serve /metrics.")
+@click.option("--metrics-host", default=None,
+              help="Address of the metrics listener (default: --host).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
               help="gunicorn worker processes.")
 @click.option("--threads", type=click.IntRange(1, 256), default=4, show_default=True,
@@ -59,11 +64,15 @@ def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None
               default="info", show_default=True, help="Lowest level logged (JSON lines on stderr).")
 @kubernetes_version_option
 def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, client_ca_file: str | None,
-          tls_min_version: str, host: str, port: int, workers: int, threads: int, keepalive: int,
+          tls_min_version: str, host: str, port: int, metrics_port: int, metrics_host: str | None,
+          workers: int, threads: int, keepalive: int,
           worker_timeout: int, cert_check_interval: float, pool_check: bool, kubeconfig: str | None,
           pool_sync_timeout: float, metrics_dir: str | None, log_level: str,
           kubernetes_version: KubernetesVersion) -> None:
-    """Run the ValidatingWebhook for ResourceSlices: POST /validate, GET /healthz, /readyz, /metrics.
+    """Run the ValidatingWebhook for ResourceSlices: /validate over TLS, /metrics on its own port.
+
+    POST /validate, GET /healthz and /readyz on --port (TLS); GET /metrics, /healthz and
+    /readyz on --metrics-port (plain HTTP: keep it cluster-internal).
 
     Same rules, ids and messages as `lint`. Certificates are reloaded when their files change
     (checked every --cert-check-interval seconds), without restarting or dropping requests.
@@ -86,14 +95,22 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     if metrics_dir:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
 
-    problem = _port_problem(host, port)
-    if problem is not None:  # gunicorn would retry five times, then exit 1 as if it had crashed
-        click.echo(f"dra-affinity serve: cannot listen on {host}:{port}: {problem}", err=True)
-        sys.exit(2)
+    if metrics_port == port:
+        raise click.UsageError(f"--metrics-port {metrics_port} is the admission port: give another, or 0")
+    listeners = [(host, port)]
+    if metrics_port:
+        listeners.append((host if metrics_host is None else metrics_host, metrics_port))
+    for address, number in listeners:
+        problem = _port_problem(address, number)
+        if problem is not None:  # gunicorn would retry five times, then exit 1 as if it had crashed
+            click.echo(f"dra-affinity serve: cannot listen on {address}:{number}: {problem}", err=True)
+            sys.exit(2)
+    binds = [f"[{a}]:{n}" if ":" in a else f"{a}:{n}" for a, n in listeners]
+    os.environ[ENV_METRICS_BIND] = binds[1] if metrics_port else "off"
     from dra_affinity.webhook.server import WebhookServer
 
     overrides: dict[str, object] = {
-        "bind": [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"],
+        "bind": binds,
         "workers": workers, "threads": threads, "keepalive": keepalive, "timeout": worker_timeout,
         "certfile": cert, "keyfile": key, "ca_certs": client_ca_file,
         "proc_name": "dra-affinity-webhook",

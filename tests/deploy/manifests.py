@@ -22,7 +22,7 @@ import yaml
 from tests.cli import REPO
 
 DEPLOY = REPO / "deploy"
-KUSTOMIZATIONS = ("base", "overlays/cert-manager", "policy")
+KUSTOMIZATIONS = ("base", "overlays/cert-manager", "overlays/mtls", "policy")
 """Directories a user applies with `kubectl apply -k` (components are applied through them)."""
 
 Obj = dict[str, Any]

@@ -111,7 +111,8 @@ def _patched(tmp_path: Path, directory: Path) -> tuple[list[Obj], list[Obj]]:
     return before, render(directory)
 
 
-@pytest.mark.parametrize("directory", [DEPLOY / "overlays/cert-manager", DEPLOY / "components/fail-open"],
+@pytest.mark.parametrize("directory", [DEPLOY / "overlays/cert-manager", DEPLOY / "components/fail-open",
+                                       DEPLOY / "components/mtls", DEPLOY / "components/apiserver-source"],
                          ids=lambda p: str(p.relative_to(DEPLOY)))
 def test_patches_hit_exactly_one_object_and_take_effect(tmp_path: Path, directory: Path) -> None:
     before, after = _patched(tmp_path, directory)
@@ -127,7 +128,9 @@ def test_patches_hit_exactly_one_object_and_take_effect(tmp_path: Path, director
                 resolve_pointer(hits[0], parent)  # every operation needs its parent to exist
             if op["op"] in ("replace", "remove", "test"):
                 resolve_pointer(hits[0], op["path"])  # must exist before the patch
-            if op["op"] in ("add", "replace"):
+            if op["op"] == "add" and op["path"].endswith("/-"):  # appended to a list
+                assert op["value"] in resolve_pointer(patched, parent)
+            elif op["op"] in ("add", "replace"):
                 assert resolve_pointer(patched, op["path"]) == op["value"]
 
 
@@ -200,8 +203,9 @@ def test_service_deployment_and_webhook_point_at_each_other(base: list[Obj]) -> 
     assert selects(service["spec"]["selector"], pod_labels)
     container = template["spec"]["containers"][0]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    (service_port,) = service["spec"]["ports"]
-    assert service_port["targetPort"] in ports
+    service_ports = {p["name"]: p for p in service["spec"]["ports"]}
+    assert all(p["targetPort"] in ports for p in service_ports.values())
+    service_port = service_ports["https"]
     (webhook,) = find(base, "ValidatingWebhookConfiguration")["webhooks"]
     ref = webhook["clientConfig"]["service"]
     assert (ref["name"], ref["namespace"]) == (service["metadata"]["name"], service["metadata"]["namespace"])
@@ -211,9 +215,16 @@ def test_service_deployment_and_webhook_point_at_each_other(base: list[Obj]) -> 
 
     routes = {r.rule: r.methods or set() for r in create_app(WebhookSettings()).url_map.iter_rules()}
     assert "POST" in routes[ref["path"]]
+    # The probes use the plain metrics listener (the kubelet presents no client certificate,
+    # which overlays/mtls requires on the admission port), and it is the --metrics-port.
+    assert f"--metrics-port={ports['metrics']}" in container["args"]
+    assert f"--port={ports['https']}" in container["args"]
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         get = container[probe]["httpGet"]
-        assert get["scheme"] == "HTTPS" and get["port"] in ports and "GET" in routes[get["path"]]
+        assert get["scheme"] == "HTTP" and get["port"] == "metrics" and "GET" in routes[get["path"]]
+    annotations = template["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(ports["metrics"])
+    assert annotations["prometheus.io/path"] == "/metrics" and "GET" in routes["/metrics"]
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
 
@@ -243,11 +254,53 @@ def test_pdb_and_network_policy_select_the_webhook_pods(base: list[Obj]) -> None
     policy = find(base, "NetworkPolicy")
     assert selects(policy["spec"]["podSelector"]["matchLabels"], pod_labels)
     assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
-    container_port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
-    (ingress,) = policy["spec"]["ingress"]
-    assert ingress["ports"] == [{"protocol": "TCP", "port": container_port}]
+    ports = {p["name"]: p["containerPort"]
+             for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    admission, metrics = policy["spec"]["ingress"]
+    assert admission["ports"] == [{"protocol": "TCP", "port": ports["https"]}]
+    assert "from" not in admission  # the API server's source is not knowable here (see the file)
+    assert metrics["ports"] == [{"protocol": "TCP", "port": ports["metrics"]}]
+    assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "monitoring"}}}]
     (egress,) = policy["spec"]["egress"]
     assert {p["port"] for p in egress["ports"]} == {443, 6443} and "to" not in egress
+
+
+def test_apiserver_source_component_narrows_the_admission_port_to_the_operators_cidr(
+        tmp_path: Path) -> None:
+    """As deploy/README.md shows: the component, then the operator's CIDR replacing the
+    documentation range; the metrics rule and egress are untouched."""
+    spec = {"resources": [os.path.relpath(DEPLOY / "base", tmp_path)],
+            "components": [os.path.relpath(DEPLOY / "components/apiserver-source", tmp_path)],
+            "patches": [{"target": {"kind": "NetworkPolicy", "name": "dra-affinity-webhook"},
+                         "patch": "- op: replace\n  path: /spec/ingress/0/from/0/ipBlock/cidr\n"
+                                  "  value: 10.0.0.0/24\n"}]}
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(spec))
+    policy = find(render(tmp_path), "NetworkPolicy")
+    admission, metrics = policy["spec"]["ingress"]
+    assert admission["from"] == [{"ipBlock": {"cidr": "10.0.0.0/24"}}]
+    assert admission["ports"] == [{"protocol": "TCP", "port": 8443}]
+    assert metrics == find(render(DEPLOY / "base"), "NetworkPolicy")["spec"]["ingress"][1]
+    kubernetes_validate.validate(policy, KUBERNETES, strict=True)
+
+
+def test_mtls_overlay_mounts_the_client_ca_and_requires_it(base: list[Obj]) -> None:
+    mtls = render(DEPLOY / "overlays" / "mtls")
+    assert {key(o) for o in mtls} == {key(o) for o in base}  # nothing but the Deployment changes
+    pod = find(mtls, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (flag,) = [a for a in container["args"] if a.startswith("--client-ca-file=")]
+    ca_path = flag.partition("=")[2]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    (mount,) = [m for m in mounts.values() if ca_path.startswith(m["mountPath"] + "/")]
+    assert mount["readOnly"] is True
+    source = volumes[mount["name"]]["configMap"]
+    assert source["name"] == "dra-affinity-apiserver-client-ca"
+    assert [item["path"] for item in source["items"]] == [ca_path.rpartition("/")[2]]
+    assert container["readinessProbe"]["httpGet"]["port"] == "metrics"  # no client cert needed
+    ctx = serve.make_context("serve", list(container["args"]))  # every flag a real serve option
+    assert ctx.params["client_ca_file"] == ca_path
 
 
 def test_cert_manager_overlay_issues_the_secret_the_deployment_mounts(cert_manager: list[Obj]) -> None:

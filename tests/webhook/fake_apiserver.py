@@ -5,12 +5,19 @@ Enough of the real protocol for the official `kubernetes` client (the webhook's 
 DeviceClasses and ResourceClaims (all namespaces), watch each from a resourceVersion and see
 ADDED/MODIFIED/DELETED events as they happen, and read a Pod. One resourceVersion sequence
 for all resources, as etcd has. `expire()` makes the next watch of a resource answer
-`410 Gone`, as a compacted etcd does. Loopback only; stopped by the fixture that starts it.
+`410 Gone`, as a compacted etcd does. `end_watches()` ends the running watches cleanly (as
+the API server does at a watch's timeout) and `hold_watches()` keeps new ones waiting until
+`release_watches()`, so writes can land while no watch is open; `outage()` cuts them
+mid-stream and drops every request until `restore()`, as a restarting API server or a broken
+network path does.
+Loopback only; stopped by the fixture that starts it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +54,14 @@ class FakeApiServer:
         self._version = 1
         self._cond = threading.Condition()
         self._stopping = threading.Event()
+        self._down = threading.Event()
+        self._held = threading.Event()
+        self.gone = 0
+        """Watches answered with 410 Gone."""
+        self._watch_round = 0
+        """Bumped by `end_watches`: a running watch from an older round ends."""
+        self.watch_versions: list[int] = []
+        """The resourceVersion of every watch request, in order."""
         self.list_requests = 0
         self.watch_requests = 0
         self.lists: dict[str, int] = {}
@@ -60,6 +75,10 @@ class FakeApiServer:
                 pass
 
             def do_GET(self) -> None:
+                if fake._down.is_set():  # no answer at all: the client sees the connection drop
+                    self.close_connection = True
+                    fake._cut(self)
+                    return
                 url = urlparse(self.path)
                 resource = url.path.removeprefix(API + "/") if url.path.startswith(API + "/") else ""
                 if url.path == API:
@@ -150,6 +169,33 @@ class FakeApiServer:
             self._compacted[resource] = self._version
             self._cond.notify_all()
 
+    def end_watches(self) -> None:
+        """End every running watch normally (the client resumes from its resourceVersion)."""
+        with self._cond:
+            self._watch_round += 1
+            self._cond.notify_all()
+
+    def hold_watches(self) -> None:
+        """New watch requests wait (before answering) until `release_watches()`."""
+        self._held.set()
+
+    def release_watches(self) -> None:
+        self._held.clear()
+
+    def outage(self) -> None:
+        """Cut running watches mid-stream and drop every request until `restore()`."""
+        self._down.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    def restore(self) -> None:
+        self._down.clear()
+
+    @staticmethod
+    def _cut(handler: BaseHTTPRequestHandler) -> None:
+        with contextlib.suppress(OSError):
+            handler.connection.shutdown(socket.SHUT_RDWR)
+
     def kubeconfig(self, path: Path) -> Path:
         return write_kubeconfig(path, self.port)
 
@@ -174,7 +220,13 @@ class FakeApiServer:
         with self._cond:
             self.watch_requests += 1
             self.watches[resource] = self.watches.get(resource, 0) + 1
+            self.watch_versions.append(since)
+        while self._held.is_set() and not self._stopping.is_set():
+            self._stopping.wait(0.02)
+        with self._cond:
             expired = since < self._compacted.get(resource, 0)
+            self.gone += expired
+            round_ = self._watch_round
         handler.send_response(200)
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Transfer-Encoding", "chunked")
@@ -194,7 +246,11 @@ class FakeApiServer:
                         self._cond.wait(0.1)
                         pending = [e for e in self._events if e[0] > sent and e[1] == resource]
                     cut = since < self._compacted.get(resource, 0)
-                if self._stopping.is_set() or cut:
+                    ended = round_ != self._watch_round
+                if self._down.is_set():
+                    self._cut(handler)  # mid-stream: no terminating chunk
+                    return
+                if self._stopping.is_set() or cut or ended:
                     break  # an expiry ends the running watch; the next one gets 410
                 for version, _, kind, obj in pending:
                     self._chunk(handler, {"type": kind, "object": obj})

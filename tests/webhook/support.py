@@ -91,6 +91,8 @@ class Server:
     cert_dir: Path
     log_path: Path
     client_cert: tuple[Path, Path] | None = None
+    metrics_port: int | None = None
+    """The plain-HTTP listener of `/metrics` and the probes."""
     _context: ssl.SSLContext | None = field(default=None, repr=False)
 
     def context(self) -> ssl.SSLContext:
@@ -145,31 +147,48 @@ class Server:
         time.sleep(3 * FLUSH_INTERVAL)
         return list(iter_json_lines(self.log_path))
 
+    def plain_request(self, method: str, path: str, timeout: float = 10.0) -> Reply:
+        """A request over plain HTTP to the metrics listener."""
+        assert self.metrics_port is not None, "started without a metrics listener"
+        connection = http.client.HTTPConnection(LOOPBACK, self.metrics_port, timeout=timeout)
+        try:
+            connection.request(method, path)
+            response = connection.getresponse()
+            data = response.read()
+            return Reply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
+        finally:
+            connection.close()
+
     def metrics(self) -> str:
-        reply = self.request("GET", "/metrics")
+        reply = self.plain_request("GET", "/metrics")
         assert reply.status == 200, reply.body
         return reply.body.decode()
 
 
 def start_server(tmp: Path, cert_dir: Path, *args: str, workers: int = 2, threads: int = 2,
-                 client_cert: tuple[Path, Path] | None = None) -> Server:
+                 client_cert: tuple[Path, Path] | None = None,
+                 env: Mapping[str, str] | None = None) -> Server:
     """`dra-affinity serve` on a free loopback port, ready (GET /readyz is 200) on return."""
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     command = [str(SCRIPT), "serve", "--cert-dir", str(cert_dir), "--host", LOOPBACK, "--port", str(port),
+               "--metrics-port", str(metrics_port),
                "--workers", str(workers), "--threads", str(threads), "--metrics-dir", str(tmp / f"m-{port}"),
                *args]
-    return launch(command, port, tmp, cert_dir, client_cert=client_cert)
+    return launch(command, port, tmp, cert_dir, client_cert=client_cert, metrics_port=metrics_port,
+                  env=env)
 
 
 def launch(command: list[str], port: int, tmp: Path, cert_dir: Path, *,
-           env: Mapping[str, str] | None = None, client_cert: tuple[Path, Path] | None = None) -> Server:
-    """Start `command` (a server on `port`) in its own session and wait until it is ready."""
+           env: Mapping[str, str] | None = None, client_cert: tuple[Path, Path] | None = None,
+           metrics_port: int | None = None) -> Server:
+    """Start `command` (a server on `port`, metrics on `metrics_port`) in its own session and
+    wait until it is ready."""
     log_path = tmp / f"serve-{port}.log"
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
                                 env={**base, **(env or {})}, start_new_session=True)
-    server = Server(port, proc, cert_dir, log_path, client_cert)
+    server = Server(port, proc, cert_dir, log_path, client_cert, metrics_port)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -139,9 +139,12 @@ def _post(server: Server, payload: bytes) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("field", ["driver", "pool.name"])
-@pytest.mark.parametrize("value", [["x"], {"a": 1}])
-def test_wrong_typed_slice_fields_are_input_errors_not_500(server: Server, field: str,
-                                                           value: object) -> None:
+@pytest.mark.parametrize("value", [["x"], {"a": 1}, ["x" * 200_000]])
+def test_wrong_typed_slice_fields_are_bad_requests_naming_the_field(server: Server, field: str,
+                                                                    value: object) -> None:
+    """A 400 in the review (controller-runtime's `admission.Errored(http.StatusBadRequest)` for
+    an object its decoder cannot read), not an HTTP 400: the API server then denies with this
+    message and code whatever the failurePolicy, instead of treating the webhook as failed."""
     doc = slice_doc([entry("a")])
     if field == "driver":
         doc["spec"]["driver"] = value
@@ -151,8 +154,12 @@ def test_wrong_typed_slice_fields_are_input_errors_not_500(server: Server, field
     assert status == 200
     response = body["response"]
     assert response["allowed"] is False
+    assert response["status"]["code"] == 400 and response["status"]["reason"] == "BadRequest"
+    assert f"spec.{field}: Invalid value" in response["status"]["message"]
+    assert len(response["status"]["message"]) <= 1024
     assert response["auditAnnotations"]["error-rules"] == "SA000"
     assert [c["field"] for c in response["status"]["details"]["causes"]] == [f"spec.{field}"]
+    assert len(json.dumps(response)) < 8192  # the value is clipped, never echoed whole
 
 
 @pytest.mark.parametrize("where", ["object", "oldObject"])

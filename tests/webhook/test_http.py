@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 
@@ -181,3 +183,24 @@ def test_metrics_add_up_across_both_workers(server: Server) -> None:
     assert metric_value(after, "dra_affinity_cache_entries", {"cache": "model.extractors"}) >= 1
     expiry = metric_value(after, "dra_affinity_tls_certificate_expiry_timestamp_seconds")
     assert expiry > time.time()
+
+
+def test_metrics_are_on_their_own_plain_port_and_nowhere_else(server: Server) -> None:
+    """/metrics answers only on the metrics listener (plain HTTP), which serves no admission;
+    both listeners answer the probes (the kubelet's go to the plain one, see deploy/)."""
+    on_admission = server.request("GET", "/metrics")
+    assert on_admission.status == 404 and on_admission.json()["code"] == 404
+    assert b"dra_affinity" not in on_admission.body
+    text = server.metrics()
+    assert "dra_affinity_admission_requests_total" in text
+    assert server.plain_request("GET", "/healthz").status == 200
+    ready = server.plain_request("GET", "/readyz").json()
+    assert ready["ready"] is True and ready["tls"] and all(t["loaded"] for t in ready["tls"])
+    assert server.plain_request("POST", "/validate").status == 404  # never admits without TLS
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw:
+        raw.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")  # plain HTTP to the TLS port
+        raw.settimeout(10)
+        answer = b""
+        with contextlib.suppress(OSError):  # the TLS handshake fails: closed or reset
+            answer = raw.recv(4096)
+        assert not answer.startswith(b"HTTP/1.1 200")

@@ -128,3 +128,66 @@ def test_unreachable_api_server_skips_the_pool_check_with_a_warning(tmp_path: Pa
 def test_fixture_slices_are_clean_on_their_own() -> None:
     # every denial in this module is the pool rule's alone
     assert check_slice(model(_meta("m", "a", "b"))) == []
+
+
+def _keys_in_pool(watch: SliceWatch) -> dict[str, tuple[str, ...]]:
+    """The pool's metadata slices as the watch's index holds them: name -> extractor names."""
+    from dra_affinity.policies.core.findings import PoolRef
+
+    slices, _ = watch.index.pool(PoolRef("networking.example.com", POOL))
+    return {s.name: tuple(e.name for e in s.sharing_affinity) for s in slices}
+
+
+def test_a_dropped_or_ended_watch_resumes_and_loses_no_update(tmp_path: Path) -> None:
+    """The real kubernetes client against the fake. Writes land while no watch is open: after
+    a watch that ended, the next resumes from its last resourceVersion (no list) and replays
+    them; after a cut mid-stream with the API server unreachable, the watch lists again; when
+    the resourceVersion was compacted meanwhile, the resume gets 410 Gone and lists again. After
+    each, the index equals the API server's state."""
+    fake = FakeApiServer().start()
+    fake.put(_meta("s1", "a"))
+    kubeconfig = str(fake.kubeconfig(tmp_path / "kubeconfig"))
+    watch = SliceWatch(lambda: KubernetesSliceApi(kubeconfig))
+    try:
+        assert watch.unavailable(10.0) is None
+        assert _keys_in_pool(watch) == {"s1": ("a",)}
+        _eventually(lambda: fake.watches.get("resourceslices", 0) >= 1)
+
+        # 1. The watch ends (its timeout) and writes land before the next one is answered.
+        lists, watches = fake.lists["resourceslices"], fake.watches["resourceslices"]
+        last_seen = fake.watch_versions[-1]
+        fake.hold_watches()
+        fake.end_watches()
+        _eventually(lambda: fake.watches["resourceslices"] > watches)  # resume sent, held
+        fake.put(_meta("s2", "b"))
+        fake.put(_meta("s1", "a", "x"))
+        fake.release_watches()
+        _eventually(lambda: _keys_in_pool(watch) == {"s1": ("a", "x"), "s2": ("b",)}, timeout=20)
+        assert fake.lists["resourceslices"] == lists  # no re-list: resumed from its version
+        assert fake.watch_versions[watches] == last_seen
+
+        # 2. Cut mid-stream, API server unreachable while slices change: listed again.
+        fake.outage()
+        _eventually(lambda: watch._last_error is not None, timeout=20)  # it noticed
+        fake.put(_meta("s3", "c"))
+        fake.delete("s1")
+        fake.put(_meta("s2", "b", "d"))
+        fake.restore()
+        _eventually(lambda: _keys_in_pool(watch) == {"s2": ("b", "d"), "s3": ("c",)}, timeout=40)
+        assert fake.lists["resourceslices"] > lists
+        assert watch.unavailable(0) is None
+
+        # 3. The watch ends, writes land, and etcd compacts: the resume gets 410, then a list.
+        lists, watches = fake.lists["resourceslices"], fake.watches["resourceslices"]
+        fake.hold_watches()
+        fake.end_watches()
+        _eventually(lambda: fake.watches["resourceslices"] > watches)
+        fake.put(_meta("s4", "e"))
+        fake.delete("s3")
+        fake.expire("resourceslices")
+        fake.release_watches()
+        _eventually(lambda: _keys_in_pool(watch) == {"s2": ("b", "d"), "s4": ("e",)}, timeout=40)
+        assert fake.gone >= 1 and fake.lists["resourceslices"] > lists
+    finally:
+        watch.stop()
+        fake.stop()

@@ -175,3 +175,60 @@ def test_client_certificates_and_tls_floor(tmp_path: Path) -> None:
             wrong_name.connect()
     finally:
         stop_server(server)
+
+
+def _client_pair(tmp_path: Path, name: str, ca: certs.Issued) -> tuple[Path, Path]:
+    client = certs.issue(ca, "kube-apiserver", usage="client")
+    (tmp_path / f"{name}.crt").write_bytes(client.cert_pem())
+    (tmp_path / f"{name}.key").write_bytes(client.key_pem())
+    return tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+
+
+def _refused(server: Server, context: ssl.SSLContext) -> bool:
+    """True when the server refuses the connection during (or right after) the handshake:
+    with TLS 1.3 the client learns that its certificate was rejected on its first read."""
+    conn = SvcConnection(server.port, context)
+    try:
+        conn.request("GET", "/healthz")
+        return conn.getresponse().status != 200
+    except (ssl.SSLError, ConnectionError):
+        return True
+    finally:
+        conn.close()
+
+
+def test_mtls_refuses_other_callers_and_reloads_the_client_ca(tmp_path: Path) -> None:
+    """The mTLS overlay's configuration: only certificates from the client CA get through; the
+    CA file is watched with the serving pair; the plain metrics port needs no certificate."""
+    cert_dir = generate_certs(tmp_path / "certs")
+    trusted_ca, other_ca = certs.create_ca("apiserver-client-ca"), certs.create_ca("someone-else")
+    ca_file = tmp_path / "client-ca.crt"
+    ca_file.write_bytes(trusted_ca.cert_pem())
+    trusted = _client_pair(tmp_path, "trusted", trusted_ca)
+    stranger = _client_pair(tmp_path, "other", other_ca)
+    server = start_server(tmp_path, cert_dir, "--client-ca-file", str(ca_file),
+                          "--cert-check-interval", "0.2", client_cert=trusted)
+    try:
+        assert server.review(review(slice_doc([entry("a")])))["response"]["allowed"] is True
+        assert _refused(server, client_context(cert_dir / "ca.crt"))  # no certificate
+        assert _refused(server, client_context(cert_dir / "ca.crt", stranger))  # another CA
+        assert server.plain_request("GET", "/readyz").status == 200  # the kubelet's probe
+        assert "dra_affinity_admission_requests_total" in server.metrics()
+
+        # The API server's client CA is rotated: the new CA file is picked up without a restart.
+        tmp = tmp_path / ".client-ca.new"
+        tmp.write_bytes(other_ca.cert_pem())
+        os.replace(tmp, ca_file)
+        deadline = time.monotonic() + 20
+        while not _refused(server, client_context(cert_dir / "ca.crt", trusted)):
+            assert time.monotonic() < deadline, "the new client CA was not picked up"
+            time.sleep(0.1)
+        allowed = client_context(cert_dir / "ca.crt", stranger)
+        conn = SvcConnection(server.port, allowed)
+        try:
+            body = server.review(review(slice_doc([entry("a")])), conn=conn)
+            assert body["response"]["allowed"] is True
+        finally:
+            conn.close()
+    finally:
+        stop_server(server)

@@ -191,15 +191,18 @@ def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Pat
     _write(cert_dir)
     gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
     assert gunicorn is not None
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     env = {"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
+           "DRA_AFFINITY_METRICS_BIND": f"127.0.0.1:{metrics_port}",
            "DRA_AFFINITY_WORKERS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
     (tmp_path / "metrics").mkdir()
-    server = launch([gunicorn, "-c", "webhook/gunicorn_conf.py"], port, tmp_path, cert_dir, env=env)
+    server = launch([gunicorn, "-c", "webhook/gunicorn_conf.py"], port, tmp_path, cert_dir, env=env,
+                    metrics_port=metrics_port)
     try:
         response = server.review(review(slice_doc([entry("a"), entry("a")])))["response"]
         assert response["allowed"] is False
         assert "dra_affinity_admission_requests_total" in server.metrics()
+        assert server.request("GET", "/metrics").status == 404  # not on the admission port
         assert list((tmp_path / "metrics").glob("*.db"))  # samples went to the multiprocess dir
     finally:
         stop_server(server)
