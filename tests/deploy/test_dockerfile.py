@@ -238,8 +238,9 @@ def test_entrypoint_is_the_installed_serve_command(dockerfile: Parsed) -> None:
     assert main.get_command(ctx, command) is serve
     params = serve.make_context("serve", list(arguments)).params
     (expose,) = final.all("EXPOSE")
-    assert int(expose.args) == params["port"]
+    assert {int(p) for p in expose.args.split()} == {params["port"], params["metrics_port"]}
     # The image's defaults agree with the Deployment, which passes them explicitly.
     container = find(render(DEPLOY / "base"), "Deployment")["spec"]["template"]["spec"]["containers"][0]
     deployed = serve.make_context("serve", list(container["args"])).params
-    assert (deployed["cert_dir"], deployed["port"]) == (params["cert_dir"], params["port"])
+    assert (deployed["cert_dir"], deployed["port"], deployed["metrics_port"]) == (
+        params["cert_dir"], params["port"], params["metrics_port"])
