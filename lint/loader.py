@@ -51,7 +51,7 @@ _BASE_PARSER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
-class _Parser(_BASE_PARSER):  # type: ignore[misc,valid-type]
+class _TagMemoParser(_BASE_PARSER):  # type: ignore[misc,valid-type]
     """The safe loader with implicit tags resolved once per distinct plain scalar.
 
     Why: the C parser calls back into PyYAML's Python resolver for every node (a regex walk
@@ -137,6 +137,57 @@ def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     for path in paths:
         loader.load_argument(path)
     loader.result.not_walked = dict(loader._filter.skipped)
+    return loader.result
+
+
+@dataclass(frozen=True, slots=True)
+class FileTask:
+    """One file to read later (`plan_paths`), possibly in another process.
+
+    `path` is a file to open (`explicit`: named on the command line, so an unreadable one is
+    a usage error); or `content` is what was already read from stdin under `name`. `before`
+    holds what the walk reported since the previous task (usage errors, SA000 findings), so a
+    run that reads its tasks in order reports everything in the order `load_paths` does.
+    """
+
+    name: str
+    path: str | None = None
+    explicit: bool = False
+    content: bytes | str | None = None
+    before: LoadResult | None = None
+
+
+@dataclass(slots=True)
+class Plan:
+    """What `plan_paths` found: the tasks in input order, then what came after the last one."""
+
+    tasks: list[FileTask]
+    after: LoadResult
+    not_walked: dict[SkipReason, int]
+
+
+def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
+               walk: WalkFilter | None = None) -> Plan:
+    """Walk every path as `load_paths` does, but read no file: list them as `FileTask`s.
+
+    Why: `lint --jobs N` reads and checks files in worker processes, and only one file's
+    documents should be alive at a time. Stdin (which only this process can read) is read
+    here. `load_task` on every task, in order, gives what `load_paths` gives.
+    """
+    loader = _Loader(stdin if stdin is not None else sys.stdin, walk=walk)
+    loader.plan = []
+    for path in paths:
+        loader.load_argument(path)
+    return Plan(loader.plan, loader.result, dict(loader._filter.skipped))
+
+
+def load_task(task: FileTask) -> LoadResult:
+    """Read and load one planned file (the walk's reports before it not included)."""
+    loader = _Loader(None)
+    if task.path is not None:
+        loader._load_file(task.path, explicit=task.explicit)
+    elif task.content is not None:
+        loader.load_data(task.name, task.content)
     return loader.result
 
 
@@ -295,7 +346,7 @@ class _JsonPositions:
         return self._table.get((document, item))
 
 
-class _LazyPositions(Mapping[FieldPath, Position]):
+class _ComposedOnUse(Mapping[FieldPath, Position]):
     """A JSON document's value or key positions, resolved through its file's `_JsonPositions`.
 
     The root position (where the document starts) is known without composing, for a
@@ -462,6 +513,14 @@ class _Loader:
         self._json_positions = json_positions
         self._filter = walk or WalkFilter()
         self._read: set[tuple[int, int]] = set()
+        self.plan: list[FileTask] | None = None
+        """Set by `plan_paths`: files are listed here instead of being read."""
+
+    def _defer(self, name: str, path: str | None = None, *, explicit: bool = False,
+               content: bytes | str | None = None) -> None:
+        assert self.plan is not None
+        self.plan.append(FileTask(name, path, explicit, content, self.result))
+        self.result = LoadResult()
 
     # -- paths ----------------------------------------------------------------------------
 
@@ -532,6 +591,11 @@ class _Loader:
             identity = (info.st_dev, info.st_ino)
             if regular and identity in self._read:
                 return
+            if self.plan is not None:
+                if regular:
+                    self._read.add(identity)
+                self._defer(_display(path), path, explicit=explicit)
+                return
             with open(path, "rb") as handle:
                 raw = handle.read()
         except OSError as error:
@@ -560,16 +624,21 @@ class _Loader:
         except (OSError, ValueError) as error:
             self.result.usage_errors.append(f"-: cannot read standard input: {error}")
             return
+        if self.plan is not None:
+            self._defer(STDIN_NAME, content=data)
+            return
+        self.load_data(STDIN_NAME, data)
+
+    def load_data(self, name: str, data: bytes | str) -> None:
+        """What was read from stdin (bytes from a binary stream, else text), as one file."""
         self.result.files += 1
         if isinstance(data, bytes):
-            self._load_bytes(STDIN_NAME, data)
+            self._load_bytes(name, data)
         elif "\0" in data:
-            self.result.texts[STDIN_NAME] = data
-            self._file_finding(
-                STDIN_NAME, "binary input (contains NUL characters), not YAML or JSON"
-            )
+            self.result.texts[name] = data
+            self._file_finding(name, "binary input (contains NUL characters), not YAML or JSON")
         else:
-            self.load_text(STDIN_NAME, data.removeprefix("\ufeff"))
+            self.load_text(name, data.removeprefix("\ufeff"))
 
     def _load_bytes(self, name: str, raw: bytes) -> None:
         text, position, problem = _decode(raw)
@@ -638,7 +707,7 @@ class _Loader:
         offset = line = 0
         while True:
             chunk = text[offset:] if offset else text
-            parser = _Parser(chunk)
+            parser = _TagMemoParser(chunk)
             try:
                 while parser.check_node():
                     node = parser.get_node()
@@ -729,8 +798,8 @@ class _Loader:
             if lazy is None:
                 return Source(file=name, document=index, positions={(): position})
             return Source(file=name, document=index,
-                          positions=_LazyPositions(lazy, index, item, position, keys=False),
-                          key_positions=_LazyPositions(lazy, index, item, position, keys=True))
+                          positions=_ComposedOnUse(lazy, index, item, position, keys=False),
+                          key_positions=_ComposedOnUse(lazy, index, item, position, keys=True))
 
         if value is None:
             return

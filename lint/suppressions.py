@@ -181,6 +181,53 @@ class Audit:
 # -- collecting ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """The suppressions written in some input files: comments by file, annotations in document
+    order. Small and picklable, so `lint --jobs N` workers collect them file by file."""
+
+    comments: Mapping[str, tuple[Suppression, ...]]
+    annotations: tuple[Suppression, ...]
+
+
+def written(
+    documents: Sequence[LoadedDocument], names: Iterable[str], texts: Mapping[str, str] | None
+) -> Written:
+    """The comment suppressions of `names` (from their texts) and the documents' annotations.
+
+    Object spans (positions) are looked at only in files that have a suppression comment or
+    an annotated object: elsewhere nothing needs them.
+    """
+    texts = texts or {}
+    marked = [name for name in dict.fromkeys(names) if MARKER in texts.get(name, "")]
+    annotated = [d for d in documents if _annotation(d) is not None]
+    needed = {*marked, *(d.source.file for d in annotated)}
+    spans = _object_spans([d for d in documents if d.source.file in needed])
+    comments = {
+        name: tuple(_comment_suppressions(name, texts[name], FileObjects(spans.get(name, {}).values())))
+        for name in marked
+    }
+    annotations = tuple(s for d in annotated for s in _annotation_suppressions(d, spans))
+    return Written(comments, annotations)
+
+
+def combine(found: Iterable[Written], names: Iterable[str], config: Config) -> Collected:
+    """One run's suppressions: the comments of `names` in that order, every annotation, then
+    the config's ignores (the order `apply` tries them in)."""
+    found = list(found)
+    comments: dict[str, tuple[Suppression, ...]] = {}
+    for part in found:
+        for name, entries in part.comments.items():
+            comments.setdefault(name, entries)
+    ordered: list[Suppression] = [s for name in dict.fromkeys(names) for s in comments.get(name, ())]
+    ordered.extend(s for part in found for s in part.annotations)
+    ordered.extend(
+        Suppression(Kind.CONFIG, ignore.rules, ignore.reason, ignore.file, ignore.position, ignore=ignore)
+        for ignore in config.ignores
+    )
+    return Collected(tuple(ordered), tuple(_no_reason(s) for s in ordered if not s.reason))
+
+
 def collect(
     documents: Sequence[LoadedDocument],
     config: Config,
@@ -194,20 +241,8 @@ def collect(
     too); `texts` is each file's text as the loader read it (`LoadResult.texts`): nothing is
     read from disk again, and a name without text (a cluster object) has no comments.
     """
-    spans = _object_spans(documents)
-    found: list[Suppression] = []
-    names = dict.fromkeys([*(d.source.file for d in documents if d.source.file), *files])
-    for name in names:
-        text = (texts or {}).get(name)
-        if text is not None and MARKER in text:
-            found.extend(_comment_suppressions(name, text, FileObjects(spans.get(name, {}).values())))
-    for document in documents:
-        found.extend(_annotation_suppressions(document, spans))
-    found.extend(
-        Suppression(Kind.CONFIG, ignore.rules, ignore.reason, ignore.file, ignore.position, ignore=ignore)
-        for ignore in config.ignores
-    )
-    return Collected(tuple(found), tuple(_no_reason(s) for s in found if not s.reason))
+    names = list(dict.fromkeys([*(d.source.file for d in documents if d.source.file), *files]))
+    return combine([written(documents, names, texts)], names, config)
 
 
 def _object_spans(documents: Sequence[LoadedDocument]) -> dict[str | None, dict[int, ObjectSpan]]:
@@ -337,12 +372,16 @@ class _ScalarSpans:
         return index >= 0 and at < self.ends[index]
 
 
+def _annotation(document: LoadedDocument) -> object:
+    metadata = document.data.get("metadata")
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    return annotations.get(ANNOTATION) if isinstance(annotations, dict) else None
+
+
 def _annotation_suppressions(
     document: LoadedDocument, spans: Mapping[str | None, Mapping[int, ObjectSpan]]
 ) -> Iterable[Suppression]:
-    metadata = document.data.get("metadata")
-    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
-    value = annotations.get(ANNOTATION) if isinstance(annotations, dict) else None
+    value = _annotation(document)
     if value is None:
         return
     source = document.source
@@ -544,9 +583,28 @@ def audit(
     overrides apply to what is left, SA001/SA002 included.
     """
 
+    document_files = [d.source.file for d in documents]
+    files = [f for f in (*document_files, *(loc.file for f in findings for loc in f.locations)) if f]
+    return audit_written(findings, [written(documents, files, texts)], document_files, config, ran=ran,
+                         disabled=disabled)
+
+
+def audit_written(
+    findings: Iterable[Finding],
+    found: Sequence[Written],
+    document_files: Sequence[str | None],
+    config: Config,
+    *,
+    ran: Callable[[str], bool],
+    disabled: frozenset[str] = frozenset(),
+) -> Audit:
+    """`audit`, from suppressions collected file by file (`written`) and the files that held
+    documents: what `lint --jobs N` keeps of its input once every file is checked."""
+
     active = [f for f in findings if f.rule not in disabled]
-    files = [*(d.source.file for d in documents), *(loc.file for f in active for loc in f.locations)]
-    collected = collect(documents, config, files=[f for f in files if f is not None], texts=texts)
+    files = [*document_files, *(loc.file for f in active for loc in f.locations)]
+    names = [f for f in files if f]
+    collected = combine(found, names, config)
     result = apply(active, collected, root=config.root, ran=ran, files=files)
     kept = [
         replace(f, severity=config.severity[f.rule]) if f.rule in config.severity else f

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
+from dra_affinity.lint.file_lint import Linted, LintJob, default_jobs, lint_loaded, lint_plan, merge
 from dra_affinity.lint.inputs import (
+    NO_PATH_EMPTY,
     Input,
     cluster_target,
     exclude_patterns,
     input_options,
     load_input,
-    model_objects,
     report_problems,
+    stdin_is_terminal,
 )
 from dra_affinity.lint.options import (
     FormatCommand,
@@ -38,14 +40,13 @@ from dra_affinity.lint.reporters.output import write_reports
 from dra_affinity.lint.reporters.run import Notification, RunResult
 from dra_affinity.lint.reporters.text_reporter import render as render_text
 from dra_affinity.lint.reporters.text_reporter import summary_line
-from dra_affinity.lint.scalar_positions import resolve_inner_positions
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
-from dra_affinity.lint.suppressions import audit, document_ref
+from dra_affinity.lint.suppressions import audit_written
 from dra_affinity.lint.walk import ExcludePatterns, WalkFilter
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
-from dra_affinity.policies.rules.engine import EngineOptions, check_pools, check_slice
+from dra_affinity.policies.rules.engine import EngineOptions
 
 if TYPE_CHECKING:
     from dra_affinity.lint.cluster import ClusterTarget
@@ -81,6 +82,8 @@ class LintSettings:
     complete_pools: bool = False
     excludes: tuple[ExcludePatterns, ...] = ()
     """What directory walks leave out besides hidden and git-ignored entries (`--exclude`, `exclude:`)."""
+    jobs: int = 1
+    """Worker processes checking files (`--jobs`; the report is the same with any number)."""
 
 
 def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
@@ -106,7 +109,8 @@ def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
     return LintSettings(paths, target, report, options,
                         Layers(slices=not params["pools_only"], pools=not params["no_pools"]),
                         complete_pools=params["complete_pools"] or target is not None,
-                        excludes=exclude_patterns(params["excludes"], config))
+                        excludes=exclude_patterns(params["excludes"], config),
+                        jobs=params["jobs"] or default_jobs())
 
 
 def run_lint(
@@ -119,27 +123,52 @@ def run_lint(
 ) -> tuple[Report, list[str]]:
     """Load, model and check everything in `paths` (or the cluster), without suppressions
     (benchmarks, other callers); usage errors are returned."""
-    inputs = load_input(paths, cluster)
-    findings, summary = check_input(inputs, options, layers=layers,
-                                    complete_pools=complete_pools or cluster is not None)
-    return Report(tuple(findings), summary), inputs.usage_errors
+    linted = lint_input(paths, cluster, LintJob(options, layers.slices, layers.pools),
+                        complete_pools=complete_pools or cluster is not None)
+    return Report(tuple(linted.findings), linted.summary), linted.usage_errors
 
 
 def check_input(
     inputs: Input, options: EngineOptions, *, layers: Layers = Layers(), complete_pools: bool = False
 ) -> tuple[list[Finding], Summary]:
-    """Check loaded input: input errors always, then the selected layers; positions inside
-    expressions are mapped to the file from the text the loader kept."""
-    objects = model_objects(inputs)
-    findings: list[Finding] = list(objects.findings)
-    if layers.slices:
-        for slice_ in objects.slices:
-            findings.extend(check_slice(slice_, options=options))
-    if layers.pools:
-        findings.extend(check_pools(objects.slices, options, complete_pools=complete_pools))
-    summary = Summary(files=objects.files, objects=objects.objects, skipped=objects.skipped,
-                      not_walked=objects.not_walked)
-    return resolve_inner_positions(findings, inputs.texts), summary
+    """Check loaded input (one batch, as `lint` checks one file): input errors always, then the
+    selected layers; positions inside expressions are mapped to the file from the text kept."""
+    from dra_affinity.lint.loader import LoadResult
+
+    job = LintJob(options, layers.slices, layers.pools)
+    loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
+                        texts=inputs.texts)
+    linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools,
+                   not_walked=inputs.not_walked)
+    return linted.findings, linted.summary
+
+
+def lint_input(
+    paths: tuple[str, ...],
+    cluster: ClusterTarget | None,
+    job: LintJob,
+    *,
+    complete_pools: bool,
+    walk: WalkFilter | None = None,
+    jobs: int = 1,
+) -> Linted:
+    """Files file by file (in `jobs` workers), or the cluster's slices as one batch; notes and
+    usage errors included. Only what the report and the audit need is kept of any file."""
+    from dra_affinity.lint.loader import LoadResult, plan_paths
+
+    if cluster is not None or stdin_is_terminal(paths):
+        inputs = load_input(paths, cluster, walk)
+        loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
+                            texts=inputs.texts, usage_errors=inputs.usage_errors)
+        linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
+        linted.notes = list(inputs.notes)
+        return linted
+    plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
+    linted = merge(lint_plan(plan, job, jobs), job, complete_pools=complete_pools,
+                   not_walked=plan.not_walked)
+    if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
+        linted.usage_errors.append(NO_PATH_EMPTY)
+    return linted
 
 
 @click.command("lint", cls=FormatCommand)
@@ -156,6 +185,9 @@ def check_input(
 @click.option("--complete-pools", is_flag=True,
               help="The input holds every slice of every pool (a full dump): incomplete pools "
                    "(SP303/SP304) are errors instead of warnings.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Check files in N worker processes (default: the cores available to this "
+                   "process); the report is the same with any N.")
 @kubernetes_version_option
 @resolved(lint_settings)
 def lint(settings: LintSettings) -> None:
@@ -172,23 +204,23 @@ def lint(settings: LintSettings) -> None:
     """
 
     run = settings.report
-    inputs = load_input(settings.paths, settings.cluster, WalkFilter(excludes=settings.excludes))
-    findings, summary = check_input(inputs, settings.options, layers=settings.layers,
-                                    complete_pools=settings.complete_pools)
-    report_problems("lint", inputs)
-    if inputs.usage_errors and settings.cluster is not None:
+    job = LintJob(settings.options, settings.layers.slices, settings.layers.pools)
+    linted = lint_input(settings.paths, settings.cluster, job, complete_pools=settings.complete_pools,
+                        walk=WalkFilter(excludes=settings.excludes), jobs=settings.jobs)
+    report_problems("lint", Input(usage_errors=linted.usage_errors, notes=linted.notes))
+    if linted.usage_errors and settings.cluster is not None:
         sys.exit(2)  # nothing was read: no report to print
     disabled = settings.options.disabled_rules
-    checked = audit(findings, inputs.documents, run.config, texts=inputs.texts, disabled=disabled,
-                    ran=lambda rule: settings.layers.ran(rule, disabled))
-    report = Report(checked.findings, summary)
-    failures = write_lint_reports(run.outputs, report, checked, inputs, threshold=run.threshold,
+    checked = audit_written(linted.findings, linted.suppressions, linted.document_files, run.config,
+                            disabled=disabled, ran=lambda rule: settings.layers.ran(rule, disabled))
+    report = Report(checked.findings, linted.summary)
+    failures = write_lint_reports(run.outputs, report, checked, linted, threshold=run.threshold,
                                   show_suppressed=run.show_suppressed)
     for message in failures:
         click.echo(f"dra-affinity lint: {message}", err=True)
-    if inputs.usage_errors or failures:
+    if linted.usage_errors or failures:
         sys.exit(2)
-    if run.fail_if_no_resources and not any(d.kind == "ResourceSlice" for d in inputs.documents):
+    if run.fail_if_no_resources and not linted.slice_cases:
         click.echo("dra-affinity lint: no ResourceSlice in the input (--fail-if-no-resources)", err=True)
         sys.exit(2)
     sys.exit(1 if any(f.severity >= run.threshold for f in report.findings) else 0)
@@ -198,7 +230,7 @@ def write_lint_reports(
     specs: Sequence[OutputSpec],
     report: Report,
     checked: Audit,
-    inputs: Input,
+    inputs: Linted,
     *,
     threshold: Severity,
     show_suppressed: bool,
@@ -221,20 +253,17 @@ def write_lint_reports(
 
 
 def lint_run(
-    report: Report, checked: Audit, inputs: Input, *, threshold: Severity, show_suppressed: bool
+    report: Report, checked: Audit, inputs: Linted, *, threshold: Severity, show_suppressed: bool
 ) -> RunResult:
     """The lint run as the CI formats see it: one JUnit case per slice, findings, notes."""
     from dra_affinity.lint.reporters.junit_reporter import object_cases
 
     findings = report.sorted()
-    slices = [
-        (d.source.file, document_ref(d), p.line if (p := d.source.positions.get(())) else None)
-        for d in inputs.documents if d.kind == "ResourceSlice"
-    ]
     return RunResult(
         command="lint",
         findings=findings,
-        cases=object_cases("dra-affinity lint", slices, findings, checked.suppressed, threshold),
+        cases=object_cases("dra-affinity lint", inputs.slice_cases, findings, checked.suppressed,
+                           threshold),
         suppressed=checked.suppressed,
         show_suppressed=show_suppressed,
         notifications=(*(Notification("error", m) for m in inputs.usage_errors),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
@@ -291,3 +292,31 @@ def test_every_example_not_deliberately_broken_lints_clean_under_strict() -> Non
         assert "0 errors, 0 warnings, 0 infos" in out.out, out.out
     for broken in DELIBERATELY_BROKEN:
         assert run("lint", broken).code == 1, broken
+
+
+def test_jobs_give_the_same_report_in_every_format(tmp_path: Path) -> None:
+    """`--jobs N` checks files in worker processes; the report must not depend on N: findings of
+    several files (syntax errors, a pool split across files, suppressions written in one file,
+    an unused one, a JSON list), every format, and stdin mixed in."""
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("broken-slice.yaml", "networking-node-a.yaml", "rdma-pkey.yaml", "fpga-bitstream.yaml"):
+        (folder / name).write_text((REPO / "examples" / name).read_text())
+    half = slice_doc([entry("subnet", 'object.?subnet.orValue("")')], pool="split", count=3)
+    (folder / "sub" / "a.yaml").write_text(yaml.safe_dump(half))
+    other = slice_doc([entry("subnet", "object.subnet")], name="other", pool="split", count=2)
+    (folder / "sub" / "b.json").write_text(json.dumps({"kind": "List", "items": [other]}))
+    (folder / "sub" / "c.yaml").write_text(
+        "# dra-affinity: ignore SA201 -- nothing here to ignore\n" + yaml.safe_dump(half) + "---\nbad: [\n"
+    )
+    stdin = yaml.safe_dump(slice_doc([entry("x", "1")], name="piped"))
+    reports = {}
+    for jobs in ("1", "2", "3"):
+        for fmt in ("text", "json", "sarif", "junit"):
+            result = run("lint", "--jobs", jobs, "--format", fmt, str(folder), "-", stdin=stdin)
+            assert result.code == 1, result.err
+            reports[jobs, fmt] = (result.out.replace(str(tmp_path), "TMP"), result.err)
+    for fmt in ("text", "json", "sarif", "junit"):
+        assert reports["2", fmt] == reports["1", fmt] == reports["3", fmt]
+    text = reports["1", "text"][0]
+    assert "SP30" in text and "SA000" in text and "SA002" in text and "<stdin>" in text

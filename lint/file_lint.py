@@ -1,0 +1,201 @@
+"""`lint` file by file: what `lint --jobs N` runs in worker processes (and `--jobs 1` here).
+
+Why: keeping every slice's documents, positions and text until the end of a run cost ~470 KB
+per slice (issue 15: 4.6 GB for 10,000 slices). Here a file is loaded, modelled, its slices
+are checked and its suppressions collected; then only what a later step needs leaves it:
+the findings, each slice's pool entry (what the pool rules read), its slices' JUnit view and
+its suppressions. The documents die with the file. Every file goes through `lint_file`
+whatever the number of workers, and the parent merges the results in input order, so the
+report is the same with any `--jobs`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from dra_affinity.policies.core.findings import Finding, ObjectRef
+from dra_affinity.policies.core.source import FieldPath, Position, Source
+from dra_affinity.policies.model.resources import Device, ResourceSlice
+
+if TYPE_CHECKING:
+    from dra_affinity.lint.loader import FileTask, LoadResult, Plan
+    from dra_affinity.lint.report import Summary
+    from dra_affinity.lint.suppressions import Written
+    from dra_affinity.lint.walk import SkipReason
+    from dra_affinity.policies.rules.engine import EngineOptions
+
+POOL_PATHS: tuple[FieldPath, ...] = (("spec", "pool"), ("spec", "sharingAffinity"))
+"""Below depth 2, the only places pool rules point at (SP301: an extractor's `name`; SP303,
+SP304, SP306: `spec.pool.*`); `pool_entry` keeps the positions down to depth 4 there."""
+
+
+@dataclass(slots=True)
+class FileLinted:
+    """What one file (or stdin) leaves behind once checked; picklable, small."""
+
+    input_findings: list[Finding] = field(default_factory=list)
+    """SA000 from reading and parsing, in the loader's order."""
+    usage_errors: list[str] = field(default_factory=list)
+    model_findings: list[Finding] = field(default_factory=list)
+    slice_findings: list[Finding] = field(default_factory=list)
+    pool_slices: list[ResourceSlice] = field(default_factory=list)
+    slice_cases: list[tuple[str | None, ObjectRef | None, int | None]] = field(default_factory=list)
+    """Each ResourceSlice document: file, object, first line (JUnit's one case per slice)."""
+    document_files: list[str | None] = field(default_factory=list)
+    suppressions: Written | None = None
+    files: int = 0
+    objects: int = 0
+    skipped: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LintJob:
+    """What every file of a run is checked with (sent once to each worker)."""
+
+    options: EngineOptions
+    slices: bool = True
+    pools: bool = True
+
+
+def default_jobs() -> int:
+    """The cores this process may run on (its affinity mask, not the machine's count)."""
+    counted = getattr(os, "process_cpu_count", None)
+    if counted is not None:
+        return max(1, counted() or 1)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def lint_file(task: FileTask, job: LintJob) -> FileLinted:
+    """Load, model and check one planned file; collect its suppressions."""
+    from dra_affinity.lint.loader import load_task
+
+    return lint_loaded(load_task(task), job)
+
+
+def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
+    """Model and check what was loaded from one file (or stdin)."""
+    from dra_affinity.lint.inputs import Input, model_objects
+    from dra_affinity.lint.scalar_positions import resolve_inner_positions
+    from dra_affinity.lint.suppressions import document_ref, written
+    from dra_affinity.policies.rules.engine import check_slice
+
+    out = FileLinted(input_findings=list(loaded.findings), usage_errors=list(loaded.usage_errors),
+                     files=loaded.files)
+    documents = loaded.documents
+    objects = model_objects(Input(documents=documents))
+    out.model_findings = resolve_inner_positions(objects.findings, loaded.texts)
+    out.objects, out.skipped = objects.objects, objects.skipped
+    if job.slices:
+        found = [f for s in objects.slices for f in check_slice(s, options=job.options)]
+        out.slice_findings = resolve_inner_positions(found, loaded.texts)
+    if job.pools:
+        out.pool_slices = [pool_entry(s) for s in objects.slices]
+    for d in documents:
+        if d.kind == "ResourceSlice":
+            root = d.source.positions.get(())
+            out.slice_cases.append((d.source.file, document_ref(d), root.line if root else None))
+    out.document_files = list(dict.fromkeys(d.source.file for d in documents))
+    names = [*out.document_files, *(loc.file for f in out.input_findings for loc in f.locations)]
+    out.suppressions = written(documents, [n for n in names if n], loaded.texts)
+    return out
+
+
+def pool_entry(slice_: ResourceSlice) -> ResourceSlice:
+    """The slice as the pool rules read it: no raw document, devices without attributes or
+    capacity, positions only where pool findings point (`POOL_PATHS`, and depth <= 2)."""
+    devices = tuple(Device(d.index, d.name, d.allow_multiple_allocations) for d in slice_.devices)
+    source = slice_.source
+    return dataclasses.replace(slice_, raw={}, devices=devices, source=Source(
+        file=source.file, document=source.document,
+        positions=_pool_positions(source.positions), key_positions=_pool_positions(source.key_positions)))
+
+
+def _pool_positions(positions: Mapping[FieldPath, Position]) -> dict[FieldPath, Position]:
+    return {path: positions[path] for path in positions
+            if len(path) <= 2 or (len(path) <= 4 and path[:2] in POOL_PATHS)}
+
+
+def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int) -> Iterator[FileLinted]:
+    """Each task's result, in task order: here with one job, else in `jobs` worker processes.
+
+    Workers are forked (they start with this process's imports: no second start-up) and take
+    one file at a time, so a large file does not hold back a batch of small ones.
+    """
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield lint_file(task, job)
+        return
+    import itertools
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=context) as pool:
+        yield from pool.map(lint_file, tasks, itertools.repeat(job), chunksize=1)
+
+
+def lint_plan(plan: Plan, job: LintJob, jobs: int) -> Iterator[FileLinted]:
+    """Every planned file checked, with what the walk reported before it, in input order."""
+    tasks = plan.tasks
+    for task, linted in zip(tasks, lint_tasks(tasks, job, jobs), strict=True):
+        if task.before is not None:
+            yield _walk_reports(task.before)
+        yield linted
+    yield _walk_reports(plan.after)
+
+
+def _walk_reports(loaded: LoadResult) -> FileLinted:
+    return FileLinted(input_findings=list(loaded.findings), usage_errors=list(loaded.usage_errors),
+                      files=loaded.files)
+
+
+@dataclass(slots=True)
+class Linted:
+    """A whole run, merged from its files in input order: what the report and audit need."""
+
+    findings: list[Finding]
+    """Input errors, then model findings, then slice findings, then pool findings."""
+    summary: Summary
+    usage_errors: list[str]
+    slice_cases: list[tuple[str | None, ObjectRef | None, int | None]]
+    document_files: list[str | None]
+    suppressions: list[Written]
+    notes: list[str] = field(default_factory=list)
+
+
+def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,
+          not_walked: dict[SkipReason, int] | None = None) -> Linted:
+    """The run's findings (the pool rules run here, over every file's pool entries) and counts."""
+    from dra_affinity.lint.report import Summary
+    from dra_affinity.policies.rules.engine import check_pools
+
+    inputs: list[Finding] = []
+    model: list[Finding] = []
+    slices: list[Finding] = []
+    pool_slices: list[ResourceSlice] = []
+    usage: list[str] = []
+    cases: list[tuple[str | None, ObjectRef | None, int | None]] = []
+    document_files: list[str | None] = []
+    suppressions: list[Written] = []
+    files = objects = skipped = 0
+    for r in results:
+        inputs += r.input_findings
+        model += r.model_findings
+        slices += r.slice_findings
+        pool_slices += r.pool_slices
+        usage += r.usage_errors
+        cases += r.slice_cases
+        document_files += r.document_files
+        if r.suppressions is not None:
+            suppressions.append(r.suppressions)
+        files, objects, skipped = files + r.files, objects + r.objects, skipped + r.skipped
+    pools = check_pools(pool_slices, job.options, complete_pools=complete_pools) if job.pools else []
+    summary = Summary(files=files, objects=objects, skipped=skipped, not_walked=dict(not_walked or {}))
+    return Linted([*inputs, *model, *slices, *pools], summary, usage, cases, document_files, suppressions)
