@@ -156,15 +156,52 @@ def bench_dryrun(sizes: Sequence[int], tmp: Path) -> list[Row]:
 
 
 def bench_locks(sizes: Sequence[int], tmp: Path) -> list[Row]:
-    """`locks --format json` over a cluster dump (bench/gen_cluster.py): n allocated claims."""
+    """Issue 16's scale figures over a cluster dump (bench/gen_cluster.py) of n allocated claims on
+    n/10 devices in n/200 pools (100,000 claims: 10,000 devices, 500 pools): `locks` and `explain`
+    (a pending and an allocated claim) on the dump as `kubectl get -o json` and `-o yaml` print it,
+    and the exporter's time to apply one watch event (`bench/locks_bench.py --exporter-only`)."""
+    import yaml
+
     rows = []
     for n in sizes:
-        path = tmp / f"dump-{n}.json"
-        path.write_text(json.dumps(gen_cluster.generate(devices=max(100, n // 10), pools=max(10, n // 200),
-                                                        claims=n, pending=10, seed=1)))
-        rows.append(_row("locks", "--format json", n, "claims",
-                         measure([str(BIN), "locks", str(path), "--format", "json"])))
+        devices, pools = max(100, n // 10), max(10, n // 200)
+        doc = gen_cluster.generate(devices=devices, pools=pools, claims=n, pending=10, seed=1)
+        dumps = {"json": tmp / f"dump-{n}.json", "yaml": tmp / f"dump-{n}.yaml"}
+        dumps["json"].write_text(json.dumps(doc))
+        with dumps["yaml"].open("w") as out:
+            yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+        del doc
+        for fmt, path in dumps.items():
+            cases = (("locks --format json", ["locks", str(path), "--format", "json"]),
+                     ("explain pending --format json",
+                      ["explain", "pending/pending-0000", str(path), "--format", "json"]),
+                     ("explain allocated", ["explain", "ns-00/claim-000000", str(path)]))
+            for case, argv in cases:
+                rows.append(_row("locks", f"{case} ({fmt} dump)", n, "claims", measure([str(BIN), *argv])))
+        rows.append(_exporter_row(n, devices, pools))
     return rows
+
+
+def _exporter_row(claims: int, devices: int, pools: int, events: int = 1000) -> Row:
+    """The exporter's per-event figures (wall and CPU ms per event; the target is a 5 ms mean)."""
+    cmd = [sys.executable, str(HERE / "locks_bench.py"), "--exporter-only", "--devices", str(devices),
+           "--pools", str(pools), "--claims", str(claims), "--events", str(events)]
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        text = out.read()
+    code = os.waitstatus_to_exitcode(status)
+    figures = json.loads(text) if code == 0 and text.strip() else {}
+    extra: dict[str, float | str] = {
+        "event_ms": round(figures.get("mean_ms", 0.0), 3),
+        "event_cpu_ms": round(figures.get("cpu_mean_ms", 0.0), 3),
+        "event_max_ms": round(figures.get("max_ms", 0.0), 1),
+        "build_s": round(figures.get("build_s", 0.0), 2)}
+    return Row("locks", f"exporter: {events} watch events", claims, "claims", wall,
+               usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code, extra)
 
 
 def _script(name: str, *args: str) -> Callable[[Sequence[int], Path], list[Row]]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from dra_affinity.lint.lock_metrics import LockCollector
 from dra_affinity.policies.core.api import RESOURCE_GROUP
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
@@ -162,8 +163,9 @@ class LockExporter:
     def start(self) -> None:
         """List every resource once (in order: slices, classes, claims), then watch each."""
         versions = {}
-        for plural, _ in RESOURCES:
-            versions[plural] = self._relist(self.api_factory(plural), first=True)
+        with gc_paused():  # the lists build the long-lived book: settle() collects once after
+            for plural, _ in RESOURCES:
+                versions[plural] = self._relist(self.api_factory(plural), first=True)
         settle()
         for plural, _ in RESOURCES:
             thread = threading.Thread(target=self._run, args=(plural, versions[plural]),
