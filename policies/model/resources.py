@@ -313,11 +313,13 @@ def _slice(doc: Mapping[str, Any], source: Source, with_devices: bool = True) ->
 
 
 def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
-    return tuple(
+    if not raw:
+        return ()  # most requests have none: no generator for them (100,000 claims per `locks`)
+    return tuple([
         DeviceSelector(i, s["cel"]["expression"])
-        for i, s in enumerate(raw or ())
+        for i, s in enumerate(raw)
         if isinstance(s.get("cel"), Mapping)
-    )
+    ])
 
 
 def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
@@ -355,58 +357,65 @@ def _device(index: int, raw: Mapping[str, Any]) -> Device:
     )
 
 
+_SPEC_PATHS = {True: ("spec", "spec"), False: ("spec",)}
+
+
 def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
+    # Built for every claim of a cluster dump (`locks`, `explain`): list comprehensions, not
+    # generator expressions, and no work for the empty parts.
     is_template = kind == "ResourceClaimTemplate"
     spec = doc["spec"]["spec"] if is_template else doc["spec"]
     devices = spec.get("devices") or {}
     meta = doc.get("metadata") or {}
     results = (((doc.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+    requests = devices.get("requests")
+    configs = devices.get("config")
     return ResourceClaim(
-        kind=kind,
-        api_version=doc["apiVersion"],
-        namespace=meta.get("namespace") or "default",
-        name=_name(doc) or "",
-        requests=tuple(_request(i, r) for i, r in enumerate(devices.get("requests") or ())),
-        configs=tuple(_config(i, c) for i, c in enumerate(devices.get("config") or ())),
-        allocation=tuple(
-            AllocatedDevice(r["request"], r["driver"], r["pool"], r["device"]) for r in results or ()
-        ),
-        source=source,
-        raw=doc,
-        spec_path=("spec", "spec") if is_template else ("spec",),
+        kind,
+        doc["apiVersion"],
+        meta.get("namespace") or "default",
+        _name(doc) or "",
+        tuple([_request(i, r) for i, r in enumerate(requests)]) if requests else (),
+        tuple([_config(i, c) for i, c in enumerate(configs)]) if configs else (),
+        tuple([AllocatedDevice(r["request"], r["driver"], r["pool"], r["device"]) for r in results])
+        if results else (),
+        source,
+        doc,
+        _SPEC_PATHS[is_template],
     )
 
 
 def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> DeviceRequest:
-    selectors = _selectors(raw.get("selectors"))
+    capacity = raw.get("capacity")
     return DeviceRequest(
-        name=name,
-        parent=parent,
-        device_class_name=raw["deviceClassName"],
-        selectors=selectors,
-        count=raw.get("count"),
-        allocation_mode=raw.get("allocationMode"),
-        capacity_requests=(raw.get("capacity") or {}).get("requests") or {},
+        name,
+        parent,
+        raw["deviceClassName"],
+        _selectors(raw.get("selectors")),
+        raw.get("count"),
+        raw.get("allocationMode"),
+        (capacity.get("requests") or {}) if capacity else {},
     )
 
 
 def _request(index: int, raw: Mapping[str, Any]) -> Request:
     name = raw["name"]
     exactly = raw.get("exactly")
+    alternatives = raw.get("firstAvailable")
     return Request(
-        index=index,
-        name=name,
-        exactly=_device_request(name, None, exactly) if isinstance(exactly, Mapping) else None,
-        first_available=tuple(
-            _device_request(f"{name}/{sub['name']}", name, sub) for sub in raw.get("firstAvailable") or ()
-        ),
+        index,
+        name,
+        _device_request(name, None, exactly) if isinstance(exactly, Mapping) else None,
+        tuple([_device_request(f"{name}/{sub['name']}", name, sub) for sub in alternatives])
+        if alternatives else (),
     )
 
 
 def _config(index: int, raw: Mapping[str, Any]) -> ClaimConfig:
     opaque = raw.get("opaque")
+    requests = raw.get("requests")
     return ClaimConfig(
-        index=index,
-        requests=tuple(raw.get("requests") or ()),
-        opaque=OpaqueConfig(opaque["driver"], opaque["parameters"]) if isinstance(opaque, Mapping) else None,
+        index,
+        tuple(requests) if requests else (),
+        OpaqueConfig(opaque["driver"], opaque["parameters"]) if isinstance(opaque, Mapping) else None,
     )

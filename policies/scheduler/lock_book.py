@@ -15,7 +15,7 @@ inconsistent) are shared; a slice error is evaluated per pool, as its message na
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -105,6 +105,8 @@ class LockBook:
     _slices: dict[str, ResourceSlice] = field(default_factory=dict)
     _members: dict[PoolRef, dict[str, ResourceSlice]] = field(default_factory=dict)
     _summaries: dict[PoolRef, ExtractionPool] = field(default_factory=dict)
+    _pool_keys: dict[PoolRef, Hashable] = field(default_factory=dict)
+    """pool -> `pool_key` of its summary (part of every memo key; computed once per pool load)."""
     _pool_devices: dict[PoolRef, tuple[DeviceRef, ...]] = field(default_factory=dict)
     _nodes: dict[PoolRef, str] = field(default_factory=dict)
     _bound: dict[DeviceRef, dict[str, tuple[Holder, ...]]] = field(default_factory=dict)
@@ -248,13 +250,12 @@ class LockBook:
         cached = per_claim.get(key)
         if cached is not None:
             return cached
-        summary = self._summaries[ref]
-        memo_key = _memo_key(claim, request, summary)
+        memo_key = _memo_key(claim, request, ref.driver, self._pool_keys[ref])
         shared = self._memo.get(memo_key) if memo_key is not None else None
         if shared is not None:
             result = shared
         else:
-            result = extract(claim, request, summary, kubernetes_version=self.kubernetes_version)
+            result = extract(claim, request, self._summaries[ref], kubernetes_version=self.kubernetes_version)
             self.evaluations += len(result.evaluations)
             if memo_key is not None and result.outcome in _SHAREABLE_OUTCOMES:
                 self._memo[memo_key] = result
@@ -268,6 +269,7 @@ class LockBook:
         if not members:
             self.pools.pop(ref, None)
             self._summaries.pop(ref, None)
+            self._pool_keys.pop(ref, None)
             self._pool_devices.pop(ref, None)
             self._nodes.pop(ref, None)
             return
@@ -275,6 +277,7 @@ class LockBook:
         pool = build_pools(members.values(), limits)[ref]
         self.pools[ref] = pool
         self._summaries[ref] = to_extraction_pool(pool)
+        self._pool_keys[ref] = pool_key(self._summaries[ref])
         self._nodes[ref] = pool_node(pool)
         refs: list[DeviceRef] = []
         for device, _ in pool.devices:
@@ -301,14 +304,19 @@ class LockBook:
             self._recompute(dref)
 
     def _bind(self, claim: ResourceClaim) -> list[DeviceRef]:
-        name = claim.qualified_name
-        refs = tuple(dict.fromkeys(DeviceRef(a.driver, a.pool, a.device) for a in claim.allocation))
-        if not refs:
+        if not claim.allocation:
             return []
-        self._claim_refs[name] = refs
-        for ref in refs:
-            self._bound.setdefault(ref, {})[name] = self._holders(claim, ref)
-        return list(refs)
+        name = claim.qualified_name
+        by_device: dict[DeviceRef, list[Holder]] = {}
+        for index, result in enumerate(claim.allocation):  # one pass, in allocation order
+            ref = DeviceRef(result.driver, result.pool, result.device)
+            device = self.devices.get(ref)
+            consumed = bound_consumption(claim, index, result.request, device) if device else {}
+            by_device.setdefault(ref, []).append(Holder(name, result.request, consumed, bound=True))
+        self._claim_refs[name] = tuple(by_device)
+        for ref, holders in by_device.items():
+            self._bound.setdefault(ref, {})[name] = tuple(holders)
+        return list(by_device)
 
     def _unbind(self, name: str) -> list[DeviceRef]:
         refs = self._claim_refs.pop(name, ())
@@ -341,13 +349,14 @@ class LockBook:
             [(h, self._shared_extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
 
 
-def _memo_key(claim: ResourceClaim, request: str, pool: ExtractionPool) -> _MemoKey | None:
+def _memo_key(claim: ResourceClaim, request: str, driver: str, pool: Hashable) -> _MemoKey | None:
     """What an extraction result depends on besides the names it carries (the key
-    `ExtractionMemo` uses); None when the parameters have no canonical form: no sharing."""
-    content = content_key(in_scope_configs(claim, request, pool.ref.driver))
+    `ExtractionMemo` uses; `pool`: the pool's `pool_key`); None when the parameters have no
+    canonical form: no sharing."""
+    content = content_key(in_scope_configs(claim, request, driver))
     if content is None:
         return None
-    return (pool.ref.driver, request, pool_key(pool), content)
+    return (driver, request, pool, content)
 
 
 def bound_consumption(claim: ResourceClaim, index: int, request: str,
@@ -361,8 +370,12 @@ def bound_consumption(claim: ResourceClaim, index: int, request: str,
     results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
     raw = results[index].get("consumedCapacity") if index < len(results) else None
     if isinstance(raw, Mapping):
-        parsed = {str(k): amount(v) for k, v in raw.items()}
-        return {k: v for k, v in parsed.items() if v is not None}
+        out: dict[str, Fraction] = {}
+        for k, v in raw.items():
+            value = amount(v)
+            if value is not None:
+                out[str(k)] = value
+        return out
     spec = device_requests(claim).get(request)
     wanted = demand(device, spec) if spec is not None else {}
     if isinstance(wanted, CapacityProblem):

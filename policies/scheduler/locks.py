@@ -197,13 +197,14 @@ def reconstruct(bound: Sequence[tuple[Holder, ExtractionResult]]) -> DeviceState
     holders = tuple(h for h, _ in bound)
     first: tuple[Holder, Mapping[str, str]] | None = None
     for holder, result in bound:
-        who = f"claim {holder.claim} request {holder.request!r}"
         if result.outcome is not Outcome.OK or result.affinity is None:
+            who = f"claim {holder.claim} request {holder.request!r}"
             return DeviceState(LockStatus.UNRECONSTRUCTABLE, None, holders,
                                f"{who}: {_extraction_problem(result)}")
         if first is None:
             first = (holder, result.affinity)
         elif dict(first[1]) != dict(result.affinity):
+            who = f"claim {holder.claim} request {holder.request!r}"
             other = f"claim {first[0].claim} request {first[0].request!r}"
             return DeviceState(
                 LockStatus.UNRECONSTRUCTABLE, None, holders,
