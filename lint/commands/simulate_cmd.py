@@ -14,6 +14,7 @@ from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.scheduler.claims import missing_class_problems
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
 from dra_affinity.policies.scheduler.simulation import (
     Action,
@@ -388,7 +389,11 @@ def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode],
     from dra_affinity.lint.reporters import workload_reporter
     from dra_affinity.policies.scheduler.replay import ReplayReport, replay
 
-    _print_findings(inputs.findings)
+    templates = {t.claim for t in workload_file.workload.templates}
+    # a template naming an absent DeviceClass never places: an input error, as dry-run reports it
+    findings = [*inputs.findings, *(f for c in inputs.claims if c.qualified_name in templates
+                                    for f in missing_class_problems(c, {k.name for k in inputs.classes}))]
+    _print_findings(findings)
     reports: list[ReplayReport] = []
     for mode in modes:
         result = replay(inputs.slices, inputs.claims, workload_file.workload, mode=mode,
@@ -404,11 +409,11 @@ def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode],
     if fmt == "json":
 
         doc = workload_reporter.render_json(reports, seed)
-        doc["findings"] = [finding_to_json(f) for f in inputs.findings]
+        doc["findings"] = [finding_to_json(f) for f in findings]
         _emit(json.dumps(doc, indent=2), output)
     elif fmt == "html":
         _emit(workload_reporter.render_html(reports, seed), output)
     else:
         _emit(workload_reporter.render_text(reports, seed), output)
-    failed = any(r.pending for r in reports) or any(f.severity is Severity.ERROR for f in inputs.findings)
+    failed = any(r.pending for r in reports) or any(f.severity is Severity.ERROR for f in findings)
     sys.exit(1 if failed else 0)

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
-from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
-from dra_affinity.policies.scheduler.claims import claim_problems
+from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
 from dra_affinity.policies.scheduler.extraction import (
     ExtractionMemo,
     ExtractionPool,
@@ -179,7 +178,7 @@ class DryRun:
                     continue
                 request = requests.get(name)
                 if by_class and request is not None and request.device_class_name not in by_class:
-                    self.findings.append(_missing_class_finding(claim, request))
+                    self.findings.append(missing_class_finding(claim, request))
                     continue  # the scheduler leaves the claim pending: no pool is tried
                 reported: set[str] = set()
                 for ref, pool in pools.items():
@@ -222,19 +221,6 @@ def _exclusions(request: DeviceRequest, survey: PoolSurvey) -> tuple[str, ...]:
 
 def _devices(n: int) -> str:
     return f"{n} device{'' if n == 1 else 's'}"
-
-
-def _missing_class_finding(claim: ResourceClaim, request: DeviceRequest) -> Finding:
-    """A request naming a DeviceClass the input does not hold (the scheduler leaves the claim pending)."""
-    index = next((i for i, r in enumerate(claim.requests) if r.name == request.name.split("/", 1)[0]), None)
-    path: tuple[str | int, ...] = (*claim.spec_path, "devices", "requests")
-    if index is not None:
-        path = (*path, index)
-    return INPUT_ERROR.finding(
-        f"claim {claim.qualified_name} request {request.name!r} names DeviceClass "
-        f"{request.device_class_name!r}, which is not in the input: the scheduler leaves the claim "
-        "pending (give the class's file, or fix the name)",
-        Location.at(claim.source, path, claim.ref))
 
 
 def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceClass | None) -> Finding:

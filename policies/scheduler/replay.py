@@ -292,6 +292,12 @@ class _Replay:
     def candidate_pools(self, template: int, request: DeviceRequest) -> list[Pool] | Rejection:
         key = (template, request.name)
         found = self.candidates.get(key)
+        if found is None and self.run.classes and request.device_class_name not in self.run.classes:
+            # a class that does not exist selects no device: the claim stays pending
+            found = Rejection(Reason.NO_CANDIDATES, f"request {request.name!r}: DeviceClass "
+                              f"{request.device_class_name!r} is not in the input (the scheduler leaves "
+                              "the claim pending)")
+            self.candidates[key] = found
         if found is None:
             try:
                 found = [p for p in self.pool_list

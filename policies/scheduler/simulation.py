@@ -33,7 +33,7 @@ from dra_affinity.policies.model.resources import (
 from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.candidates import SelectorError, pool_is_candidate
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits, render
-from dra_affinity.policies.scheduler.claims import claim_problems
+from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
 from dra_affinity.policies.scheduler.extraction import ExtractionMemo, ExtractionPool, ExtractionResult
@@ -921,6 +921,10 @@ def start(
     run = new_run(slices, claims, mode=mode, feature_gate=feature_gate, limits=limits, pools=pools,
                   classes=classes, candidate=candidate, detail=detail)
     findings = tuple(f for c in claims for f in claim_problems(c))
+    placed = {s.claim for s in steps if s.action is Action.ALLOCATE}
+    # a claim to place whose class is absent: an input error, as dry-run reports it
+    findings += tuple(f for c in claims if c.qualified_name in placed
+                      for f in missing_class_problems(c, run.classes))
     return SimulationRun(run, steps, findings)
 
 

@@ -291,13 +291,32 @@ def test_a_cluster_larger_than_its_capacity_prints_every_step_and_fails(tmp_path
     assert "UNSCHEDULABLE" in text.out and "Metrics:" in text.out
 
 
-def test_a_request_whose_class_is_missing_stays_pending(tmp_path: Path) -> None:
+def test_a_request_whose_class_is_missing_is_an_input_error_and_stays_pending(tmp_path: Path) -> None:
+    """As dry-run: an SA000 finding at the request naming it and the class, in every format."""
     docs = list(yaml.safe_load_all((REPO / "examples" / "claims.yaml").read_text()))
     claim = next(d for d in docs if d and d.get("kind") == "ResourceClaim")
     claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic-typo"
     path = tmp_path / "claim.yaml"
     path.write_text(yaml.safe_dump(claim))
-    out = run("simulate", "examples/networking-node-a.yaml", str(path), "examples/device-classes.yaml")
-    assert out.code == 1, out.out
-    assert "UNSCHEDULABLE (no candidate devices)" in out.out
-    assert "DeviceClass 'nic-typo' is not in the input (the scheduler leaves the claim pending)" in out.out
+    inputs = ("examples/networking-node-a.yaml", str(path), "examples/device-classes.yaml")
+    finding = (f"{path}:{_line_of(path, '- exactly:')}:7: error SA000 ResourceClaim/ml/training-pod-a: "
+               "claim ml/training-pod-a request 'nic' names DeviceClass 'nic-typo', which is not in the")
+    for extra in ((), ("--summary",), ("--only-failing",)):
+        out = run("simulate", *inputs, *extra)
+        assert out.code == 1, out.out
+        assert "UNSCHEDULABLE (no candidate devices)" in out.out
+        assert "DeviceClass 'nic-typo' is not in the input (the scheduler leaves the claim" in out.out
+        assert finding in out.err, out.err
+    doc = run("simulate", *inputs, "--format", "json").json()
+    [sa000] = doc["findings"]
+    assert (sa000["rule"], sa000["severity"]) == ("SA000", "error")
+    assert sa000["field"] == "spec.devices.requests[0]"
+    assert "request 'nic' names DeviceClass 'nic-typo'" in sa000["message"]
+    assert doc["steps"][0]["unschedulable"]["reasons"] == ["no candidate devices"]
+    # without DeviceClasses in the input every class is taken to exist: no finding, the claim placed
+    out = run("simulate", "examples/networking-node-a.yaml", str(path))
+    assert out.code == 0 and "SA000" not in out.err, out.out + out.err
+
+
+def _line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)

@@ -98,3 +98,29 @@ def test_a_bad_workload_file_is_a_located_error(tmp_path: Path) -> None:
     assert f"{workload}:5:30: templates.0.vary.0.config: claim ml/nic-pod has no opaque config" in result.err
     result = run("simulate", "--workload", str(tmp_path / "missing.yaml"), POOLS)
     assert result.code == 2 and "missing.yaml" in result.err
+
+
+def test_a_template_whose_class_is_missing_is_an_input_error_and_stays_pending(tmp_path: Path) -> None:
+    """The workload report (text and JSON) as `simulate` steps: SA000 naming the request and class."""
+    repo = Path(__file__).resolve().parents[3]
+    for name in ("nic-20-subnets.yaml", "nic-claim.yaml", "nic-pool.yaml"):
+        text = (repo / "examples" / "capacity" / name).read_text()
+        text = text.replace("deviceClassName: nic.example.com", "deviceClassName: nic-typo")
+        (tmp_path / name).write_text(text.replace("arrivals: 2000", "arrivals: 20"))
+    (tmp_path / "class.yaml").write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: nic.example.com}\n"
+        "spec:\n  selectors: [{cel: {expression: 'device.driver == \"nic.example.com\"'}}]\n")
+    inputs = ("--workload", str(tmp_path / "nic-20-subnets.yaml"), str(tmp_path / "nic-pool.yaml"),
+              str(tmp_path / "class.yaml"))
+    message = "claim ml/nic-pod request 'nic' names DeviceClass 'nic-typo', which is not in the input"
+    text = run("simulate", *inputs)
+    assert text.code == 1, text.out
+    assert f"nic-claim.yaml:12:11: error SA000 ResourceClaimTemplate/ml/nic-pod: {message}" in text.err
+    assert "claims placed                                     0" in text.out
+    doc = run("simulate", *inputs, "--format", "json").json()
+    assert [f["rule"] for f in doc["findings"]] == ["SA000"] and message in doc["findings"][0]["message"]
+    [report] = doc["reports"]
+    assert report["placed"] == 0 and report["pendingReasons"] == {"no candidate devices": 20}
+    # the class given: the same workload places
+    (tmp_path / "nic-claim.yaml").write_text((repo / "examples" / "capacity" / "nic-claim.yaml").read_text())
+    assert run("simulate", *inputs, "--mode", "beta").code == 0
