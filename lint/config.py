@@ -35,6 +35,8 @@ SEVERITIES = ("error", "warning", "info")
 
 _SETTINGS_KEYS = ("format", "fail-on", "strict", "fail-if-no-resources", "show-suppressed")
 _TOP_KEYS = ("kubernetes-version", "rules", "ignore", "exclude", *_SETTINGS_KEYS, *COMMANDS)
+_COMMAND_KEYS = {"lint": _SETTINGS_KEYS, "dry-run": _SETTINGS_KEYS, "test": (*_SETTINGS_KEYS, "suites")}
+"""What each command's section may set: the report settings, and for `test` the suites to run."""
 _RULES_KEYS = ("enable", "disable", "severity")
 _IGNORE_KEYS = ("rule", "rules", "paths", "objects", "reason")
 
@@ -97,6 +99,9 @@ class Config:
     """Gitignore-style patterns, relative to `root`, that no command reads (`walk.WalkFilter`)."""
     settings: Settings = field(default_factory=Settings)
     commands: Mapping[str, Settings] = field(default_factory=dict)
+    suites: tuple[str, ...] = ()
+    """`test: suites:`, relative to `root`: what `test` runs when given no SUITE (the pre-commit
+    hook then needs no `args`, and `pre-commit try-repo`, which cannot pass any, runs it too)."""
 
     def for_command(self, command: str) -> Settings:
         return self.commands.get(command, Settings()).over(self.settings)
@@ -264,10 +269,9 @@ class _Parser:
                 parse_kubernetes_version(str(version))
             except VersionError as error:
                 raise self.fail(("kubernetes-version",), str(error)) from None
-        commands = {
-            name: self._settings(self._mapping(top[name], (name,), _SETTINGS_KEYS), (name,))
-            for name in COMMANDS if top.get(name) is not None
-        }
+        sections = {name: self._mapping(top[name], (name,), _COMMAND_KEYS[name])
+                    for name in COMMANDS if top.get(name) is not None}
+        commands = {name: self._settings(section, (name,)) for name, section in sections.items()}
         return Config(
             path=self.file,
             root=root,
@@ -279,6 +283,7 @@ class _Parser:
             exclude=self._strings(top.get("exclude"), ("exclude",)),
             settings=self._settings(top, ()),
             commands=commands,
+            suites=self._strings(sections.get("test", {}).get("suites"), ("test", "suites")),
         )
 
     def _strings(self, value: Any, path: FieldPath) -> tuple[str, ...]:

@@ -285,20 +285,28 @@ class SuiteRunSettings:
 
 
 def suite_run_settings(ctx: click.Context, params: Params) -> SuiteRunSettings:
-    """Flags > config > defaults for `test` (the reports only)."""
-    report = report_settings(ctx, params, config_for(params), command="test", choices=TEST_FORMATS,
-                             default="text")
-    return SuiteRunSettings(params["suites"], report)
+    """Flags > config > defaults for `test`: the reports, and the suites when none is given.
+
+    No SUITE and no `test: suites:` in the config is a usage error: a run of nothing must
+    not pass (a pre-commit hook without `args`, a CI variable left unset)."""
+    config = config_for(params)
+    report = report_settings(ctx, params, config, command="test", choices=TEST_FORMATS, default="text")
+    suites: tuple[Path, ...] = params["suites"] or tuple(Path(config.resolve(s)) for s in config.suites)
+    if not suites:
+        raise click.UsageError("give SUITE files, or list them under `test: suites:` in the config file "
+                               "(docs/configuration.md)", ctx)
+    return SuiteRunSettings(suites, report)
 
 
 @click.command("test", cls=FormatCommand)
-@click.argument("suites", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("suites", nargs=-1, metavar="[SUITE]...", type=click.Path(path_type=Path))
 @report_options(TEST_FORMATS, "text")
 @resolved(suite_run_settings)
 def test(settings: SuiteRunSettings) -> None:
     """Run test SUITES: each names slices, claims and the expected outcome per claim/request/pool,
     or (`allocate:` cases) the device each claim of a lock simulation must get, or (`workload:`
     cases) bounds on a workload replay's fragmentation report (e.g. `beta.stranded <= 5%`).
+    Without SUITE, the suites listed under `test: suites:` in the config file run.
 
     Exit code 1 when a case fails, 2 when a suite file is unusable.
     """

@@ -1,23 +1,28 @@
-"""`.pre-commit-hooks.yaml` under the real `pre-commit` framework.
+"""`.pre-commit-hooks.yaml` under the real `pre-commit` framework, through `pre-commit try-repo`.
 
-pre-commit clones the hook repository at a commit, installs it into its own virtualenv
-(`language: python`), selects the staged files by `types`, and runs each hook. Here the
-hook repository is a snapshot commit of this checkout (tracked and new files, as
-`pre-commit try-repo` makes one), and a temporary driver repository holds slices, a
-`.venv/` with JSON in it (what made `lint .` fail before) and a git-ignored directory.
-The hook environment is installed once per module (`PRE_COMMIT_HOME`): installing it
-takes minutes, and `try-repo` would reinstall it for every call into a temporary store.
+`try-repo` is what a driver author runs to try the hooks before pinning them: it clones this
+checkout at its HEAD commit (with uncommitted changes to tracked files, and staged new files,
+committed into a temporary shadow clone; so in CI's fresh clone, HEAD itself), installs it into
+a fresh virtualenv (`language: python`), and runs every hook of the manifest on the staged files
+of the repository it is run in. It keeps nothing between calls (a fresh store in a temporary
+directory, whatever `PRE_COMMIT_HOME` says), so each call pays one hook-environment install;
+the suite makes one call, running the three hooks at once, and every test reads its hook's
+part of that one run. The test hook needs no `args` there (try-repo cannot pass any): it runs
+the suites the driver's `.dra-affinity.yaml` lists under `test: suites:`.
+
+The driver repository holds slices (staged, unstaged, one with an error, one in a directory its
+config excludes), a `.venv/` with broken JSON in it (what made `lint .` fail before), a
+git-ignored directory with broken YAML, a workflow file and a suite.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,58 +51,78 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 @dataclass(frozen=True)
-class HookSource:
-    """The hook repository as pre-commit sees it: a path and a commit."""
+class TryRepo:
+    """One `pre-commit try-repo` run: its exit code, the rev it tried, and each hook's part."""
 
-    path: Path
+    code: int
+    output: str
     rev: str
-    home: Path
+    hooks: dict[str, str]
+    """Hook id -> its section of the output (status line, exit code, what the hook printed)."""
+
+    def hook(self, hook_id: str) -> str:
+        assert hook_id in self.hooks, self.output
+        return self.hooks[hook_id]
+
+
+def _driver_repo(root: Path) -> Path:
+    """Slices of pool node-a in two files (one staged), a broken slice (staged), a slice under an
+    excluded directory, what a walk must not read, a suite, and the driver's config."""
+    write(root / "deploy" / "node-a.yaml", SLICE.format(name="meta-a", pool="node-a"))
+    write(root / "deploy" / "node-a-extra.yaml", SLICE.format(name="meta-b", pool="node-a"))
+    write(root / "deploy" / "node-c.yaml",
+          SLICE.format(name="meta-c", pool="node-c").replace("- name: subnet", "- name: Sub Net"))
+    write(root / "deploy" / "legacy" / "node-a-old.yaml", SLICE.format(name="meta-old", pool="node-a"))
+    write(root / ".github" / "workflows" / "ci.yaml", "on: push\njobs: {}\n")
+    write(root / "README.md", "# driver\n")
+    # what a walk must not read: a virtualenv's JSON, and build output git ignores
+    write(root / ".venv" / "lib" / "site-packages" / "schemas" / "draft.json", '{"broken": [\n')
+    write(root / "generated" / "bad.yaml", "kind: [\n")
+    write(root / ".gitignore", "generated/\n")
+    suite = (REPO / "examples" / "suites" / "kep.yaml").read_text().replace(
+        "resources: [../", f"resources: [{REPO}/examples/").replace(", ../", f", {REPO}/examples/")
+    write(root / "tests" / "affinity.yaml", suite)
+    write(root / ".dra-affinity.yaml", "exclude: [deploy/legacy/]\ntest:\n  suites: [tests/affinity.yaml]\n")
+    _git(root, "init", "-q", ".")
+    _git(root, "add", "README.md", ".github/workflows/ci.yaml", "deploy/node-a.yaml", "deploy/node-c.yaml")
+    return root
+
+
+def _sections(output: str) -> dict[str, str]:
+    """Split `pre-commit run --verbose` output at each hook's status line."""
+    status = re.compile(r"^dra-affinity [a-z ]+\.{3,}.*$", re.M)
+    starts = [m.start() for m in status.finditer(output)] + [len(output)]
+    found = {}
+    for begin, end in itertools.pairwise(starts):
+        part = output[begin:end]
+        hook_id = re.search(r"^- hook id: (\S+)$", part, re.M)
+        if hook_id:
+            found[hook_id.group(1)] = part
+    return found
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> HookSource:
-    """A commit holding this checkout as it is now, like `pre-commit try-repo` makes."""
-    snapshot = tmp_path_factory.mktemp("hook-repo")
-    files = _git(REPO, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")
-    for name in filter(None, files):
-        origin = REPO / name
-        if origin.is_file():
-            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(origin, snapshot / name)
-    _git(snapshot, "init", "-q", ".")
-    _git(snapshot, "add", "-A")
-    _git(snapshot, "commit", "-q", "-m", "snapshot")
-    return HookSource(snapshot, _git(snapshot, "rev-parse", "HEAD").strip(),
-                      tmp_path_factory.mktemp("pre-commit-home"))
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[Path]:
-    """A driver repository: two slices of one pool in two files, declaring the same key."""
-    write(tmp_path / "deploy" / "node-a.yaml", SLICE.format(name="meta-a", pool="node-a"))
-    write(tmp_path / "deploy" / "node-a-extra.yaml", SLICE.format(name="meta-b", pool="node-a"))
-    write(tmp_path / ".github" / "workflows" / "ci.yaml", "on: push\njobs: {}\n")
-    write(tmp_path / "README.md", "# driver\n")
-    # what a walk must not read: a virtualenv's JSON, and build output git ignores
-    write(tmp_path / ".venv" / "lib" / "site-packages" / "schemas" / "draft.json", '{"broken": [\n')
-    write(tmp_path / "generated" / "bad.yaml", "kind: [\n")
-    write(tmp_path / ".gitignore", "generated/\n")
-    suite = (REPO / "examples" / "suites" / "kep.yaml").read_text().replace(
-        "resources: [../", f"resources: [{REPO}/examples/").replace(", ../", f", {REPO}/examples/")
-    write(tmp_path / "tests" / "affinity.yaml", suite)
-    _git(tmp_path, "init", "-q", ".")
-    yield tmp_path
-
-
-def _pre_commit(source: HookSource, repo: Path, hooks: list[dict[str, object]], *args: str
-                ) -> subprocess.CompletedProcess[str]:
-    config = {"repos": [{"repo": str(source.path), "rev": source.rev, "hooks": hooks}]}
-    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config))
+def tried(tmp_path_factory: pytest.TempPathFactory) -> TryRepo:
+    """`pre-commit try-repo <this checkout>` in the driver repository, every hook at once."""
+    repo = _driver_repo(tmp_path_factory.mktemp("driver"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_PROJECT", "PRE_COMMIT"))}
-    env["PRE_COMMIT_HOME"] = str(source.home)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return subprocess.run([sys.executable, "-m", "pre_commit", "run", "--verbose", "--color", "never", *args],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(REPO), "--verbose",
+                           "--color", "never"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
+    rev = re.search(r"^\s+rev: (\S+)$", proc.stdout, re.M)
+    assert rev, proc.stdout + proc.stderr
+    return TryRepo(proc.returncode, proc.stdout + proc.stderr, rev.group(1), _sections(proc.stdout))
+
+
+def test_try_repo_installs_this_checkout_and_runs_every_hook(tried: TryRepo) -> None:
+    declared = [h["id"] for h in yaml.safe_load(HOOKS_FILE.read_text())]
+    assert sorted(tried.hooks) == sorted(declared), tried.output
+    assert "[INFO] Installing environment for" in tried.output
+    assert tried.code == 1, tried.output  # the broken slice and the split pool fail the commit
+    head = _git(REPO, "rev-parse", "HEAD").strip()
+    if not subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO).returncode:
+        assert tried.rev == head  # a clean checkout (CI's fresh clone): its HEAD, as it is
 
 
 def test_hooks_file_declares_the_three_hooks() -> None:
@@ -110,49 +135,39 @@ def test_hooks_file_declares_the_three_hooks() -> None:
         assert shlex.split(hook["entry"])[0] == "dra-affinity"
 
 
-def test_lint_hook_checks_only_the_staged_files(source: HookSource, repo: Path) -> None:
-    _git(repo, "add", "README.md", ".github/workflows/ci.yaml", "deploy/node-a.yaml")
-    result = _pre_commit(source, repo, [{"id": "dra-affinity-lint"}])
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr  # warnings only; the workflow is skipped
+def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
+    out = tried.hook("dra-affinity-lint")
+    assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
     assert "deploy/node-a.yaml:13:24: warning SA201" in out
+    assert "deploy/node-c.yaml:10:7: error SA103" in out  # an error fails the commit
     assert "node-a-extra.yaml" not in out and "SP301" not in out  # not staged: not seen
-    assert "in 1 object (2 files, 1 other object skipped)" in out
+    assert "in 2 objects (3 files, 1 other object skipped)" in out  # the workflow is skipped
 
 
-def test_lint_hook_fails_the_commit_on_an_error(source: HookSource, repo: Path) -> None:
-    broken = SLICE.format(name="meta-c", pool="node-c").replace("- name: subnet", "- name: Sub Net")
-    write(repo / "deploy" / "node-c.yaml", broken)
-    _git(repo, "add", "deploy/node-c.yaml")
-    result = _pre_commit(source, repo, [{"id": "dra-affinity-lint"}])
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "deploy/node-c.yaml:10:7: error SA103" in result.stdout
-
-
-def test_pool_hook_checks_the_repository_but_not_venv_or_ignored(source: HookSource, repo: Path) -> None:
-    _git(repo, "add", "deploy/node-a.yaml")
-    result = _pre_commit(source, repo, [{"id": "dra-affinity-pools"}])
-    out = result.stdout
-    assert result.returncode == 1, out + result.stderr
+def test_pool_hook_checks_the_repository_but_not_venv_ignored_or_excluded(tried: TryRepo) -> None:
+    out = tried.hook("dra-affinity-pools")
+    assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
     assert "error SP301" in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
     assert "SA000" not in out and ".venv" not in out and "generated" not in out
-    # .git, .github, .venv, .pre-commit-config.yaml; generated/ by .gitignore
-    assert "not read: 4 hidden, 1 git-ignored" in out
-    # a user's `exclude:` in the config file holds for the hook too
-    write(repo / ".dra-affinity.yaml", "exclude: [deploy/node-a-extra.yaml]\n")
-    result = _pre_commit(source, repo, [{"id": "dra-affinity-pools"}])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 excluded" in result.stdout
+    assert "legacy" not in out  # the config's `exclude:` holds for the hook
+    # .git, .github, .venv, .dra-affinity.yaml; generated/ by .gitignore; deploy/legacy/ by config
+    assert "not read: 4 hidden, 1 git-ignored, 1 excluded" in out
 
 
-def test_test_hook_runs_the_suites_named_in_args(source: HookSource, repo: Path) -> None:
-    _git(repo, "add", "deploy/node-a.yaml")
-    result = _pre_commit(source, repo, [{"id": "dra-affinity-test", "args": ["tests/affinity.yaml"]}])
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "passed, 0 failed" in result.stdout
-    # without args the hook is a usage error, not a silent pass
-    bare = _pre_commit(source, repo, [{"id": "dra-affinity-test"}])
-    assert bare.returncode == 1 and "exit code: 2" in bare.stdout, bare.stdout
+def test_test_hook_runs_the_suites_the_config_lists(tried: TryRepo) -> None:
+    out = tried.hook("dra-affinity-test")
+    assert "Passed" in out.splitlines()[0], out
+    assert "PASS KEP-5981 examples: multi-key NIC config yields subnet and pkey" in out
+    assert "6 passed, 0 failed" in out
+
+
+def test_test_without_suites_is_a_usage_error(tmp_path: Path) -> None:
+    """No SUITE and no `test: suites:`: a run of nothing must not pass (a hook without `args`)."""
+    out = cli("test", cwd=tmp_path)
+    assert out.code == 2 and "give SUITE files, or list them under `test: suites:`" in out.err, out.err
+    (tmp_path / ".dra-affinity.yaml").write_text("test:\n  suites: 3\n")
+    out = cli("test", cwd=tmp_path)
+    assert out.code == 2 and ".dra-affinity.yaml:2:3: test.suites: must be a string" in out.err, out.err
 
 
 def _readme_blocks(language: str) -> list[str]:
