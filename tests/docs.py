@@ -4,6 +4,11 @@ A ```sh block runs in bash from the repository root with the installed console s
 its exit code is 0, or N when the block says `# exit N`. The ```text block right after it, if
 any, is its output: every line (`...` skips any number of lines) appears in stdout, in order.
 A block right after `<!-- not run: WHY -->` is not run here; WHY names what tests it instead.
+
+Every other fenced block that is not an input (`yaml`, `toml`) is a sample output, and must be
+checked too (`unchecked_samples`): it follows a run ```sh block (compared as above), or is a
+`console` block of docs/simulate.md (tests/test_docs_simulate.py runs each `$` line), or is
+marked `<!-- abridged: WHY -->` right before it, WHY saying what it leaves out and what tests it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from tests.cli import REPO
 DOCS = REPO / "docs"
 _BLOCK = re.compile(r"```sh\n(.*?)\n```(?:\n\n```text\n(.*?)\n```)?", re.DOTALL)
 _NOT_RUN = re.compile(r"<!-- not run: (.+?) -->\n$")
+_FENCE = re.compile(r"^```(\w*)\n.*?^```\n", re.DOTALL | re.MULTILINE)
+_ABRIDGED = re.compile(r"<!-- abridged: (\S[^\n]*?) -->\n$")
+INPUT_LANGUAGES = frozenset({"yaml", "toml"})
+"""Fenced blocks that are files to write, not output: each page's own tests read them."""
+CONSOLE_PAGES = frozenset({"simulate.md"})
+"""Pages whose `console` blocks tests/test_docs_simulate.py runs and compares."""
 
 
 @dataclass(frozen=True)
@@ -63,3 +74,34 @@ def run_block(script: str, expected: str | None, env: dict[str, str] | None = No
             at += 1
         assert at < len(lines), f"{script}: line not in the output (in order): {want!r}\n{proc.stdout}"
         at += 1
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A fenced output block no test compares: where it is and how it starts."""
+
+    line: int
+    language: str
+    first: str
+
+
+def unchecked_samples(text: str, page: str) -> list[Sample]:
+    """Sample outputs of `text` that no test checks and no `<!-- abridged: WHY -->` marks."""
+    found = []
+    previous: tuple[str, int, bool] | None = None  # language, end, whether it runs
+    for m in _FENCE.finditer(text):
+        language = m.group(1)
+        before = text[:m.start()]
+        if language == "sh":
+            previous = (language, m.end(), _NOT_RUN.search(before) is None)
+            continue
+        after_run = (previous is not None and previous[0] == "sh" and previous[2]
+                     and not text[previous[1]:m.start()].strip())
+        previous = (language, m.end(), False)
+        if language in INPUT_LANGUAGES or after_run or _ABRIDGED.search(before):
+            continue
+        if language == "console" and page in CONSOLE_PAGES:
+            continue
+        body = m.group(0).split("\n", 1)[1]
+        found.append(Sample(before.count("\n") + 1, language or "(none)", body.split("\n", 1)[0][:60]))
+    return found

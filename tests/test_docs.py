@@ -7,7 +7,9 @@ The README's quick start runs for real in a fresh clone: a virtualenv, `pip inst
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import REPO
-from tests.docs import DOCS, page_blocks, run_block
+from tests.cli import REPO, run
+from tests.docs import DOCS, Sample, page_blocks, run_block, unchecked_samples
 
 OWN_RUNNER = {"locks.md", "explain.md", "exporter.md", "troubleshooting.md"}
 PAGES = ["README.md", *sorted(p.name for p in DOCS.glob("*.md") if p.name not in OWN_RUNNER)]
@@ -79,3 +81,48 @@ def test_the_rules_page_lists_every_rule() -> None:
     page = (DOCS / "rules.md").read_text()
     missing = [rule for rule in catalog() if f"| {rule} |" not in page]
     assert not missing, f"docs/rules.md lacks {missing}"
+
+
+ALL_PAGES = ["README.md", *sorted(p.name for p in DOCS.glob("*.md"))]
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_every_sample_output_is_compared_or_marked_abridged(page: str) -> None:
+    """A sample no test compares goes stale silently: each is checked, or says it is abridged."""
+    assert unchecked_samples(_text(page), page) == [], f"{page}: mark a sample <!-- abridged: WHY -->"
+
+
+def test_an_unmarked_unchecked_sample_is_caught() -> None:
+    page = (
+        "Run it:\n\n```sh\ndra-affinity --version\n```\n\n```text\n0.1.0\n```\n\n"  # compared
+        "Prints:\n\n```text\nstale output\n```\n\n"  # unchecked
+        "<!-- not run: needs a cluster; tests/x.py -->\n```sh\nkubectl get x\n```\n\n```json\n{}\n```\n"
+        "<!-- abridged: cut; tests/y.py checks it -->\n```text\nshort\n```\n\n"
+        "```yaml\nkind: Input\n```\n\n```console\n$ dra-affinity x\n```\n"
+    )
+    assert unchecked_samples(page, "other.md") == [
+        Sample(13, "text", "stale output"), Sample(22, "json", "{}"),
+        Sample(34, "console", "$ dra-affinity x")]
+    assert unchecked_samples(page, "simulate.md")[-1] == Sample(22, "json", "{}")
+
+
+def test_the_readme_command_list_names_real_commands() -> None:
+    """The abridged command list: every `dra-affinity X` it names is a command of --help."""
+    readme = (REPO / "README.md").read_text()
+    listing = readme.split("## What it does", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    helped = run("--help").out.split("Commands:", 1)[1]
+    commands = set(re.findall(r"^  ([a-z-]+) ", helped, re.M))
+    named = {word for line in listing.splitlines()
+             for word in re.findall(r"(?:^dra-affinity|\|) ([a-z][a-z-]*)", line)}
+    assert named and named <= commands, named - commands
+    assert commands <= named | {"cel"} or "cel check" in listing, commands - named
+
+
+def test_the_lint_json_sample_has_the_keys_of_a_real_report() -> None:
+    page = (DOCS / "lint.md").read_text()
+    sample = json.loads(page.split("```json\n", 1)[1].split("```", 1)[0])
+    real = run("lint", "--format", "json", "examples/broken-slice.yaml").json()
+    assert set(sample) == set(real)
+    assert set(sample["summary"]) == set(real["summary"])
+    assert set(sample["summary"]["notRead"]) == set(real["summary"]["notRead"])
+    assert set(sample["findings"][0]) == set(real["findings"][0])
