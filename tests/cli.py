@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,3 +36,15 @@ def run(*args: str, stdin: str | bytes | None = None, cwd: Path | None = None) -
     result = Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
     assert "Traceback" not in result.err, result.err
     return result
+
+
+def snapshot(dest: Path) -> Path:
+    """A copy of the checkout as git sees it (tracked and new files, nothing ignored): what a
+    fresh clone of it would hold once the working changes are committed."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           check=True, capture_output=True, text=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli import REPO, run
+from tests.cli import REPO, run, snapshot
 from tests.docs import DOCS, Sample, page_blocks, run_block, unchecked_samples
 
 OWN_RUNNER = {"locks.md", "explain.md", "exporter.md", "troubleshooting.md"}
@@ -50,19 +49,10 @@ def test_the_readme_is_a_newcomers_page() -> None:
     assert "SPEC §" not in readme + "".join(p.read_text() for p in DOCS.glob("*.md"))
 
 
-def _snapshot(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           check=True, capture_output=True, text=True).stdout.split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
-
-
 def test_quick_start_works_in_a_fresh_clone(tmp_path: Path) -> None:
     """The README's first command, as written, in a copy of the repository without a virtualenv."""
     clone = tmp_path / "dra-affinity"
-    _snapshot(clone)
+    snapshot(clone)
     (block, *_) = page_blocks((REPO / "README.md").read_text())
     assert block.script.startswith("python3 -m venv .venv")
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}

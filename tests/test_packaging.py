@@ -2,11 +2,13 @@
 
 `policies`, `lint` and `webhook` are the repository's folders, not installed names: packages
 called `lint` and `policies` already exist on the package index, so a wheel must not put them
-at the top of site-packages.
+at the top of site-packages. And the docs' wheel route (docs/ci.md) works as written.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import venv
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import REPO
+from tests.cli import REPO, snapshot
 
 
 @pytest.fixture(scope="module")
@@ -59,3 +61,40 @@ def test_a_fresh_venv_imports_the_namespace_and_not_the_folders(wheel: Path, tmp
         proc = subprocess.run([str(python), "-c", f"import {name}"], capture_output=True, text=True,
                               cwd=tmp_path)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, name
+
+
+@pytest.mark.slow
+def test_the_docs_wheel_route_installs_into_a_fresh_virtualenv(tmp_path: Path) -> None:
+    """docs/ci.md's two commands as written, in a copy of this checkout, with a fresh virtualenv's
+    pip (build isolation, dependencies from the package index as configured): a real install,
+    then the installed command's --version and a lint of an example, run outside the checkout."""
+    page = (REPO / "docs" / "ci.md").read_text()
+    [block] = [b for b in re.findall(r"```sh\n(.*?)```", page, re.S) if "pip wheel" in b]
+    checkout = snapshot(tmp_path / "dra-affinity")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONPATH"))}
+    env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run(["bash", "-e", "-c", block], cwd=checkout, env=env, capture_output=True, text=True,
+                          timeout=1200)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [built] = (checkout / "dist").glob("dra_affinity-*.whl")
+    assert built.name.endswith("-py3-none-any.whl")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    script = env_dir / "bin" / "dra-affinity"
+    version = subprocess.run([str(script), "--version"], cwd=outside, env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert version.returncode == 0 and "0.1.0" in version.stdout, version.stdout + version.stderr
+    probe = "import dra_affinity.lint.cli as cli; print(cli.__file__)"
+    where = subprocess.run([str(env_dir / "bin" / "python"), "-c", probe], cwd=outside, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert where.stdout.startswith(str(env_dir)), where.stdout + where.stderr  # the wheel, not the checkout
+    example = checkout / "examples" / "single-subnet-nic.yaml"
+    lint = subprocess.run([str(script), "lint", "--strict", str(example)], cwd=outside, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "0 errors, 0 warnings, 0 infos in" in lint.stdout
+    broken = subprocess.run([str(script), "lint", str(checkout / "examples" / "broken-slice.yaml")],
+                            cwd=outside, env=env, capture_output=True, text=True, timeout=300)
+    assert broken.returncode == 1 and "error SA102" in broken.stdout, broken.stdout + broken.stderr

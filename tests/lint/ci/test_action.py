@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import site
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.cli import REPO
+from tests.cli import REPO, snapshot
 from tests.lint.ci.support import SLICE, assert_valid_sarif, write
 
 ACTION = REPO / "action.yml"
@@ -167,21 +166,15 @@ def test_no_doc_installs_from_a_package_index() -> None:
 
 def test_git_url_install_works_as_written(venv: Venv, tmp_path: Path) -> None:
     """The docs' git-URL install, with the URL and ref pointed at a snapshot commit of this checkout."""
-    snapshot = tmp_path / "dra-affinity"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           check=True, capture_output=True, text=True).stdout.split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, snapshot / name)
+    checkout = snapshot(tmp_path / "dra-affinity")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
-    subprocess.run([*git, "init", "-q", "."], cwd=snapshot, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=snapshot, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "snapshot"], cwd=snapshot, check=True)
-    subprocess.run([*git, "tag", "v-test"], cwd=snapshot, check=True)
+    subprocess.run([*git, "init", "-q", "."], cwd=checkout, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=checkout, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "snapshot"], cwd=checkout, check=True)
+    subprocess.run([*git, "tag", "v-test"], cwd=checkout, check=True)
     lines = [line for _, line in _install_lines() if "DRA_AFFINITY_GIT" in line]
     assert lines, "the docs show a git-URL install"
-    env = venv.env(DRA_AFFINITY_GIT=f"file://{snapshot}", DRA_AFFINITY_REF="v-test")
+    env = venv.env(DRA_AFFINITY_GIT=f"file://{checkout}", DRA_AFFINITY_REF="v-test")
     for line in set(lines):
         subprocess.run([str(venv.bin / "python"), "-m", "pip", "uninstall", "-q", "-y", "dra-affinity"],
                        env=env, capture_output=True, timeout=120)

@@ -115,6 +115,7 @@ def tried(tmp_path_factory: pytest.TempPathFactory) -> TryRepo:
     return TryRepo(proc.returncode, proc.stdout + proc.stderr, rev.group(1), _sections(proc.stdout))
 
 
+@pytest.mark.slow
 def test_try_repo_installs_this_checkout_and_runs_every_hook(tried: TryRepo) -> None:
     declared = [h["id"] for h in yaml.safe_load(HOOKS_FILE.read_text())]
     assert sorted(tried.hooks) == sorted(declared), tried.output
@@ -135,6 +136,7 @@ def test_hooks_file_declares_the_three_hooks() -> None:
         assert shlex.split(hook["entry"])[0] == "dra-affinity"
 
 
+@pytest.mark.slow
 def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-lint")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
@@ -144,6 +146,7 @@ def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
     assert "in 2 objects (3 files, 1 other object skipped)" in out  # the workflow is skipped
 
 
+@pytest.mark.slow
 def test_pool_hook_checks_the_repository_but_not_venv_ignored_or_excluded(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-pools")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
@@ -154,6 +157,7 @@ def test_pool_hook_checks_the_repository_but_not_venv_ignored_or_excluded(tried:
     assert "not read: 4 hidden, 1 git-ignored, 1 excluded" in out
 
 
+@pytest.mark.slow
 def test_test_hook_runs_the_suites_the_config_lists(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-test")
     assert "Passed" in out.splitlines()[0], out
