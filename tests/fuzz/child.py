@@ -43,7 +43,7 @@ from dra_affinity.policies.cel.compile import compile_expression
 from dra_affinity.policies.cel.cost.estimate import estimate_cost
 from dra_affinity.policies.cel.eval.runtime import evaluate
 from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
+from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
 from dra_affinity.policies.rules.engine import EngineOptions, check_slice
 from dra_affinity.policies.scheduler.dryrun import dry_run
@@ -126,24 +126,43 @@ class Webhook:
         self._conn = None
 
 
-def lint_verdict(obj: dict[str, Any], old: ResourceSlice | None) -> tuple[bool, set[str], list[str]]:
-    """`lint`'s verdict on `obj` (followed by the sentinel in one stream): denied?, the error
-    rules, and problems (a document neither linted, reported nor counted as another kind)."""
-    text = json.dumps(obj, indent=1) + "\n---\n" + json.dumps(SENTINEL, indent=1) + "\n"
+def lint_verdict(obj: dict[str, Any], old: ResourceSlice | None,
+                 claim: Any = None) -> tuple[bool, set[str], list[str]]:
+    """`lint`'s verdict on `obj`, loaded and linted as `lint` does in one stream with the
+    sentinel after it (and `claim` after that, then `dry-run`'s evaluation of the stream's
+    slice on it): denied?, the error rules, and problems (a document neither linted, reported
+    nor counted as another kind)."""
+    docs = [obj, SENTINEL, *([claim] if claim is not None else [])]
+    parts = [json.dumps(d, indent=1) for d in docs]
+    starts = [1]  # the line each document starts on (`---` between them)
+    for part in parts:
+        starts.append(starts[-1] + part.count("\n") + 2)
+    text = "\n---\n".join(parts) + "\n"
     loaded = load_text(text, name="case.yaml")
     inputs = Input(documents=loaded.documents, findings=loaded.findings,
                    usage_errors=loaded.usage_errors, files=1, texts=loaded.texts)
+
+    def located(finding: Finding, doc: int) -> bool:
+        position = finding.primary.position
+        if position is None:
+            return doc == 0
+        return starts[doc] <= position.line < starts[doc + 1]
+
     problems: list[str] = []
-    sentinel_line = text.count("\n", 0, text.index("\n---\n")) + 2
     findings, summary = check_input(inputs, _OPTIONS, layers=Layers(pools=False))
-    mine: list[Finding] = [f for f in findings if f.primary.position is None
-                           or f.primary.position.line < sentinel_line]
+    mine = [f for f in findings if located(f, 0)]
     if not any(f.rule == "SA104" and f.primary.object is not None
                and f.primary.object.name == SENTINEL_NAME for f in findings):
         problems.append("the sentinel slice after the document was not linted")
-    slices = [s for s in model_objects(inputs).slices if s.name != SENTINEL_NAME]
+    objects = model_objects(inputs)
+    slices = [s for s in objects.slices if s.name != SENTINEL_NAME]
     if not slices and not mine and summary.skipped != 1:  # skipped: another kind, counted
         problems.append("the document was neither linted, reported nor counted as skipped")
+    if claim is not None and not objects.claims and not any(located(f, 2) for f in findings):
+        problems.append("the claim was neither modeled nor reported")
+    if slices and objects.claims:
+        for result in dry_run(slices, objects.claims, kubernetes_version=(1, 37)).results:
+            str(result.outcome)  # every outcome is an answer; a crash or traceback is not
     if old is not None and slices:  # the webhook checks an UPDATE against the stored object
         mine = [f for f in mine if f.rule.startswith("SA0")]  # the input findings stay
         mine += check_slice(slices[0], old, _OPTIONS)
@@ -172,7 +191,7 @@ def check_review(case: dict[str, Any], webhook: Webhook) -> dict[str, Any]:
         old_doc = request.get("oldObject") if request.get("operation") == "UPDATE" else None
         old = parse(old_doc).obj if isinstance(old_doc, dict) else None
         denied, errors, problems = lint_verdict(
-            obj, old if isinstance(old, ResourceSlice) else None)
+            obj, old if isinstance(old, ResourceSlice) else None, case.get("claim"))
         # The webhook trusts the API server's structural validation, which runs before any
         # validating webhook (`parse(trusted=True)` checks only the fields it reads): an
         # object `lint` finds structurally invalid (SA000) never reaches it from a real API
@@ -184,23 +203,12 @@ def check_review(case: dict[str, Any], webhook: Webhook) -> dict[str, Any]:
         # structural check, as `parse` without `trusted` runs it)
         if old_doc == obj and isinstance(old, ResourceSlice) and errors & _RATCHETED:
             problems.append(f"unchanged stored expressions rejected: {sorted(errors & _RATCHETED)}")
-    elif status not in (200, 400, 408, 413, 415):
-        problems.append(f"unexpected HTTP {status}: {body[:300]!r}")
-    if isinstance(obj, dict):
-        problems += check_dry_run(obj, case.get("claim"))
+    else:
+        if status not in (200, 400, 408, 413, 415):
+            problems.append(f"unexpected HTTP {status}: {body[:300]!r}")
+        if isinstance(obj, dict):  # not a slice the webhook checks: still linted, dry-run
+            problems += lint_verdict(obj, None, case.get("claim"))[2]
     return {"kind": "problem" if problems else "ok", "detail": "; ".join(problems)}
-
-
-def check_dry_run(obj: dict[str, Any], claim_doc: Any) -> list[str]:
-    """Evaluate the slice's extractors on the claim as `dry-run` does (the results are only
-    drawn: every outcome is a legitimate answer; a crash or traceback is not)."""
-    new = parse(obj).obj
-    claim = parse(claim_doc).obj if isinstance(claim_doc, dict) else None
-    if isinstance(new, ResourceSlice) and isinstance(claim, ResourceClaim):
-        report = dry_run([new], [claim], kubernetes_version=(1, 37))
-        for result in report.results:
-            str(result.outcome)
-    return []
 
 
 def answer(case: dict[str, Any], webhook: Webhook | None) -> dict[str, Any]:

@@ -365,7 +365,10 @@ class _Planner:
             return _identity, None
         optional = _OPTIONAL_NATIVES.get(overload)
         if optional is not None:
-            return optional, None
+            # On a receiver that is not an optional (`dyn([optional.none()]).value()`) the
+            # native declines and the call goes to the engine, whose `value`/`hasValue` for
+            # the format library's carrier (a list) is Python code: guarded like any other.
+            return optional, self._python_guard(fn)
         if fn in ("indexOf", "lastIndexOf") and _LIST_INDEX & set(self.ast.overload_ids(n.id)):
             kinds = getattr(self.bridge, "python_parameter_kinds", None)
             signatures = kinds(fn) if callable(kinds) else ()
@@ -393,9 +396,13 @@ class _Planner:
                 return library_type_equality(fn == "_==_"), None
             if fn != "@in":
                 return scalar_equality(fn == "_==_"), None
+        return None, self._python_guard(fn)
+
+    def _python_guard(self, fn: str) -> Guard | None:
+        """`optional_guard` of the Python overloads of `fn`, if it has any."""
         kinds = getattr(self.bridge, "python_parameter_kinds", None)
         signatures = kinds(fn) if callable(kinds) else ()
-        return None, optional_guard(signatures) if signatures else None
+        return optional_guard(signatures) if signatures else None
 
     def _fold_call(self, node_id: int, site: CallSite, overload: str, args: tuple[PlanStep, ...]
                    ) -> PlanStep | None:

@@ -41,6 +41,11 @@ CASES: list[tuple[str, object, str | None]] = [
     ("dyn([optional.none()]).max()", None, "no such overload"),
     ("'%s'.format(dyn([[optional.none()]]))", None,
      "error during formatting: no formatting function for optional_type"),
+    # found by the fuzz campaign (tests/fuzz/corpus/crash-5434db7bc920.json): `value()` and
+    # `hasValue()` on a list holding an optional went to the format library's Python accessors
+    ("dyn([optional.none()]).value()", None, "no such overload"),
+    ("dyn([optional.none()]).hasValue()", None, "no such overload"),
+    ("dyn([[optional.of(1)]]).value()", None, "no such overload"),
     # item 5: uncaught exceptions
     ("lists.range(-1)", None, "lists.range: size must be non-negative, got -1"),
     ("[lists.range(-2)].size()", None, "lists.range: size must be non-negative, got -2"),
