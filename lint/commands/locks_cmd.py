@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -169,14 +170,10 @@ def echo_json(doc: Any) -> None:
     """`click.echo(json.dumps(doc, indent=2))` written in pieces, so the whole text never sits in
     memory at once (at 100,000 claims its chunks and their join cost 170 MB of peak RSS)."""
     out = sys.stdout
-    batch: list[str] = []
-    for chunk in json.JSONEncoder(indent=2).iterencode(doc):
-        batch.append(chunk)
-        if len(batch) >= 16384:
-            out.write("".join(batch))
-            batch.clear()
-    batch.append("\n")
-    out.write("".join(batch))
+    chunks = json.JSONEncoder(indent=2).iterencode(doc)
+    while part := "".join(islice(chunks, 16384)):
+        out.write(part)
+    out.write("\n")
     out.flush()
 
 
