@@ -218,13 +218,15 @@ class LockExporter:
         known = self._versions.get(plural, {})
         seen: dict[str, str] = {}
         with self._lock:
+            changed: list[Mapping[str, Any]] = []
             for obj in items:
                 key = _key(obj)
                 if key is None:
                     continue
                 seen[key] = _version_of(obj)
                 if known.get(key) != seen[key] or not seen[key]:
-                    self._put(plural, obj)
+                    changed.append(obj)
+            self._put_all(plural, changed)
             for key in set(known) - set(seen):
                 self._remove(plural, key)
             self._versions[plural] = seen
@@ -256,20 +258,28 @@ class LockExporter:
         self.health.last_sync.labels(plural).set(self.clock())
 
     def _put(self, plural: str, obj: Mapping[str, Any]) -> None:
+        self._put_all(plural, (obj,))
+
+    def _put_all(self, plural: str, objs: Sequence[Mapping[str, Any]]) -> None:
+        """Objects of one resource added or changed; claims go to the book together, so a list
+        recomputes each device once (not once per claim bound to it)."""
         kind = dict(RESOURCES)[plural]
-        doc = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, **obj}
-        model = parse(doc, trusted=True).obj
-        if isinstance(model, ResourceSlice):
-            self.book.put_slice(model)
-        elif isinstance(model, ResourceClaim):
-            self.book.put_claim(model)
-        elif isinstance(model, DeviceClass):
-            self.book.put_class(model)
-        else:
-            self.health.invalid.labels(plural).inc()
-            key = _key(obj)
-            if key is not None:
-                self._remove(plural, key)  # an unreadable new version must not leave the old one
+        claims: list[ResourceClaim] = []
+        for obj in objs:
+            doc = {"apiVersion": f"{GROUP}/{VERSION}", "kind": kind, **obj}
+            model = parse(doc, trusted=True).obj
+            if isinstance(model, ResourceSlice):
+                self.book.put_slice(model)
+            elif isinstance(model, ResourceClaim):
+                claims.append(model)
+            elif isinstance(model, DeviceClass):
+                self.book.put_class(model)
+            else:
+                self.health.invalid.labels(plural).inc()
+                key = _key(obj)
+                if key is not None:
+                    self._remove(plural, key)  # an unreadable new version must not leave the old one
+        self.book.put_claims(claims)
 
     def _remove(self, plural: str, key: str) -> None:
         if plural == "resourceslices":

@@ -187,13 +187,21 @@ class LockBook:
 
     def put_claim(self, claim: ResourceClaim) -> None:
         """A claim added or changed (allocated, released, re-configured)."""
-        if claim.kind != "ResourceClaim":
-            return
-        name = claim.qualified_name
-        touched = set(self._unbind(name))
-        self.claims[name] = claim
-        self._extractions.pop(name, None)
-        touched.update(self._bind(claim))
+        self.put_claims((claim,))
+
+    def put_claims(self, claims: Iterable[ResourceClaim]) -> None:
+        """Claims added or changed at once (a list or re-list): every device they touch is
+        recomputed once, not once per claim bound to it (a device's state depends only on its
+        bound claims, so the order does not matter)."""
+        touched: dict[DeviceRef, None] = {}
+        for claim in claims:
+            if claim.kind != "ResourceClaim":
+                continue
+            name = claim.qualified_name
+            touched.update(dict.fromkeys(self._unbind(name)))
+            self.claims[name] = claim
+            self._extractions.pop(name, None)
+            touched.update(dict.fromkeys(self._bind(claim)))
         for ref in touched:
             if ref in self.devices:
                 self._recompute(ref)

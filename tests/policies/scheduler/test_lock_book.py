@@ -81,6 +81,9 @@ def test_incremental_updates_equal_a_rebuild() -> None:
                 [_model(copy.deepcopy(o)) for o in objects.values() if o["kind"] == "ResourceClaim"])
             assert book.states == fresh.states, f"step {step}"
             assert list(book.pools) == list(fresh.pools)
+            listed = LockBook.build(fresh._slices.values(), [])  # the exporter's list: claims at once
+            listed.put_claims(fresh.claims.values())
+            assert listed.states == fresh.states, f"step {step}"
     statuses = {s.status for s in book.states.values()}
     assert {LockStatus.LOCKED, LockStatus.CLEAN} <= statuses
 
