@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dra_affinity.policies.model.schema import RESOURCE_SLICE
+
 from bench import gen_cluster, gen_slices
 
 BIN = Path(sys.executable).with_name("dra-affinity")
@@ -115,7 +117,9 @@ def bench_cold(sizes: Sequence[int], tmp: Path) -> list[Row]:
 
 def bench_lint(sizes: Sequence[int], tmp: Path) -> list[Row]:
     """`lint` against the bare C-loader parse of the same files, with 1 and 2 workers when offered;
-    yamllint and check-jsonschema on the same files when installed."""
+    yamllint and check-jsonschema (against the structural ResourceSlice schema lint checks) on
+    the same files when they are on PATH (`lint_lead`: their wall time over `lint --jobs 1`'s).
+    Neither is a dependency: `pip install yamllint check-jsonschema` to compare."""
     rows = []
     jobs = "--jobs" in subprocess.run([str(BIN), "lint", "--help"], capture_output=True, text=True).stdout
     for n in sizes:
@@ -127,10 +131,18 @@ def bench_lint(sizes: Sequence[int], tmp: Path) -> list[Row]:
             cmd = [str(BIN), "lint", str(folder)] + (["--jobs", str(workers)] if workers else [])
             m = measure(cmd)
             rows.append(_row("lint", f"lint --jobs {workers}" if workers else "lint", n, "slices", m,
-                             vs_bare=round(bare.wall / m.wall, 2) if m.wall else 0.0))
-        for tool, cmd in (("yamllint -d relaxed", ["yamllint", "-d", "relaxed", str(folder)]),):
+                             vs_bare=round(bare.wall / m.wall, 2) if m.wall else 0.0,
+                             vs_bare_cpu=round(bare.cpu / m.cpu, 2) if m.cpu else 0.0))
+        schema = tmp / "resourceslice.schema.json"
+        schema.write_text(json.dumps(RESOURCE_SLICE))
+        others = (("yamllint -d relaxed", ["yamllint", "-d", "relaxed", str(folder)]),
+                  ("check-jsonschema", ["check-jsonschema", "--schemafile", str(schema), *map(str, files)]))
+        for tool, cmd in others:
             if shutil.which(cmd[0]):
-                rows.append(_row("lint", tool, n, "slices", measure(cmd)))
+                m = measure(cmd)
+                lint_wall = next(r.wall for r in rows if r.size == n and r.case.startswith("lint"))
+                rows.append(_row("lint", tool, n, "slices", m,
+                                 lint_lead=round(m.wall / lint_wall, 2) if lint_wall else 0.0))
     return rows
 
 

@@ -56,6 +56,7 @@ def test_one_file_lint_imports_no_schema_library_webhook_or_cluster_client(examp
     names = imported("lint", example)
     assert "dra_affinity.policies.rules.engine" in names  # it did lint
     assert names & HEAVY == set()
+    assert names & {"pathspec", "multiprocessing", "concurrent"} == set()  # no walk, no workers
 
 
 def test_a_structurally_invalid_file_still_gets_its_schema_errors(tmp_path: Path) -> None:
