@@ -162,13 +162,34 @@ class OutcomeCounts:
 
     def __init__(self) -> None:
         self.total = 0
-        self.by_pool: dict[PoolRef, dict[Outcome, int]] = {}
+        self._by_pool: dict[PoolRef, dict[Outcome, int]] = {}
+        self._tallied: dict[int, list[Any]] = {}
+        """id(outcome sequence) -> [the sequence, how many claim requests had it]."""
 
     def add(self, result: ExtractionResult) -> Outcome:
         self.total += 1
-        pool = self.by_pool.setdefault(result.pool, {})
+        pool = self._by_pool.setdefault(result.pool, {})
         pool[result.outcome] = pool.get(result.outcome, 0) + 1
         return result.outcome
+
+    def tally(self, outcomes: Sequence[tuple[PoolRef, Outcome]]) -> None:
+        """One claim request's (pool, outcome) sequence (`DryRun.results`' shared objects: counted
+        per distinct sequence, spread over the pools when read)."""
+        self.total += len(outcomes)
+        entry = self._tallied.get(id(outcomes))
+        if entry is None:
+            self._tallied[id(outcomes)] = [outcomes, 1]
+        else:
+            entry[1] += 1
+
+    @property
+    def by_pool(self) -> dict[PoolRef, dict[Outcome, int]]:
+        for outcomes, n in self._tallied.values():
+            for ref, outcome in outcomes:
+                pool = self._by_pool.setdefault(ref, {})
+                pool[outcome] = pool.get(outcome, 0) + n
+        self._tallied.clear()
+        return self._by_pool
 
     def outcomes(self) -> dict[Outcome, int]:
         out: dict[Outcome, int] = {}
@@ -271,7 +292,7 @@ def dry_run(settings: DryRunSettings) -> None:
 
         dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
                      filters=filters)
-        kept = tuple(r for r in dry.results() if counts.add(r) not in QUIET)
+        kept = tuple(dry.results(QUIET, counts.tally))
         report = DryRunReport(kept, tuple(dry.findings), dry.pools)
     else:
         report = run(inputs.slices, inputs.claims, inputs.classes,

@@ -8,11 +8,12 @@ do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
@@ -24,6 +25,7 @@ from dra_affinity.policies.scheduler.extraction import (
     ExtractionResult,
     Outcome,
     PoolExtractor,
+    relabel,
     request_names,
 )
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
@@ -139,6 +141,8 @@ class DryRun:
         self._memo = ExtractionMemo(self._limits.kubernetes_version)
         self._matches: dict[tuple[object, ...], CandidateMatch] = {}
         self._surveys: dict[tuple[object, ...], PoolSurvey] = {}
+        self._plans: dict[tuple[object, ...], _Plan] = {}
+        self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
         self.findings: list[Finding] = []
 
     def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
@@ -166,8 +170,23 @@ class DryRun:
             self._surveys[key] = survey
         return survey
 
-    def results(self) -> Iterator[ExtractionResult]:
-        filters, pools, by_class = self._filters, self.pools, self._classes
+    def results(self, quiet: Collection[Outcome] = (),
+                tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None = None
+                ) -> Iterator[ExtractionResult]:
+        """Every (claim request, pool) result in claim, request and pool order.
+
+        `quiet` outcomes are only passed to `tally` (once per claim request, as the sequence of
+        every pool's (pool, outcome), one shared object per distinct sequence), not yielded: a
+        `--summary` of 100,000 claims then pays per claim for a lookup, not for a relabelled
+        result per pool. Without `tally` every result is yielded.
+        """
+        with gc_paused():  # short-lived acyclic results next to a large parsed input
+            yield from self._results(frozenset(quiet) if tally is not None else frozenset(), tally)
+
+    def _results(self, quiet: frozenset[Outcome],
+                 tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None
+                 ) -> Iterator[ExtractionResult]:
+        filters, by_class = self._filters, self._classes
         for claim in self._claims:
             self.findings.extend(claim_problems(claim))
             if not filters.claim_ok(claim):
@@ -180,32 +199,91 @@ class DryRun:
                 if by_class and request is not None and request.device_class_name not in by_class:
                     self.findings.append(missing_class_finding(claim, request))
                     continue  # the scheduler leaves the claim pending: no pool is tried
+                plan = self._plan(claim, name, request, quiet)
+                if tally is not None:
+                    tally(plan.outcomes)
                 reported: set[str] = set()
-                for ref, pool in pools.items():
-                    if not filters.pool_ok(ref):
-                        continue
-                    if by_class and request is not None:
-                        match = self._match(request, pool)
-                        if match.failure is not None:
-                            # the allocator aborts the pod on the first; every pool is reported
-                            message = match.failure.message(claim.qualified_name)
-                            if message not in reported:
-                                reported.add(message)
-                                self.findings.append(_selector_finding(
-                                    claim, message, by_class.get(request.device_class_name)))
-                            yield ExtractionResult(
-                                claim.qualified_name, name, ref, Outcome.SELECTOR_ERROR,
-                                error=ExtractionProblem(SELECTOR_ERROR_KIND, message))
-                            continue
-                        if not match.candidate:
-                            survey = self._survey(request, pool)
-                            if survey.class_devices == 0:
-                                continue  # not a pool of the class's driver: the allocator never looks
-                            yield ExtractionResult(
-                                claim.qualified_name, name, ref, Outcome.NO_MATCHING_DEVICE,
-                                notes=_exclusions(request, survey))
-                            continue
-                    yield self._memo.extract(claim, name, self._summaries[ref])
+                for item in plan.loud:
+                    if item.message is not None:
+                        # the allocator aborts the pod on the first; every pool is reported
+                        message = item.message.replace(_CLAIM_MARK, claim.qualified_name)
+                        if message not in reported:
+                            reported.add(message)
+                            self.findings.append(_selector_finding(
+                                claim, message, by_class.get(request.device_class_name) if request else None))
+                        yield ExtractionResult(
+                            claim.qualified_name, name, item.ref, Outcome.SELECTOR_ERROR,
+                            error=ExtractionProblem(SELECTOR_ERROR_KIND, message))
+                    elif item.result is None:
+                        yield ExtractionResult(claim.qualified_name, name, item.ref,
+                                               Outcome.NO_MATCHING_DEVICE, notes=item.notes)
+                    elif plan.shared:
+                        yield relabel(item.result, claim.qualified_name, item.ref)
+                    else:
+                        yield item.result
+
+    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None,
+              quiet: frozenset[Outcome]) -> _Plan:
+        """Every pool's item for one claim request, shared by the claim requests that read alike:
+        same class and selectors (candidates), same in-scope config contents (extraction)."""
+        matched = self._classes and request is not None
+        selectors = ((request.device_class_name, request.name,
+                      tuple((s.index, s.expression) for s in request.selectors))
+                     if matched and request is not None else None)
+        contents = tuple(self._memo.content(claim, name, driver) for driver in self._drivers)
+        key = (selectors, name, contents, quiet)
+        shared = None not in contents
+        found = self._plans.get(key) if shared else None
+        if found is not None:
+            return found
+        items: list[_Item] = []
+        for ref, pool in self.pools.items():
+            if not self._filters.pool_ok(ref):
+                continue
+            if matched and request is not None:
+                match = self._match(request, pool)
+                if match.failure is not None:
+                    items.append(_Item(ref, Outcome.SELECTOR_ERROR,
+                                       message=match.failure.message(_CLAIM_MARK)))
+                    continue
+                if not match.candidate:
+                    survey = self._survey(request, pool)
+                    if survey.class_devices == 0:
+                        continue  # not a pool of the class's driver: the allocator never looks
+                    items.append(_Item(ref, Outcome.NO_MATCHING_DEVICE, notes=_exclusions(request, survey)))
+                    continue
+            result = self._memo.extract(claim, name, self._summaries[ref])
+            items.append(_Item(ref, result.outcome, result=result))
+        found = _Plan(tuple((i.ref, i.outcome) for i in items),
+                      tuple(i for i in items if i.outcome not in quiet), shared)
+        if shared:
+            self._plans[key] = found
+        return found
+
+
+_CLAIM_MARK = "\x00claim\x00"
+"""Where a plan's selector message names the claim (filled in per claim)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One pool's part of a plan: a selector failure, no matching device, or an extraction."""
+
+    ref: PoolRef
+    outcome: Outcome
+    message: str | None = None
+    notes: tuple[str, ...] = ()
+    result: ExtractionResult | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    outcomes: tuple[tuple[PoolRef, Outcome], ...]
+    """Every pool's outcome, in pool order (what `--summary` counts)."""
+    loud: tuple[_Item, ...]
+    """The items whose outcome is not quiet: yielded per claim."""
+    shared: bool
+    """Cached for other claims: extraction results carry another claim's name."""
 
 
 SELECTOR_ERROR_KIND = "selector error"

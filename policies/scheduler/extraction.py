@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
@@ -246,6 +246,8 @@ class ExtractionMemo:
         self._version = kubernetes_version
         self._results: dict[tuple[Hashable, ...], ExtractionResult] = {}
         self._scopes: dict[tuple[str, str, str], tuple[Hashable, ...] | None] = {}
+        self._pools: dict[PoolRef, tuple[ExtractionPool, tuple[Hashable, ...]]] = {}
+        """pool -> (its summary, `pool_key`): computed once, not per claim."""
         self.misses = 0
 
     def content(self, claim: ResourceClaim, request: str, driver: str) -> tuple[Hashable, ...] | None:
@@ -262,7 +264,11 @@ class ExtractionMemo:
         if content is None:
             self.misses += 1
             return extract(claim, request, pool, kubernetes_version=self._version)
-        key: tuple[Hashable, ...] = (pool_key(pool), request, content)
+        keyed = self._pools.get(pool.ref)
+        if keyed is None or keyed[0] is not pool:
+            keyed = (pool, pool_key(pool))
+            self._pools[pool.ref] = keyed
+        key: tuple[Hashable, ...] = (keyed[1], request, content)
         hit = self._results.get(key)
         if hit is not None and hit.outcome is Outcome.SLICE_ERROR and hit.pool != pool.ref:
             key = (*key, pool.ref, pool.generation)
@@ -272,9 +278,15 @@ class ExtractionMemo:
             hit = extract(claim, request, pool, kubernetes_version=self._version)
             self._results[key] = hit
             return hit
-        if hit.claim == claim.qualified_name and hit.pool == pool.ref:
-            return hit
-        return replace(hit, claim=claim.qualified_name, pool=pool.ref)
+        return relabel(hit, claim.qualified_name, pool.ref)
+
+
+def relabel(result: ExtractionResult, claim: str, pool: PoolRef) -> ExtractionResult:
+    """A memoised result as the asking claim and pool's own (the same object when it already is)."""
+    if result.claim == claim and result.pool == pool:
+        return result
+    return ExtractionResult(claim, result.request, pool, result.outcome, result.affinity, result.unsatisfied,
+                            result.error, result.evaluations, result.configs, result.notes)
 
 
 def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionProblem | None:

@@ -16,12 +16,14 @@ any candidate pool aborts the claim, as a scheduler Filter error aborts the pod.
 
 from __future__ import annotations
 
+import bisect
 import enum
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import Finding, PoolRef
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
 from dra_affinity.policies.model.resources import (
     Device,
@@ -306,6 +308,169 @@ class _PoolIndex:
             self.positions.setdefault(ref, []).append(position)
 
 
+_LOCKED = ("locked",)
+"""The bucket of every locked device (whatever its lock) in a `_Span`."""
+
+_Sig = tuple[bool, "Reason | None", bool, "tuple[tuple[str, str], ...] | None"]
+"""What `_reason` reads of a verdict: (pool level, rejection reason, tracked, affinity items)."""
+
+
+def _signature(verdict: PoolFilterVerdict) -> _Sig:
+    rejection = verdict.rejection.reason if verdict.rejection is not None else None
+    affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
+    return verdict.pool_level, rejection, verdict.tracked, affinity
+
+
+def _bucket_reason(bucket: _Kind, sig: _Sig) -> Reason | None:
+    """`_reason` for a `_Span` bucket (`_LOCKED`: a device locked to another map than the request's)."""
+    pool_level, rejection, tracked, affinity = sig
+    if pool_level:
+        return rejection
+    if bucket is _IN_USE:
+        return Reason.IN_USE
+    if bucket is _CAPACITY:
+        return Reason.CAPACITY
+    if bucket is _UNKNOWN and tracked:
+        return Reason.UNKNOWN_LOCK_STATE
+    if rejection is not None:
+        return rejection
+    if bucket is _LOCKED and tracked and affinity is not None:
+        return Reason.LOCK_MISMATCH
+    return None
+
+
+_BUCKETS = (_IN_USE, _CAPACITY, _UNKNOWN, _FREE, _LOCKED)
+
+
+@dataclass
+class _Stretch:
+    """Consecutive candidate pools whose verdicts `_reason` reads alike: [start, end) positions."""
+
+    start: int
+    end: int
+    reasons: tuple[tuple[_Kind, Reason], ...]
+    """The rejected buckets and their reason."""
+    viable: tuple[_Kind, ...]
+    """The buckets (or a ("locked", items) kind) Filter passes."""
+    locked_viable: tuple[_Kind, ...]
+    """Of `viable`, those holding locked devices (beta prefers them)."""
+    mine: _Kind | None = None
+    """The request's own lock kind when `_LOCKED` is a lock mismatch (its devices are viable)."""
+
+
+@dataclass
+class _Span:
+    """One demand's device kinds over a whole candidate list, as sorted positions per kind.
+
+    Why: first-fit over 50 pools whose first 40 are full must not look at 40 pools per claim.
+    Positions are those of `_Run._choose`'s walk (pools in list order, devices in pool order);
+    per kind (and per bucket: `_LOCKED` holds every locked device) the positions are kept
+    sorted, so the first viable device and the rejected counts before it are a few bisections,
+    whatever the number of pools and devices. Kept current device by device by `_Run._set`.
+    """
+
+    pools: Sequence[Pool]
+    base: dict[PoolRef, int]
+    refs: list[DeviceRef]
+    slots: list[int]
+    """Per position, the index of its pool in `pools`."""
+    kinds: list[_Kind]
+    lists: dict[_Kind, list[int]] = field(default_factory=dict)
+    runs: dict[int, tuple[Mapping[PoolRef, PoolFilterVerdict], list[_Stretch]]] = field(default_factory=dict)
+    """id(shared verdicts) -> their runs (the verdict mappings live as long as the simulation)."""
+
+    def __post_init__(self) -> None:
+        for position, kind in enumerate(self.kinds):
+            self.lists.setdefault(kind, []).append(position)
+            if kind[0] == "locked":
+                self.lists.setdefault(_LOCKED, []).append(position)
+
+    def move(self, position: int, kind: _Kind) -> None:
+        old = self.kinds[position]
+        if old == kind:
+            return
+        self.kinds[position] = kind
+        _discard(self.lists[old], position)
+        bisect.insort(self.lists.setdefault(kind, []), position)
+        was, now = old[0] == "locked", kind[0] == "locked"
+        if was and not now:
+            _discard(self.lists[_LOCKED], position)
+        elif now and not was:
+            bisect.insort(self.lists.setdefault(_LOCKED, []), position)
+
+    def runs_of(self, verdicts: Mapping[PoolRef, PoolFilterVerdict]) -> list[_Stretch]:
+        cached = self.runs.get(id(verdicts))
+        if cached is not None and cached[0] is verdicts:
+            return cached[1]
+        runs: list[_Stretch] = []
+        last: _Sig | None = None
+        for pool in self.pools:
+            sig = _signature(verdicts[pool.ref])
+            start = self.base[pool.ref]
+            end = start + len(pool.devices)
+            if runs and sig == last:
+                runs[-1].end = end
+                continue
+            last = sig
+            reasons = tuple((b, r) for b in _BUCKETS if (r := _bucket_reason(b, sig)) is not None)
+            viable: list[_Kind] = [b for b in _BUCKETS if b is not _IN_USE and b is not _CAPACITY
+                      and _bucket_reason(b, sig) is None]
+            mine: _Kind | None = None
+            if _bucket_reason(_LOCKED, sig) is Reason.LOCK_MISMATCH:
+                assert sig[3] is not None
+                mine = ("locked", sig[3])
+                viable.append(mine)
+            locked = tuple(b for b in viable if b[0] == "locked")
+            runs.append(_Stretch(start, end, reasons, tuple(viable), locked, mine))
+        self.runs[id(verdicts)] = (verdicts, runs)
+        return runs
+
+    def first(self, kinds: Sequence[_Kind], start: int, end: int) -> int | None:
+        """The first position in [start, end) of any of `kinds`."""
+        found: int | None = None
+        for kind in kinds:
+            positions = self.lists.get(kind)
+            if positions:
+                i = bisect.bisect_left(positions, start)
+                if i < len(positions) and positions[i] < end and (found is None or positions[i] < found):
+                    found = positions[i]
+        return found
+
+    def count(self, run: _Stretch, end: int, counts: dict[Reason, int]) -> None:
+        """Add the rejected devices of [run.start, end) to `counts`, reasons in walk order."""
+        seen: list[tuple[int, Reason, int]] = []
+        for bucket, reason in run.reasons:
+            positions = self.lists.get(bucket)
+            if not positions:
+                continue
+            i = bisect.bisect_left(positions, run.start)
+            j = bisect.bisect_left(positions, end, i)
+            if j <= i:
+                continue
+            first = positions[i]
+            n = j - i
+            if bucket is _LOCKED and run.mine is not None:  # the request's own lock is viable
+                own = self.lists.get(run.mine)
+                if own:
+                    k = bisect.bisect_left(own, run.start)
+                    m = bisect.bisect_left(own, end, k)
+                    n -= m - k
+                    while k < m and i < j and positions[i] == own[k]:
+                        i += 1
+                        k += 1
+                    if not n:
+                        continue
+                    first = positions[i]
+            seen.append((first, reason, n))
+        seen.sort()
+        for _, reason, n in seen:
+            counts[reason] = counts.get(reason, 0) + n
+
+
+def _discard(positions: list[int], position: int) -> None:
+    del positions[bisect.bisect_left(positions, position)]
+
+
 _SharedVerdicts = tuple[dict[PoolRef, PoolFilterVerdict], int, int, tuple[tuple[int, int], ...]]
 
 
@@ -346,6 +511,16 @@ class _Run:
     notes: list[str] = field(default_factory=list)
     exhaustive: bool = False
     """Filter every candidate device even after first-fit found one (`explain` lists them all)."""
+    spans: dict[tuple[int, str], _Span] = field(default_factory=dict)
+    """(id(cached candidate list), demand) -> its span (`_choose_spanned`)."""
+    watching: dict[PoolRef, list[tuple[_Span, str]]] = field(default_factory=dict)
+    """pool -> the spans (and their demand) that list its devices."""
+    stable: set[int] = field(default_factory=set)
+    """ids of the shared verdict mappings (they live as long as the run)."""
+    aborts: dict[int, Rejection | None] = field(default_factory=dict)
+    """id(shared verdicts) -> the rejection that aborts the pod, if any (`_abort`)."""
+    unknown_total: int = 0
+    """Unreconstructable devices over every pool (`_PoolIndex.unknown` summed)."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -423,6 +598,7 @@ class _Run:
                 mask |= bit
             entry = (verdicts, mask, sum(n for _, n in extracted), tuple(extracted))
             self.shared_verdicts[key] = entry
+            self.stable.add(id(verdicts))
         verdicts, mask, total, extracted_ = entry
         counted = (claim.qualified_name, request)
         seen = self.counted.get(counted, 0)
@@ -491,8 +667,12 @@ class _Run:
             return
         if index.profiles:
             self._update_profiles(index, ref, state)
-        index.unknown += ((state.status is LockStatus.UNRECONSTRUCTABLE)
-                          - (old is not None and old.status is LockStatus.UNRECONSTRUCTABLE))
+        if ref.pool_ref in self.watching:
+            self._update_spans(ref, state, index)
+        moved = ((state.status is LockStatus.UNRECONSTRUCTABLE)
+                 - (old is not None and old.status is LockStatus.UNRECONSTRUCTABLE))
+        index.unknown += moved
+        self.unknown_total += moved
 
     def _update_profiles(self, index: _PoolIndex, ref: DeviceRef, state: DeviceState) -> None:
         """Re-kind the one changed device in each cached profile of its pool (no full rebuild)."""
@@ -512,11 +692,11 @@ class _Run:
         if self.candidate is not None:
             return [pool for ref, pool in self.pools.items() if self.pool_ok(ref)
                     and (not self.classes or self.candidate(request, self.classes, pool))]
-        if self.classes and request.device_class_name not in self.classes:
-            return []  # a class that does not exist selects no device
-        key = (request.device_class_name, request.name,
-               tuple((s.index, s.expression) for s in request.selectors))
+        key = (request.device_class_name, request.name, request.selectors)
         cached = self.candidates.get(key)
+        if cached is None and self.classes and request.device_class_name not in self.classes:
+            cached = []  # a class that does not exist selects no device
+            self.candidates[key] = cached
         if cached is None:
             try:
                 cached = [pool for ref, pool in self.pools.items() if self.pool_ok(ref)
@@ -574,18 +754,18 @@ class _Run:
             return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
                                          exc.failure.message(claim.qualified_name))
         verdicts = self.verdicts(claim, request.name, pools, self.candidate is None)
-        for pool in pools:
-            verdict = verdicts[pool.ref]
-            if verdict.aborts:
-                assert verdict.rejection is not None
-                return [], [], [], verdict.rejection
+        abort = self._abort(verdicts, pools)
+        if abort is not None:
+            return [], [], [], abort
         every = request.allocation_mode == "All"
         wanted_count = 1 if every else max(request.count or 1, 1)
         evaluated: list[Evaluated] = []
+        demand_key = _demand_key(request)
         if self.detail is Detail.COUNTS and wanted_count == 1 and not every:
-            counts, examined, options = self._choose(request, pools, verdicts, working)
+            counts, examined, options = self._choose(request, pools, verdicts, working, demand_key)
         else:
-            options = self._walk(request, pools, verdicts, working, wanted_count, every, evaluated)
+            options = self._walk(request, pools, verdicts, working, wanted_count, every, evaluated,
+                                 demand_key)
             counts, examined = _first_reasons(evaluated), len(evaluated)
             if self.detail is Detail.COUNTS:
                 evaluated = []
@@ -597,14 +777,14 @@ class _Run:
             if not examined or len(options) < wanted_count:
                 return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
                                                               len(options))
-        ranked = locks.rank(self.mode, options)
+        ranked = locks.rank(self.mode, options) if len(options) > 1 else options
         if len(ranked) < wanted_count:
             return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
                                                           len(ranked))
         placements = []
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
-            wanted = demand(self.devices[option.ref], request)
+            wanted = self._demand(self.devices[option.ref], request, demand_key)
             consumed = wanted if isinstance(wanted, Mapping) else {}
             holder = Holder(claim.qualified_name, request.name, consumed)
             before = working[option.ref]
@@ -616,9 +796,25 @@ class _Run:
                                         reused=before.status is LockStatus.LOCKED))
         return placements, evaluated, rejected, None
 
+    def _abort(self, verdicts: Mapping[PoolRef, PoolFilterVerdict], pools: Sequence[Pool]
+               ) -> Rejection | None:
+        """The first candidate pool's rejection that aborts the pod (once per shared verdicts)."""
+        stable = id(verdicts) in self.stable
+        if stable and id(verdicts) in self.aborts:
+            return self.aborts[id(verdicts)]
+        found = None
+        for pool in pools:
+            verdict = verdicts[pool.ref]
+            if verdict.aborts:
+                found = verdict.rejection
+                break
+        if stable:
+            self.aborts[id(verdicts)] = found
+        return found
+
     def _walk(self, request: DeviceRequest, pools: Sequence[Pool],
               verdicts: Mapping[PoolRef, PoolFilterVerdict], working: _Working, wanted_count: int,
-              every: bool, evaluated: list[Evaluated]) -> list[Option]:
+              every: bool, evaluated: list[Evaluated], demand_key: str) -> list[Option]:
         """Filter device by device in first-fit order, recording each device looked at."""
         options: list[Option] = []
         position = 0
@@ -629,7 +825,8 @@ class _Run:
             pool_unknown = index.unknown > 0
             for device, ref in index.devices:
                 state = working[ref]
-                rejections = locks.check_device(device, ref, state, verdict, demand(device, request))
+                rejections = locks.check_device(device, ref, state, verdict,
+                                                self._demand(device, request, demand_key))
                 evaluated.append(Evaluated(request.name, ref, state.status, rejections))
                 if not rejections:
                     options.append(Option(ref, state, position, pool_unknown))
@@ -639,15 +836,17 @@ class _Run:
         return options
 
     def _choose(self, request: DeviceRequest, pools: Sequence[Pool],
-                verdicts: Mapping[PoolRef, PoolFilterVerdict],
-                working: _Working) -> tuple[dict[Reason, int], int, list[Option]]:
+                verdicts: Mapping[PoolRef, PoolFilterVerdict], working: _Working,
+                demand_key: str) -> tuple[dict[Reason, int], int, list[Option]]:
         """One device, chosen from the pools' profiles: what `_walk` finds, without visiting every
         device. Returns the first-reason counts of the devices Filter looks at, their number, and
         the chosen option (none when no device is viable)."""
+        if (not working.pools and id(verdicts) in self.stable and self.candidate is None
+                and (self.mode is Mode.ALPHA or not self.unknown_total)):
+            return self._choose_spanned(self._span(request, pools, demand_key), verdicts, working)
         counts: dict[Reason, int] = {}
         position = 0
         best: tuple[tuple[int, ...], Option] | None = None
-        demand_key = repr(sorted(request.capacity_requests.items()))
         for pool in pools:
             verdict = verdicts[pool.ref]
             index = self.index[pool.ref]
@@ -673,6 +872,64 @@ class _Run:
                         best = (key, option)
             position += len(index.devices)
         return counts, position, [best[1]] if best is not None else []
+
+    def _choose_spanned(self, span: _Span, verdicts: Mapping[PoolRef, PoolFilterVerdict],
+                        working: _Working) -> tuple[dict[Reason, int], int, list[Option]]:
+        """`_choose` answered from the candidate list's span (the claim has changed no device yet;
+        beta only while no device is unreconstructable, so no pool is ranked last)."""
+        counts: dict[Reason, int] = {}
+        runs = span.runs_of(verdicts)
+        if self.mode is Mode.ALPHA:
+            for run in runs:
+                stop = span.first(run.viable, run.start, run.end) if run.viable else None
+                span.count(run, run.end if stop is None else stop, counts)
+                if stop is not None:
+                    return counts, stop + 1, [self._option(span, stop, working)]
+            return counts, len(span.refs), []
+        locked: int | None = None
+        viable: int | None = None
+        for run in runs:
+            span.count(run, run.end, counts)
+            if locked is None and run.locked_viable:
+                locked = span.first(run.locked_viable, run.start, run.end)
+            if viable is None and run.viable:
+                viable = span.first(run.viable, run.start, run.end)
+        chosen = locked if locked is not None else viable
+        return counts, len(span.refs), [] if chosen is None else [self._option(span, chosen, working)]
+
+    def _option(self, span: _Span, position: int, working: _Working) -> Option:
+        ref = span.refs[position]
+        pool = span.pools[span.slots[position]]
+        return Option(ref, working[ref], position, self.index[pool.ref].unknown > 0)
+
+    def _span(self, request: DeviceRequest, pools: Sequence[Pool], key: str) -> _Span:
+        """The span of a cached candidate list for one demand, built once and then kept current."""
+        found = self.spans.get((id(pools), key))
+        if found is not None and found.pools is pools:
+            return found
+        base: dict[PoolRef, int] = {}
+        refs: list[DeviceRef] = []
+        slots: list[int] = []
+        kinds: list[_Kind] = []
+        for slot, pool in enumerate(pools):
+            base[pool.ref] = len(refs)
+            for device, ref in self.index[pool.ref].devices:
+                refs.append(ref)
+                slots.append(slot)
+                kinds.append(_kind(device, self.states[ref], self._demand(device, request, key)))
+        found = _Span(pools, base, refs, slots, kinds)
+        self.spans[(id(pools), key)] = found
+        for pool in pools:
+            self.watching.setdefault(pool.ref, []).append((found, key))
+        return found
+
+    def _update_spans(self, ref: DeviceRef, state: DeviceState, index: _PoolIndex) -> None:
+        """Re-kind the one changed device in every span over its pool."""
+        for span, key in self.watching.get(ref.pool_ref, ()):
+            base = span.base[ref.pool_ref]
+            for position in index.positions.get(ref, ()):
+                device = index.devices[position][0]
+                span.move(base + position, _kind(device, state, self.demands[(id(device), key)]))
 
     def _profile(self, index: _PoolIndex, request: DeviceRequest, key: str, working: _Working) -> _Profile:
         """Each device's kind for `request`'s demand (cached unless this claim changed the pool)."""
@@ -737,6 +994,12 @@ class _Run:
         return DeviceReport(ref, self.states[ref],
                             {k: c.value for k, c in device.capacity.items()},
                             device.allow_multiple_allocations)
+
+
+def _demand_key(request: DeviceRequest) -> str:
+    """What `capacity.demand` reads of a request (its capacity requests), as a key."""
+    requests = request.capacity_requests
+    return repr(sorted(requests.items())) if requests else "[]"
 
 
 def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | CapacityProblem) -> _Kind:
@@ -843,8 +1106,9 @@ class SimulationRun:
 
     def steps(self) -> Iterator[StepResult]:
         run = self._run
-        for step in self._steps:
-            yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
+        with gc_paused():  # each step makes short-lived acyclic objects next to a large parsed input
+            for step in self._steps:
+                yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
 
     def devices(self) -> tuple[DeviceReport, ...]:
         return tuple(self._run.report(ref) for ref in self._run.devices)
@@ -976,6 +1240,7 @@ def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> Step
     unknown = LockStatus.UNRECONSTRUCTABLE
     for index in run.index.values():
         index.unknown = sum(1 for _, d in index.devices if run.states[d].status is unknown)
+        run.unknown_total += index.unknown
     return run.allocate(Step(Action.ALLOCATE, claim))
 
 
