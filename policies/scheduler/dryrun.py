@@ -141,7 +141,7 @@ class DryRun:
         self._memo = ExtractionMemo(self._limits.kubernetes_version)
         self._matches: dict[tuple[object, ...], CandidateMatch] = {}
         self._surveys: dict[tuple[object, ...], PoolSurvey] = {}
-        self._plans: dict[tuple[object, ...], _Plan] = {}
+        self._plans: dict[tuple[object, ...], _RequestPlan] = {}
         self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
         self.findings: list[Finding] = []
 
@@ -223,7 +223,7 @@ class DryRun:
                         yield item.result
 
     def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None,
-              quiet: frozenset[Outcome]) -> _Plan:
+              quiet: frozenset[Outcome]) -> _RequestPlan:
         """Every pool's item for one claim request, shared by the claim requests that read alike:
         same class and selectors (candidates), same in-scope config contents (extraction)."""
         matched = self._classes and request is not None
@@ -236,25 +236,26 @@ class DryRun:
         found = self._plans.get(key) if shared else None
         if found is not None:
             return found
-        items: list[_Item] = []
+        items: list[_PlanItem] = []
         for ref, pool in self.pools.items():
             if not self._filters.pool_ok(ref):
                 continue
             if matched and request is not None:
                 match = self._match(request, pool)
                 if match.failure is not None:
-                    items.append(_Item(ref, Outcome.SELECTOR_ERROR,
+                    items.append(_PlanItem(ref, Outcome.SELECTOR_ERROR,
                                        message=match.failure.message(_CLAIM_MARK)))
                     continue
                 if not match.candidate:
                     survey = self._survey(request, pool)
                     if survey.class_devices == 0:
                         continue  # not a pool of the class's driver: the allocator never looks
-                    items.append(_Item(ref, Outcome.NO_MATCHING_DEVICE, notes=_exclusions(request, survey)))
+                    items.append(_PlanItem(ref, Outcome.NO_MATCHING_DEVICE,
+                                           notes=_exclusions(request, survey)))
                     continue
             result = self._memo.extract(claim, name, self._summaries[ref])
-            items.append(_Item(ref, result.outcome, result=result))
-        found = _Plan(tuple((i.ref, i.outcome) for i in items),
+            items.append(_PlanItem(ref, result.outcome, result=result))
+        found = _RequestPlan(tuple((i.ref, i.outcome) for i in items),
                       tuple(i for i in items if i.outcome not in quiet), shared)
         if shared:
             self._plans[key] = found
@@ -266,7 +267,7 @@ _CLAIM_MARK = "\x00claim\x00"
 
 
 @dataclass(frozen=True, slots=True)
-class _Item:
+class _PlanItem:
     """One pool's part of a plan: a selector failure, no matching device, or an extraction."""
 
     ref: PoolRef
@@ -277,10 +278,10 @@ class _Item:
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
+class _RequestPlan:
     outcomes: tuple[tuple[PoolRef, Outcome], ...]
     """Every pool's outcome, in pool order (what `--summary` counts)."""
-    loud: tuple[_Item, ...]
+    loud: tuple[_PlanItem, ...]
     """The items whose outcome is not quiet: yielded per claim."""
     shared: bool
     """Cached for other claims: extraction results carry another claim's name."""
