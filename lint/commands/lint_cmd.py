@@ -208,8 +208,8 @@ def lint(settings: LintSettings) -> None:
     linted = lint_input(settings.paths, settings.cluster, job, complete_pools=settings.complete_pools,
                         walk=WalkFilter(excludes=settings.excludes), jobs=settings.jobs)
     report_problems("lint", Input(usage_errors=linted.usage_errors, notes=linted.notes))
-    if linted.usage_errors and settings.cluster is not None:
-        sys.exit(2)  # nothing was read: no report to print
+    if linted.usage_errors and (settings.cluster is not None or not settings.paths):
+        sys.exit(2)  # nothing was read (the cluster, or stdin with no PATH): no report to print
     disabled = settings.options.disabled_rules
     checked = audit_written(linted.findings, linted.suppressions, linted.document_files, run.config,
                             disabled=disabled, ran=lambda rule: settings.layers.ran(rule, disabled))

@@ -94,6 +94,7 @@ def test_no_path_and_a_terminal_is_a_usage_error(tmp_path: Path) -> None:
         os.close(secondary)
     assert proc.returncode == 2
     assert "standard input is a terminal" in proc.stderr and "or - to read standard input" in proc.stderr
+    assert proc.stdout == ""  # nothing was read: no report, no "0 errors" summary
 
 
 @pytest.mark.parametrize("command", ["lint", "pools", "dry-run", "simulate"])
@@ -101,6 +102,7 @@ def test_no_path_and_empty_stdin_is_a_usage_error(command: str, tmp_path: Path) 
     out = run(command, stdin="", cwd=tmp_path)
     assert out.code == 2, out.out + out.err
     assert "no PATH given and standard input is empty" in out.err
+    assert out.out == "", out.out  # nothing was read: no report
     # an explicit `-` reads stdin as asked; stdin with a slice is read as before
     assert run("lint", "-", stdin="", cwd=tmp_path).code == 0
     assert run(command, stdin=SLICE.format(name="a", pool="a"), cwd=tmp_path).code == 0
