@@ -285,6 +285,8 @@ def dry_run(settings: DryRunSettings) -> None:
     inputs = model_objects(loaded)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
+    if inputs.usage_errors and not settings.paths:
+        sys.exit(2)  # no PATH and nothing on stdin: nothing was read, no report to print
     filters = settings.filters
     kubernetes_version = settings.report.kubernetes_version
     counts = OutcomeCounts()
@@ -383,7 +385,17 @@ OUTCOME_RULES = {
         summary="the claim's configs give one key two different values for a request",
         description="Two opaque configs in scope for the request extract different values for the same "
                     "key; the scheduler cannot pick one, so the claim cannot be allocated."),
+    Outcome.NO_MATCHING_DEVICE: ExtraRule(
+        id="dry-run/no-matching-device", slug="no-matching-device", severity=Severity.INFO,
+        summary="a pool of the class's driver has no device passing the request's own selectors",
+        description="Devices of the pool pass the DeviceClass's selectors, but the request's selectors "
+                    "exclude every one of them, so the scheduler never considers the pool for the "
+                    "request and no extractor runs there. A note, not a failure: say which selector "
+                    "excluded how many devices, in case the pool was meant to serve the request."),
 }
+"""The outcomes the CI formats (SARIF, GitHub, JUnit) carry as located results: the failing ones
+as errors, `no-matching-device` as a note (it fails nothing, but a user expecting the pool to be
+used needs to see it where the review happens)."""
 
 
 def dry_run_result(
@@ -402,7 +414,8 @@ def dry_run_result(
 
     by_name = {c.qualified_name: c for c in claims}
     outcome_findings = [_outcome_finding(r, by_name.get(r.claim), pools.get(r.pool))
-                        for r in results if r.outcome in FAILING]
+                        for r in results if r.outcome in OUTCOME_RULES]
+    failing = sum(r.outcome in FAILING for r in results)
     cases = [
         TestCase(
             suite="dry-run", classname=r.claim, name=f"request {r.request} on {r.pool.driver}/{r.pool.name}",
@@ -422,20 +435,21 @@ def dry_run_result(
         show_suppressed=show_suppressed,
         extra_rules=tuple(OUTCOME_RULES.values()),
         notifications=tuple(Notification("error", m) for m in usage_errors),
-        summary=f"{len(results)} results, {len(outcome_findings)} failing "
+        summary=f"{len(results)} results, {failing} failing "
                 f"(slice-error, claim-inconsistent, selector-error), {len(findings)} input findings",
         threshold=threshold,
     )
 
 
 def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool: Pool | None) -> Finding:
-    """A failing outcome, located at the extractor (slice error) or the claim's config, with the other."""
+    """An outcome the CI formats carry, located at the extractor (slice error) or the claim's config
+    (its requests for a selector outcome), with the other."""
 
     error = result.error
     claim_loc: Location | None = None
     if claim is not None:
         path: tuple[str | int, ...] = (*claim.spec_path, "devices", "config")
-        if result.outcome is Outcome.SELECTOR_ERROR:
+        if result.outcome in (Outcome.SELECTOR_ERROR, Outcome.NO_MATCHING_DEVICE):
             path = (*claim.spec_path, "devices", "requests")
         elif error is not None and error.config is not None:
             path = (*path, error.config)
@@ -450,7 +464,7 @@ def _outcome_finding(result: ExtractionResult, claim: ResourceClaim | None, pool
     locations = tuple(loc for loc in ordered if loc is not None)
     return Finding(
         rule=OUTCOME_RULES[result.outcome].id,
-        severity=Severity.ERROR,
+        severity=OUTCOME_RULES[result.outcome].severity,
         message=f"claim {result.claim} request {result.request!r} on pool {result.pool.driver}/"
                 f"{result.pool.name}: {result.outcome.value}: {_detail(result)}",
         locations=locations,

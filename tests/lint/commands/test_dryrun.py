@@ -241,6 +241,18 @@ def test_every_pool_of_the_class_driver_is_reported(tmp_path: Path) -> None:
     assert "Claim ml/pod, request 'nic', pool net.example.com/node-b:" in explained.out
     assert "  2. Of those, selector #0 excluded 2 devices." in explained.out
     assert "=> no device of the pool passes the request's selectors" in explained.out
+    # the CI formats carry it as a note at the claim's requests (it fails nothing)
+    sarif = run("dry-run", "--format", "sarif", *paths)
+    assert sarif.code == 0
+    [note] = [r for r in json.loads(sarif.out)["runs"][0]["results"]
+              if r["ruleId"] == "dry-run/no-matching-device"]
+    assert note["level"] == "note" and "node-b: no-matching-device: 2 of 2 devices" in note["message"]["text"]
+    assert note["locations"][0]["properties"]["field"] == "spec.devices.requests"
+    github = run("dry-run", "--format", "github", *paths)
+    assert github.code == 0
+    assert "::notice file=" in github.out and "title=dry-run/no-matching-device::" in github.out
+    junit = run("dry-run", "--format", "junit", *paths).out
+    assert "<failure" not in junit and "no-matching-device: 2 of 2 devices" in junit
 
 
 def test_selector_errors_are_an_outcome_on_every_pool(tmp_path: Path) -> None:
