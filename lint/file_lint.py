@@ -22,7 +22,7 @@ from dra_affinity.policies.core.source import FieldPath, Position, Source
 from dra_affinity.policies.model.resources import Device, ResourceSlice
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.loader import FileTask, LoadResult, Plan
+    from dra_affinity.lint.loader import FileTask, LoadedDocument, LoadResult, Plan
     from dra_affinity.lint.report import Summary
     from dra_affinity.lint.suppressions import Written
     from dra_affinity.lint.walk import SkipReason
@@ -44,7 +44,9 @@ class FileLinted:
     slice_findings: list[Finding] = field(default_factory=list)
     pool_slices: list[ResourceSlice] = field(default_factory=list)
     slice_cases: list[tuple[str | None, ObjectRef | None, int | None]] = field(default_factory=list)
-    """Each ResourceSlice document: file, object, first line (JUnit's one case per slice)."""
+    """Each ResourceSlice document: file, object, first line (JUnit's one case per slice), when
+    the run writes a CI format (`LintJob.cases`)."""
+    resource_slices: int = 0
     document_files: list[str | None] = field(default_factory=list)
     suppressions: Written | None = None
     files: int = 0
@@ -59,6 +61,8 @@ class LintJob:
     options: EngineOptions
     slices: bool = True
     pools: bool = True
+    cases: bool = True
+    """Keep each slice's JUnit case (its first line: a JSON list item's costs composing its file)."""
 
 
 def default_jobs() -> int:
@@ -73,38 +77,91 @@ def default_jobs() -> int:
 
 
 def lint_file(task: FileTask, job: LintJob) -> FileLinted:
-    """Load, model and check one planned file; collect its suppressions."""
+    """Load, model and check one planned file, each document as soon as it is built; collect
+    its suppressions.
+
+    A document outlives its check only in a file whose text could hold a suppression (a
+    comment marker, the annotation's name): their spans need every object of the file. If an
+    annotation turns up anyway (written with escapes), the file is checked again keeping all.
+    """
     from dra_affinity.lint.loader import load_task
 
-    return lint_loaded(load_task(task), job)
+    checker = _Checker(job, keep=False)
+    loaded = load_task(task, checker.add)
+    if checker.missed_annotation:
+        return lint_loaded(load_task(task), job)
+    return checker.finish(loaded)
 
 
 def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
-    """Model and check what was loaded from one file (or stdin)."""
-    from dra_affinity.lint.inputs import Input, model_objects
-    from dra_affinity.lint.scalar_positions import resolve_inner_positions
-    from dra_affinity.lint.suppressions import document_ref, written
-    from dra_affinity.policies.rules.engine import check_slice
+    """Model and check what was loaded from one file (or stdin), or one cluster read."""
+    checker = _Checker(job, keep=True)
+    for document in loaded.documents:
+        checker.add(document)
+    return checker.finish(loaded)
 
-    out = FileLinted(input_findings=list(loaded.findings), usage_errors=list(loaded.usage_errors),
-                     files=loaded.files)
-    documents = loaded.documents
-    objects = model_objects(Input(documents=documents))
-    out.model_findings = resolve_inner_positions(objects.findings, loaded.texts)
-    out.objects, out.skipped = objects.objects, objects.skipped
-    if job.slices:
-        found = [f for s in objects.slices for f in check_slice(s, options=job.options)]
-        out.slice_findings = resolve_inner_positions(found, loaded.texts)
-    if job.pools:
-        out.pool_slices = [pool_entry(s) for s in objects.slices]
-    for d in documents:
-        if d.kind == "ResourceSlice":
-            root = d.source.positions.get(())
-            out.slice_cases.append((d.source.file, document_ref(d), root.line if root else None))
-    out.document_files = list(dict.fromkeys(d.source.file for d in documents))
-    names = [*out.document_files, *(loc.file for f in out.input_findings for loc in f.locations)]
-    out.suppressions = written(documents, [n for n in names if n], loaded.texts)
-    return out
+
+class _Checker:
+    """One file's checks, document by document (see `lint_file`)."""
+
+    def __init__(self, job: LintJob, *, keep: bool) -> None:
+        self.job = job
+        self.keep = keep
+        self.out = FileLinted()
+        self.model: list[Finding] = []
+        self.found: list[Finding] = []
+        self.kept: list[LoadedDocument] = []
+        self.files: dict[str | None, None] = {}
+        self.keep_file: dict[str | None, bool] = {}
+        self.missed_annotation = False
+
+    def add(self, document: LoadedDocument, text: str = "") -> None:
+        from dra_affinity.lint.inputs import Input, model_objects
+        from dra_affinity.lint.suppressions import ANNOTATION, MARKER, document_ref, has_annotation
+        from dra_affinity.policies.rules.engine import check_slice
+
+        out, job = self.out, self.job
+        objects = model_objects(Input(documents=[document]))
+        self.model += objects.findings
+        out.objects += objects.objects
+        out.skipped += objects.skipped
+        for slice_ in objects.slices:
+            if job.slices:
+                self.found += check_slice(slice_, options=job.options)
+            if job.pools:
+                out.pool_slices.append(pool_entry(slice_))
+        if document.kind == "ResourceSlice":
+            out.resource_slices += 1
+            if job.cases:
+                root = document.source.positions.get(())
+                out.slice_cases.append((document.source.file, document_ref(document),
+                                        root.line if root else None))
+        file = document.source.file
+        self.files.setdefault(file, None)
+        if self.keep:
+            self.kept.append(document)
+            return
+        if file not in self.keep_file:
+            self.keep_file[file] = MARKER in text or ANNOTATION in text
+        if self.keep_file[file]:
+            self.kept.append(document)
+        elif has_annotation(document):
+            self.missed_annotation = True
+
+    def finish(self, loaded: LoadResult) -> FileLinted:
+        from dra_affinity.lint.scalar_positions import resolve_inner_positions
+        from dra_affinity.lint.suppressions import written
+
+        out = self.out
+        out.input_findings = list(loaded.findings)
+        out.usage_errors = list(loaded.usage_errors)
+        out.files = loaded.files
+        out.model_findings = resolve_inner_positions(self.model, loaded.texts)
+        out.slice_findings = resolve_inner_positions(self.found, loaded.texts)
+        out.document_files = list(self.files)
+        names = [*out.document_files, *(loc.file for f in out.input_findings for loc in f.locations)]
+        out.suppressions = written(self.kept, [n for n in names if n], loaded.texts)
+        return out
 
 
 def pool_entry(slice_: ResourceSlice) -> ResourceSlice:
@@ -168,6 +225,7 @@ class Linted:
     document_files: list[str | None]
     suppressions: list[Written]
     notes: list[str] = field(default_factory=list)
+    resource_slices: int = 0
 
 
 def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,
@@ -184,7 +242,7 @@ def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,
     cases: list[tuple[str | None, ObjectRef | None, int | None]] = []
     document_files: list[str | None] = []
     suppressions: list[Written] = []
-    files = objects = skipped = 0
+    files = objects = skipped = resource_slices = 0
     for r in results:
         inputs += r.input_findings
         model += r.model_findings
@@ -196,6 +254,8 @@ def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,
         if r.suppressions is not None:
             suppressions.append(r.suppressions)
         files, objects, skipped = files + r.files, objects + r.objects, skipped + r.skipped
+        resource_slices += r.resource_slices
     pools = check_pools(pool_slices, job.options, complete_pools=complete_pools) if job.pools else []
     summary = Summary(files=files, objects=objects, skipped=skipped, not_walked=dict(not_walked or {}))
-    return Linted([*inputs, *model, *slices, *pools], summary, usage, cases, document_files, suppressions)
+    return Linted([*inputs, *model, *slices, *pools], summary, usage, cases, document_files, suppressions,
+                  resource_slices=resource_slices)

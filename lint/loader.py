@@ -27,7 +27,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -181,9 +181,11 @@ def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     return Plan(loader.plan, loader.result, dict(loader._filter.skipped))
 
 
-def load_task(task: FileTask) -> LoadResult:
-    """Read and load one planned file (the walk's reports before it not included)."""
+def load_task(task: FileTask, sink: Callable[[LoadedDocument, str], None] | None = None) -> LoadResult:
+    """Read and load one planned file (the walk's reports before it not included); with a
+    `sink`, each document is handed to it as soon as it is built instead of being kept."""
     loader = _Loader(None)
+    loader.sink = sink
     if task.path is not None:
         loader._load_file(task.path, explicit=task.explicit)
     elif task.content is not None:
@@ -515,6 +517,16 @@ class _Loader:
         self._read: set[tuple[int, int]] = set()
         self.plan: list[FileTask] | None = None
         """Set by `plan_paths`: files are listed here instead of being read."""
+        self.sink: Callable[[LoadedDocument, str], None] | None = None
+        """Set by `load_task`: each document goes there as soon as it is built, not to
+        `result.documents`, so a large file's documents need not all be alive at once; with
+        the text of its file (suppressions may need the document kept)."""
+
+    def _emit(self, document: LoadedDocument) -> None:
+        if self.sink is None:
+            self.result.documents.append(document)
+        else:
+            self.sink(document, self.result.texts.get(document.source.file or "", ""))
 
     def _defer(self, name: str, path: str | None = None, *, explicit: bool = False,
                content: bytes | str | None = None) -> None:
@@ -689,8 +701,17 @@ class _Loader:
             return
         if self._json_positions:
             before = (len(self.result.documents), len(self.result.findings))
-            parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
+            sink, self.sink = self.sink, None  # what the attempt yields may be taken back
+            try:
+                parsed = self._load_yaml(name, text, json_numbers=True, strict=True)
+            finally:
+                self.sink = sink
             if parsed == len(stream.values):
+                if sink is not None:
+                    kept = self.result.documents[before[0] :]
+                    del self.result.documents[before[0] :]
+                    for document in kept:
+                        sink(document, text)
                 return
             del self.result.documents[before[0] :]
             del self.result.findings[before[1] :]
@@ -785,9 +806,7 @@ class _Loader:
         source = Source(
             file=name, document=index, positions=built.positions, key_positions=built.key_positions
         )
-        self.result.documents.append(
-            LoadedDocument(data, source, kind, _text_field(data, "apiVersion"), item)
-        )
+        self._emit(LoadedDocument(data, source, kind, _text_field(data, "apiVersion"), item))
 
     def _add_plain(self, name: str, index: int, value: object, position: Position,
                    lazy: _JsonPositions | None = None) -> None:
@@ -812,7 +831,7 @@ class _Loader:
         if not (_is_list_kind(kind) and isinstance(items, list)):
             if kind != "List":
                 doc = LoadedDocument(value, source(None), kind, _text_field(value, "apiVersion"))
-                self.result.documents.append(doc)
+                self._emit(doc)
             return
         api_version = _text_field(value, "apiVersion")
         for number, item in enumerate(items):
@@ -822,7 +841,7 @@ class _Loader:
                     data, source(number), _text_field(data, "kind"), _text_field(data, "apiVersion"),
                     number,
                 )
-                self.result.documents.append(doc)
+                self._emit(doc)
             elif item is not None:
                 issue = Issue(
                     _not_object(f"item {number} of the {kind}", _found(item)), (), position

@@ -372,6 +372,11 @@ class _ScalarSpans:
         return index >= 0 and at < self.ends[index]
 
 
+def has_annotation(document: LoadedDocument) -> bool:
+    """Whether the object carries a `dra-affinity.io/ignore` annotation."""
+    return _annotation(document) is not None
+
+
 def _annotation(document: LoadedDocument) -> object:
     metadata = document.data.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, dict) else None

@@ -204,7 +204,8 @@ def lint(settings: LintSettings) -> None:
     """
 
     run = settings.report
-    job = LintJob(settings.options, settings.layers.slices, settings.layers.pools)
+    ci = any(spec.format not in ("text", "json") for spec in run.outputs)
+    job = LintJob(settings.options, settings.layers.slices, settings.layers.pools, cases=ci)
     linted = lint_input(settings.paths, settings.cluster, job, complete_pools=settings.complete_pools,
                         walk=WalkFilter(excludes=settings.excludes), jobs=settings.jobs)
     report_problems("lint", Input(usage_errors=linted.usage_errors, notes=linted.notes))
@@ -220,7 +221,7 @@ def lint(settings: LintSettings) -> None:
         click.echo(f"dra-affinity lint: {message}", err=True)
     if linted.usage_errors or failures:
         sys.exit(2)
-    if run.fail_if_no_resources and not linted.slice_cases:
+    if run.fail_if_no_resources and not linted.resource_slices:
         click.echo("dra-affinity lint: no ResourceSlice in the input (--fail-if-no-resources)", err=True)
         sys.exit(2)
     sys.exit(1 if any(f.severity >= run.threshold for f in report.findings) else 0)
