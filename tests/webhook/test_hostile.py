@@ -24,15 +24,9 @@ from tests.webhook.support import HOSTNAME, LOOPBACK, Server, review, start_serv
 def tight(tmp_path_factory: pytest.TempPathFactory, cert_dir: Path) -> Iterator[Server]:
     """One worker with two threads: the smallest server slow clients could starve."""
     tmp = tmp_path_factory.mktemp("tight")
-    import os
-
-    os.environ["DRA_AFFINITY_HANDSHAKE_TIMEOUT"] = "2"
-    os.environ["DRA_AFFINITY_REQUEST_TIMEOUT"] = "3"
-    try:
-        server = start_server(tmp, cert_dir, workers=1, threads=2)
-    finally:
-        del os.environ["DRA_AFFINITY_HANDSHAKE_TIMEOUT"]
-        del os.environ["DRA_AFFINITY_REQUEST_TIMEOUT"]
+    # (passed to the server itself: `launch` gives it none of this process's DRA_AFFINITY_*)
+    server = start_server(tmp, cert_dir, workers=1, threads=2, env={
+        "DRA_AFFINITY_HANDSHAKE_TIMEOUT": "2", "DRA_AFFINITY_REQUEST_TIMEOUT": "3"})
     yield server
     stop_server(server)
 
@@ -118,6 +112,19 @@ def test_a_request_head_sent_slowly_is_dropped_and_others_are_served(tight: Serv
 def _chunked_head(server: Server) -> bytes:
     return (b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n")
+
+
+def test_a_connect_and_close_flood_leaks_no_connection_slot(tight: Server) -> None:
+    """More connect-and-close connections than a worker may hold (`worker_connections`,
+    1000): each is dropped without a TLS object and gives its slot back, so the worker still
+    accepts and serves."""
+    for _ in range(1500):
+        socket.create_connection((LOOPBACK, tight.port), timeout=10).close()
+    for _ in range(20):  # some after the burst's last connections were seen closed
+        raw = socket.create_connection((LOOPBACK, tight.port), timeout=10)
+        raw.sendall(b"\x16")  # one byte, then gone: the full path, slot given back too
+        raw.close()
+    assert _legit_ok(tight)
 
 
 def test_a_bad_chunk_size_is_400(tight: Server) -> None:
