@@ -11,6 +11,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -21,6 +22,7 @@ from typing import Any
 from dra_affinity.webhook.events import FLUSH_INTERVAL
 
 from tests.cli import REPO, SCRIPT
+from tests.helpers import entry, slice_doc
 
 SERVICE, NAMESPACE = "dra-affinity-webhook", "dra-system"
 HOSTNAME = f"{SERVICE}.{NAMESPACE}.svc"
@@ -120,6 +122,25 @@ class Server:
             if own:
                 connection.close()
 
+    def served_serial(self, context: ssl.SSLContext | None = None) -> int:
+        """The serial of the certificate a new connection is served (it makes the worker that
+        accepts it check its certificate files, when due)."""
+        conn = SvcConnection(self.port, context or self.context())
+        try:
+            conn.connect()
+            return conn.peer_serial()
+        finally:
+            conn.close()
+
+    def allowed_review(self) -> int:
+        """A clean slice reviewed on a new connection (asserted allowed); the serial served."""
+        conn = self.connection()
+        try:
+            assert self.review(review(slice_doc([entry("a")])), conn=conn)["response"]["allowed"] is True
+            return conn.peer_serial()
+        finally:
+            conn.close()
+
     def review(self, review: Mapping[str, Any], conn: SvcConnection | None = None) -> dict[str, Any]:
         reply = self.request("POST", "/validate", json.dumps(review).encode(),
                              {"Content-Type": "application/json"}, conn)
@@ -163,6 +184,25 @@ class Server:
         reply = self.plain_request("GET", "/metrics")
         assert reply.status == 200, reply.body
         return reply.body.decode()
+
+
+class Background:
+    """Client threads started on entering a `with` block; `stop` is set and they are joined on
+    leaving it. Subclasses pass the threads' targets, which loop until `stop` is set."""
+
+    def __init__(self, targets: list[Callable[[], None]]) -> None:
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=t, daemon=True) for t in targets]
+
+    def __enter__(self) -> Background:
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=15)
 
 
 def start_server(tmp: Path, cert_dir: Path, *args: str, workers: int = 2, threads: int = 2,
@@ -255,3 +295,4 @@ def iter_json_lines(path: Path) -> Iterator[dict[str, Any]]:
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         if line.startswith("{"):
             yield json.loads(line)
+

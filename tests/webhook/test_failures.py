@@ -23,6 +23,7 @@ from tests.helpers import entry, slice_doc
 from tests.webhook.support import (
     HOSTNAME,
     LOOPBACK,
+    Background,
     Server,
     SvcConnection,
     generate_certs,
@@ -46,17 +47,16 @@ def _eventually(check: Callable[[], bool], timeout: float = 20.0, what: str = "c
         time.sleep(0.05)
 
 
-class Load:
+class Load(Background):
     """Clients sending reviews on fresh connections (so the kernel spreads them over the
     workers); records each outcome with the time it ended."""
 
     def __init__(self, server: Server, clients: int = 4) -> None:
         self.server = server
-        self.stop = threading.Event()
         self.ok: list[float] = []
         self.failed: list[tuple[float, str]] = []
         self._lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(clients)]
+        super().__init__([self._run] * clients)
 
     def _run(self) -> None:
         while not self.stop.is_set():
@@ -68,16 +68,6 @@ class Load:
             except Exception as exc:
                 with self._lock:
                     self.failed.append((time.monotonic(), f"{type(exc).__name__}: {exc}"))
-
-    def __enter__(self) -> Load:
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=15)
 
 
 def test_a_worker_killed_under_load_is_replaced_and_the_other_keeps_serving(tmp_path: Path,
@@ -128,24 +118,14 @@ def test_a_broken_certificate_on_reload_keeps_the_old_one_serving_and_says_so(tm
 
         def both_workers_failed() -> bool:
             for _ in range(4):  # new connections are what make a worker check its files
-                conn = server.connection()
-                try:
-                    conn.connect()
-                    assert conn.peer_serial() == serial
-                finally:
-                    conn.close()
+                assert server.served_serial() == serial
             lines = server.log_lines()
             return len({x["pid"] for x in lines if x.get("msg", "").startswith(
                 "certificate reload failed")}) >= 2
 
         _eventually(both_workers_failed, what="both workers reporting the failed reload")
         for _ in range(10):  # still serving, with the old certificate
-            conn = server.connection()
-            try:
-                assert server.review(review(slice_doc([entry("a")])), conn=conn)["response"]["allowed"]
-                assert conn.peer_serial() == serial
-            finally:
-                conn.close()
+            assert server.allowed_review() == serial
         lines = server.log_lines()
         failures = [x for x in lines if x.get("msg", "").startswith("certificate reload failed")]
         assert failures[0]["level"] == "error" and str(cert_dir / "tls.crt") in failures[0]["error"]
@@ -164,12 +144,7 @@ def test_a_broken_certificate_on_reload_keeps_the_old_one_serving_and_says_so(tm
         (replacement,) = _workers(server) - before
 
         def replacement_serves_the_old_certificate() -> bool:
-            conn = server.connection()
-            try:
-                assert server.review(review(slice_doc([entry("a")])), conn=conn)["response"]["allowed"]
-                assert conn.peer_serial() == serial
-            finally:
-                conn.close()
+            assert server.allowed_review() == serial
             return any(x.get("pid") == replacement and x.get("uid") for x in server.log_lines())
 
         _eventually(replacement_serves_the_old_certificate, timeout=30, what="the replacement serving")
@@ -188,15 +163,8 @@ def test_a_broken_certificate_on_reload_keeps_the_old_one_serving_and_says_so(tm
             shutil.copyfile(rotated / name, tmp)
             os.replace(tmp, cert_dir / name)
 
-        def new_serial_served() -> bool:
-            conn = server.connection()
-            try:
-                conn.connect()
-                return conn.peer_serial() == new.serving.certificate.serial_number
-            finally:
-                conn.close()
-
-        _eventually(new_serial_served, what="the repaired certificate")
+        _eventually(lambda: server.served_serial() == new.serving.certificate.serial_number,
+                    what="the repaired certificate")
     finally:
         stop_server(server)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import ssl
@@ -16,6 +17,7 @@ from dra_affinity.webhook import certs
 from tests.cli import SCRIPT
 from tests.helpers import entry, slice_doc
 from tests.webhook.support import (
+    Background,
     Server,
     SvcConnection,
     client_context,
@@ -39,37 +41,27 @@ def _publish(source: Path, target: Path) -> None:
         os.replace(tmp, target / name)
 
 
-def _fresh_serial(server: Server, context: ssl.SSLContext) -> int:
-    conn = SvcConnection(server.port, context)
-    try:
-        conn.connect()
-        return conn.peer_serial()
-    finally:
-        conn.close()
-
-
 def _wait_for_serial(server: Server, context: ssl.SSLContext, serial: int, timeout: float = 20.0) -> None:
     """Until 12 new connections in a row (so both workers) present `serial`."""
     deadline = time.monotonic() + timeout
     streak = 0
     while streak < 12:
         assert time.monotonic() < deadline, "the new certificate was not picked up"
-        streak = streak + 1 if _fresh_serial(server, context) == serial else 0
+        streak = streak + 1 if server.served_serial(context) == serial else 0
         time.sleep(0.02)
 
 
-class Load:
+class Load(Background):
     """Requests flowing while the certificates change: fresh connections and one keep-alive one."""
 
     def __init__(self, server: Server, contexts: list[ssl.SSLContext]) -> None:
         self.server = server
         self.contexts = contexts  # the last one is used (tests swap in a wider trust store)
-        self.stop = threading.Event()
         self.failures: list[str] = []
         self.served = 0
         self.serials: set[int] = set()
         self._lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, args=(i == 0,)) for i in range(4)]
+        super().__init__([functools.partial(self._run, i == 0) for i in range(4)])
 
     def _run(self, keep_alive: bool) -> None:
         conn: SvcConnection | None = None
@@ -96,23 +88,13 @@ class Load:
         if conn is not None:
             conn.close()
 
-    def __enter__(self) -> Load:
-        for t in self.threads:
-            t.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=15)
-
 
 def test_rotation_while_requests_flow_drops_nothing(tmp_path: Path) -> None:
     cert_dir = generate_certs(tmp_path / "certs")
     server = start_server(tmp_path, cert_dir, "--cert-check-interval", "0.2")
     try:
         context = client_context(cert_dir / "ca.crt")
-        first = _fresh_serial(server, context)
+        first = server.served_serial(context)
         with Load(server, [context]) as load:
             time.sleep(0.3)
             _rotate(cert_dir)  # same CA: the API server's caBundle does not change
@@ -140,7 +122,7 @@ def test_rotation_while_requests_flow_drops_nothing(tmp_path: Path) -> None:
         ready = server.request("GET", "/readyz").json()
         assert ready["ready"] is True
         with pytest.raises(ssl.SSLError):  # the old CA alone no longer verifies what is served
-            _fresh_serial(server, context)
+            server.served_serial(context)
     finally:
         stop_server(server)
 
