@@ -29,7 +29,7 @@ from pathlib import Path
 
 from dra_affinity.policies.model.schema import RESOURCE_SLICE
 
-from bench import gen_cluster, gen_slices
+from bench import gen_slices
 
 BIN = Path(sys.executable).with_name("dra-affinity")
 HERE = Path(__file__).resolve().parent
@@ -172,17 +172,15 @@ def bench_locks(sizes: Sequence[int], tmp: Path) -> list[Row]:
     n/10 devices in n/200 pools (100,000 claims: 10,000 devices, 500 pools): `locks` and `explain`
     (a pending and an allocated claim) on the dump as `kubectl get -o json` and `-o yaml` print it,
     and the exporter's time to apply one watch event (`bench/locks_bench.py --exporter-only`)."""
-    import yaml
-
     rows = []
     for n in sizes:
         devices, pools = max(100, n // 10), max(10, n // 200)
-        doc = gen_cluster.generate(devices=devices, pools=pools, claims=n, pending=10, seed=1)
         dumps = {"json": tmp / f"dump-{n}.json", "yaml": tmp / f"dump-{n}.yaml"}
-        dumps["json"].write_text(json.dumps(doc))
-        with dumps["yaml"].open("w") as out:
-            yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
-        del doc
+        for path in dumps.values():  # in a child: a big dump in this process would count in every
+            # child's peak RSS (a forked child's pages count until it execs)
+            subprocess.run([sys.executable, str(HERE / "gen_cluster.py"), str(path), "--devices",
+                            str(devices), "--pools", str(pools), "--claims", str(n), "--pending", "10",
+                            "--seed", "1"], check=True, capture_output=True, timeout=1800)
         for fmt, path in dumps.items():
             cases = (("locks --format json", ["locks", str(path), "--format", "json"]),
                      ("explain pending --format json",

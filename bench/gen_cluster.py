@@ -8,7 +8,8 @@ are locked, a few are unreconstructable (a legacy claim without the tenant key) 
 clean; plus `pending` claims left unallocated. Seeded `random.Random` only: the same arguments
 always write the same bytes.
 
-Run directly: `python bench/gen_cluster.py OUT.json [--devices N] [--pools N] [--claims N]`.
+Run directly: `python bench/gen_cluster.py OUT.json|OUT.yaml [--devices N] [--pools N] [--claims N]`
+(a `.yaml` name writes what `kubectl get ... -o yaml` prints: the same objects as YAML).
 """
 
 from __future__ import annotations
@@ -110,7 +111,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     doc = generate(args.devices, args.pools, args.claims, args.pending, args.seed)
-    args.out.write_text(json.dumps(doc))
+    if args.out.suffix in {".yaml", ".yml"}:
+        import yaml
+
+        with args.out.open("w") as out:
+            yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+    else:
+        args.out.write_text(json.dumps(doc))
     print(f"wrote {len(doc['items'])} objects to {args.out}")
 
 
