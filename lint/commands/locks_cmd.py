@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from dra_affinity.lint.json_text import write_indented
 from dra_affinity.lint.options import kubernetes_version_option
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -167,14 +166,11 @@ def report_json(report: LockReport, findings: list[Finding]) -> dict[str, Any]:
 
 
 def echo_json(doc: Any) -> None:
-    """`click.echo(json.dumps(doc, indent=2))` written in pieces, so the whole text never sits in
-    memory at once (at 100,000 claims its chunks and their join cost 170 MB of peak RSS)."""
-    out = sys.stdout
-    chunks = json.JSONEncoder(indent=2).iterencode(doc)
-    while part := "".join(islice(chunks, 16384)):
-        out.write(part)
-    out.write("\n")
-    out.flush()
+    """`click.echo(json.dumps(doc, indent=2))`, rendered by `json_text` (same text, half the
+    CPU) and written in pieces (at 100,000 claims the whole text cost 170 MB of peak RSS)."""
+    write_indented(doc, sys.stdout.write)
+    sys.stdout.write("\n")
+    sys.stdout.flush()
 
 
 # -- table ----------------------------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""`json.dumps(value, indent=2)`, twice as fast, and written out in pieces.
+
+The json module has no C encoder for indented output (CPython 3.11 falls back to a Python
+generator yielding one small chunk per token): for `locks --format json` of a 100,000-claim
+cluster (25 MB) that was 1.2 of its ~8 CPU seconds, and the joined chunks 170 MB of its peak
+RSS. Here each value is rendered by one recursive function that joins strings with the C
+string encoder, and the top-level lists are written element by element. The text is the
+json module's, byte for byte (ASCII-escaped strings, `NaN`/`Infinity`, keys of the types
+json converts; tuples are lists) — `tests/lint/test_json_text.py` compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from json.encoder import encode_basestring_ascii as _string
+from typing import Any
+
+_INF = float("inf")
+
+
+def _float(value: float) -> str:
+    if value != value:
+        return "NaN"
+    if value == _INF:
+        return "Infinity"
+    if value == -_INF:
+        return "-Infinity"
+    return float.__repr__(value)
+
+
+def _key(key: object) -> str:
+    """A dict key as the json module writes it (it converts these scalar types; others raise)."""
+    if isinstance(key, str):
+        return _string(key)
+    if key is True:
+        return '"true"'
+    if key is False:
+        return '"false"'
+    if key is None:
+        return '"null"'
+    if isinstance(key, int):
+        return _string(int.__repr__(key))
+    if isinstance(key, float):
+        return _string(_float(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
+
+
+def _scalar(value: object) -> str:
+    if isinstance(value, str):
+        return _string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        return _float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def indented(value: Any, newline: str = "\n") -> str:
+    """`value` as `json.dumps(value, indent=2)` renders it at the indentation of `newline`."""
+    if type(value) is str:
+        return _string(value)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = newline + "  "
+        return "{" + inner + ("," + inner).join(
+            [_key(k) + ": " + indented(v, inner) for k, v in value.items()]) + newline + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        inner = newline + "  "
+        return "[" + inner + ("," + inner).join([indented(v, inner) for v in value]) + newline + "]"
+    return _scalar(value)
+
+
+def write_indented(value: Any, write: Callable[[str], object]) -> None:
+    """`write(json.dumps(value, indent=2))`, with a top-level dict's list values written one
+    element at a time (the devices of a cluster report), so the whole text is never held."""
+    if not isinstance(value, dict) or not value:
+        write(indented(value))
+        return
+    write("{")
+    for n, (key, item) in enumerate(value.items()):
+        write(("\n  " if n == 0 else ",\n  ") + _key(key) + ": ")
+        if isinstance(item, (list, tuple)) and item:
+            for m, element in enumerate(item):
+                write(("[\n    " if m == 0 else ",\n    ") + indented(element, "\n    "))
+            write("\n  ]")
+        else:
+            write(indented(item, "\n  "))
+    write("\n}")

@@ -1,0 +1,44 @@
+"""json_text renders exactly what `json.dumps(value, indent=2)` does, for any JSON-able value."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from dra_affinity.lint.json_text import indented, write_indented
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text()
+_KEYS = st.text() | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=4)
+                       | st.lists(inner, max_size=3).map(tuple)
+                       | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES)
+def test_any_value_renders_as_the_json_module_renders_it(value: Any) -> None:
+    expected = json.dumps(value, indent=2)
+    assert indented(value) == expected
+    out = io.StringIO()
+    write_indented(value, out.write)
+    assert out.getvalue() == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _VALUES, max_size=5))
+def test_a_report_shaped_document_streams_the_same_text(doc: dict[str, Any]) -> None:
+    out = io.StringIO()
+    write_indented(doc, out.write)
+    assert out.getvalue() == json.dumps(doc, indent=2)
+
+
+def test_what_json_cannot_carry_is_refused_as_json_refuses_it() -> None:
+    for bad in ({"a": object()}, {(1, 2): 1}, [b"bytes"]):
+        with pytest.raises(TypeError):
+            json.dumps(bad, indent=2)
+        with pytest.raises(TypeError):
+            indented(bad)
