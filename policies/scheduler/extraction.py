@@ -219,11 +219,30 @@ def content_key(configs: Sequence[ClaimConfig]) -> tuple[Hashable, ...] | None:
     None when the parameters cannot be rendered canonically (mixed key types): then the
     request is extracted without the memo, never wrongly shared.
     """
-    encode = _CANONICAL.encode
     try:
-        return tuple([(c.index, encode(c.opaque.parameters if c.opaque else None)) for c in configs])
+        return tuple([(c.index, _canonical(c.opaque.parameters if c.opaque else None)) for c in configs])
     except (TypeError, ValueError):
         return None
+
+
+_FLAT = (str, int, bool, type(None))
+"""Value types whose equality is exact per type (not float: -0.0 == 0.0, and NaN != NaN)."""
+
+
+def _canonical(parameters: object) -> Hashable:
+    """The parameters' content as a key. A flat object of string keys and plain values (a claim's
+    usually is) becomes its sorted (key, type, value) triples, without encoding; anything else
+    its sorted-key JSON. The two forms never compare equal (a tuple is not a string)."""
+    if type(parameters) is dict:
+        flat = []
+        for k, v in parameters.items():
+            if type(k) is not str or type(v) not in _FLAT:
+                break
+            flat.append((k, type(v).__name__, v))
+        else:
+            flat.sort()
+            return tuple(flat)
+    return _CANONICAL.encode(parameters)
 
 
 def pool_key(pool: ExtractionPool) -> tuple[Hashable, ...]:

@@ -80,10 +80,11 @@ class DeviceRef:
     driver: str
     pool: str
     device: str
+    pool_ref: PoolRef = field(init=False, compare=False, repr=False)
+    """The device's pool, made once: Filter, Reserve and every index look it up per claim."""
 
-    @property
-    def pool_ref(self) -> PoolRef:
-        return PoolRef(self.driver, self.pool)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pool_ref", PoolRef(self.driver, self.pool))
 
     def __str__(self) -> str:
         return f"{self.driver}/{self.pool}/{self.device}"
@@ -169,7 +170,7 @@ def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | N
         return Rejection(Reason.NO_KEYS_EXTRACTED, describe(Diagnostic.NO_KEYS_EXTRACTED))
     if state.status is LockStatus.CLEAN:
         return DeviceState(LockStatus.LOCKED, dict(affinity), (holder,))
-    if dict(state.lock or {}) != dict(affinity):
+    if state.lock != affinity and dict(state.lock or {}) != dict(affinity):
         return Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, affinity, device))
     return state.joined(holder)
 

@@ -302,6 +302,8 @@ class _PoolIndex:
     profiles: dict[str, _Profile] = field(default_factory=dict)
     positions: dict[DeviceRef, list[int]] = field(default_factory=dict)
     """Where each device sits in `devices` (a name listed twice in a pool sits twice)."""
+    spans: list[tuple[_Span, str, int]] = field(default_factory=list)
+    """The spans (with their demand, and where this pool starts in them) listing its devices."""
 
     def __post_init__(self) -> None:
         for position, (_, ref) in enumerate(self.devices):
@@ -370,6 +372,7 @@ class _Span:
     """
 
     pools: Sequence[Pool]
+    indexes: list[_PoolIndex]
     base: dict[PoolRef, int]
     refs: list[DeviceRef]
     slots: list[int]
@@ -513,8 +516,6 @@ class _Run:
     """Filter every candidate device even after first-fit found one (`explain` lists them all)."""
     spans: dict[tuple[int, str], _Span] = field(default_factory=dict)
     """(id(cached candidate list), demand) -> its span (`_choose_spanned`)."""
-    watching: dict[PoolRef, list[tuple[_Span, str]]] = field(default_factory=dict)
-    """pool -> the spans (and their demand) that list its devices."""
     stable: set[int] = field(default_factory=set)
     """ids of the shared verdict mappings (they live as long as the run)."""
     aborts: dict[int, Rejection | None] = field(default_factory=dict)
@@ -577,7 +578,9 @@ class _Run:
         if drivers is None:
             drivers = tuple(dict.fromkeys(p.ref.driver for p in pools))
             self.drivers[id(pools)] = drivers
-        contents = tuple(self.memo.content(claim, request, d) for d in drivers)
+        content = self.memo.content
+        contents = ((content(claim, request, drivers[0]),) if len(drivers) == 1
+                    else tuple(content(claim, request, d) for d in drivers))
         if None in contents:
             return {pool.ref: self.verdict(claim, request, pool) for pool in pools}
         key = (id(pools), request, contents)
@@ -667,7 +670,7 @@ class _Run:
             return
         if index.profiles:
             self._update_profiles(index, ref, state)
-        if ref.pool_ref in self.watching:
+        if index.spans:
             self._update_spans(ref, state, index)
         moved = ((state.status is LockStatus.UNRECONSTRUCTABLE)
                  - (old is not None and old.status is LockStatus.UNRECONSTRUCTABLE))
@@ -785,7 +788,7 @@ class _Run:
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
             wanted = self._demand(self.devices[option.ref], request, demand_key)
-            consumed = wanted if isinstance(wanted, Mapping) else {}
+            consumed = {} if isinstance(wanted, CapacityProblem) else wanted
             holder = Holder(claim.qualified_name, request.name, consumed)
             before = working[option.ref]
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
@@ -899,8 +902,7 @@ class _Run:
 
     def _option(self, span: _Span, position: int, working: _Working) -> Option:
         ref = span.refs[position]
-        pool = span.pools[span.slots[position]]
-        return Option(ref, working[ref], position, self.index[pool.ref].unknown > 0)
+        return Option(ref, working[ref], position, span.indexes[span.slots[position]].unknown > 0)
 
     def _span(self, request: DeviceRequest, pools: Sequence[Pool], key: str) -> _Span:
         """The span of a cached candidate list for one demand, built once and then kept current."""
@@ -917,17 +919,17 @@ class _Run:
                 refs.append(ref)
                 slots.append(slot)
                 kinds.append(_kind(device, self.states[ref], self._demand(device, request, key)))
-        found = _Span(pools, base, refs, slots, kinds)
+        found = _Span(pools, [self.index[p.ref] for p in pools], base, refs, slots, kinds)
         self.spans[(id(pools), key)] = found
         for pool in pools:
-            self.watching.setdefault(pool.ref, []).append((found, key))
+            self.index[pool.ref].spans.append((found, key, found.base[pool.ref]))
         return found
 
     def _update_spans(self, ref: DeviceRef, state: DeviceState, index: _PoolIndex) -> None:
         """Re-kind the one changed device in every span over its pool."""
-        for span, key in self.watching.get(ref.pool_ref, ()):
-            base = span.base[ref.pool_ref]
-            for position in index.positions.get(ref, ()):
+        positions = index.positions.get(ref, ())
+        for span, key, base in index.spans:
+            for position in positions:
                 device = index.devices[position][0]
                 span.move(base + position, _kind(device, state, self.demands[(id(device), key)]))
 
