@@ -586,6 +586,14 @@ _UNDECLARED_FUNCTION = re.compile(
     r"^undeclared reference to '([A-Za-z_][A-Za-z0-9_]*)' \(in container '[^']*'\)$")
 _PROBE_OVERLOAD = "dra_affinity_arity_probe"
 _PROBE_MAX_ARITY = 8
+MAX_ARITY_PROBES = 4
+"""Probes one expression's errors may cost: each `_declared` type-checks a call up to 18
+times, each twin environment (`_probe_environment`) is built from its config (~50 ms of
+CPU), and cel-cpp reports up to 20 errors. Uncapped and unshared, a 500-byte expression of
+wrong-arity calls cost a second of CPU at admission, below the webhook's heavy-review gate
+(found profiling the fuzz campaign). Probes are shared by the errors of one function name
+and arity; errors past the cap keep cel-cpp's `undeclared reference` text (as they did when
+the expression held other errors: the twin cannot check it then). The verdict is the same."""
 
 
 def _arity_errors(env: CelEnvironment, source: str,
@@ -593,15 +601,25 @@ def _arity_errors(env: CelEnvironment, source: str,
     """cel-go's `found no matching overload` for calls of a declared function with an arity
     it has no overload for, which cel-cpp reports as `undeclared reference to 'f'`."""
     out: list[CompileProblem] = []
+    declared: dict[str, bool] = {}
+    twins: dict[tuple[str, bool, int], CheckedAst | None] = {}
+    probes = 0
     for error in errors:
         m = _UNDECLARED_FUNCTION.match(error.message)
         call = _call_at(source, error.line, error.column, m.group(1)) if m else None
         replaced = None
         if m is not None and call is not None:
-            member, arity = call
-            if _declared(env, m.group(1)):
-                replaced = _no_matching_overload(env, source, m.group(1), member, arity,
-                                                 error)
+            name, (member, arity) = m.group(1), call
+            if name not in declared and probes < MAX_ARITY_PROBES:
+                probes += 1
+                declared[name] = _declared(env, name)
+            key = (name, member, arity)
+            if declared.get(name) and key not in twins and probes < MAX_ARITY_PROBES:
+                probes += 1
+                twins[key] = _twin_checked(env, source, name, member, arity)
+            checked = twins.get(key)
+            if checked is not None:
+                replaced = _no_matching_overload(checked, name, error)
         out.append(replaced or error)
     return out
 
@@ -645,16 +663,21 @@ def _declared(env: CelEnvironment, name: str) -> bool:
     return False
 
 
-def _no_matching_overload(env: CelEnvironment, source: str, name: str, member: bool,
-                          arity: int, error: CompileProblem) -> CompileProblem | None:
-    """The error cel-go reports, with the argument types found by checking `source` in a
-    twin environment where `name` has a `dyn` overload of the call's arity; None if that
-    does not work out (the engine's error is kept)."""
+def _twin_checked(env: CelEnvironment, source: str, name: str, member: bool,
+                  arity: int) -> CheckedAst | None:
+    """`source` checked in a twin environment where `name` has a `dyn` overload of the
+    call's arity; None if it does not check there either."""
     try:
         twin = _probe_environment(env, name, member, arity)
-        checked = decode_checked_expr(twin.compile(source).serialize(), source)
+        return decode_checked_expr(twin.compile(source).serialize(), source)
     except RuntimeError:
         return None
+
+
+def _no_matching_overload(checked: CheckedAst, name: str,
+                          error: CompileProblem) -> CompileProblem | None:
+    """The error cel-go reports, with the argument types the twin check (`_twin_checked`)
+    found; None if that does not work out (the engine's error is kept)."""
     for node in checked.walk():
         if node.kind is NodeKind.CALL and node.function == name \
                 and _PROBE_OVERLOAD in checked.overload_ids(node.id) \

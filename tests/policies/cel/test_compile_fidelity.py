@@ -92,6 +92,42 @@ def test_wrong_arity_reads_no_matching_overload(expr: str, message: str) -> None
     assert [m for _, _, m in errors(expr)] == [message]
 
 
+def _counting_probes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from dra_affinity.policies.cel import compile as compile_module
+
+    built: list[str] = []
+    real = compile_module._probe_environment
+
+    def counting(env: object, name: str, member: bool, arity: int) -> object:
+        built.append(name)
+        return real(env, name, member, arity)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(compile_module, "_probe_environment", counting)
+    return built
+
+
+def test_wrong_arity_probes_are_capped_per_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each probe builds a checking environment (~50 ms): 20 wrong-arity calls of distinct
+    functions in one 500-byte expression cost a second at admission. At most
+    `MAX_ARITY_PROBES` probes are made; the messages are cel-cpp's, as they were uncapped (with
+    other errors in it the twin environment cannot check the expression either)."""
+    from dra_affinity.policies.cel.compile import MAX_ARITY_PROBES
+
+    built = _counting_probes(monkeypatch)
+    names = ["indexOf", "charAt", "lastIndexOf", "substring", "split", "trim", "lowerAscii",
+             "upperAscii", "replace", "join"]
+    messages = [m for _, _, m in errors(" + ".join(f"'q'.{n}(1, 2, 3, 4)" for n in names))]
+    assert len(built) < MAX_ARITY_PROBES
+    assert messages[:3] == [f"undeclared reference to '{n}' (in container '')" for n in names[:3]]
+
+
+def test_one_probe_serves_every_call_of_a_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = _counting_probes(monkeypatch)
+    messages = [m for _, _, m in errors(" + ".join(["'q'.indexOf()"] * 12))]
+    assert built == ["indexOf"]
+    assert messages == ["found no matching overload for 'indexOf' applied to 'string.()'"] * 12
+
+
 def test_unknown_functions_stay_undeclared() -> None:
     assert [m for _, _, m in errors("object.spec.foo(1)")] == [
         "undeclared reference to 'foo' (in container '')"]
