@@ -62,7 +62,11 @@ def check_implicit_stdin(paths: Sequence[str], inputs: Input) -> Input:
 def load_input(
     paths: tuple[str, ...], cluster: ClusterTarget | None = None, walk: WalkFilter | None = None
 ) -> Input:
-    """Files, directories and stdin (`-`, the default), or every ResourceSlice of a cluster."""
+    """Files, directories and stdin (`-`, the default), or every ResourceSlice of a cluster.
+
+    Every document is kept, so positions below a document's start are composed only when a
+    finding asks for one (`load_paths(lazy_positions=True)`); `lint` reads files one by one
+    instead (`dra_affinity.lint.file_lint`)."""
     if cluster is not None:
         from dra_affinity.lint.cluster import read_resource_slices
 
@@ -74,7 +78,7 @@ def load_input(
         return Input(usage_errors=[NO_PATH_TERMINAL])
     from dra_affinity.lint.loader import load_paths
 
-    loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
+    loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk, lazy_positions=True)
     return check_implicit_stdin(paths, Input(
         documents=list(loaded.documents),
         findings=list(loaded.findings),

@@ -124,16 +124,20 @@ class LoadResult:
 
 
 def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
-               json_positions: bool = True, walk: WalkFilter | None = None) -> LoadResult:
+               json_positions: bool = True, walk: WalkFilter | None = None,
+               lazy_positions: bool = False) -> LoadResult:
     """Load every path in order: files, directories (recursively) and `-` for stdin.
 
     `json_positions=False`: JSON documents get one position each instead of one per node —
     a cluster dump of 100,000 objects decodes in about a second instead of minutes; callers
     load again with positions when they have a finding to place. `walk` decides what a
     directory walk leaves out and counts it (a default one if None).
+    `lazy_positions`: a YAML document keeps only where it starts; the rest of its positions
+    (~45% of a claim's memory) are composed again, once per file, the first time one is asked
+    for — for commands that hold every document and place few findings (simulate, dry-run).
     """
     loader = _Loader(stdin if stdin is not None else sys.stdin, json_positions=json_positions,
-                     walk=walk)
+                     walk=walk, lazy_positions=lazy_positions)
     for path in paths:
         loader.load_argument(path)
     loader.result.not_walked = dict(loader._filter.skipped)
@@ -321,27 +325,30 @@ class _JsonStream:
 _YAML_BREAKS = ("\x85", "\u2028", "\u2029")
 
 
-class _JsonPositions:
-    """The positions of one JSON file's documents, found by the YAML parser on first use.
+class _FilePositions:
+    """The positions of one file's documents, composed by the YAML parser on first use.
 
     Why: decoding JSON with the `json` module is ~10x faster than composing it as YAML, and
-    most documents never need a position (no finding in them). The file is composed once,
-    the first time any of its documents is asked for one; if the YAML parser cannot follow
+    keeping every YAML document's positions is ~45% of its memory, while most documents never
+    need a position beyond their start (no finding in them). The file is composed once, the
+    first time any of its documents is asked for one; if the YAML parser cannot follow JSON
     (surrogate-pair escapes), each document keeps its start, as before.
     """
 
-    __slots__ = ("_name", "_table", "_text")
+    __slots__ = ("_json", "_name", "_table", "_text")
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str, text: str, *, json_numbers: bool) -> None:
         self._name = name
         self._text: str | None = text
+        self._json = json_numbers
         self._table: dict[tuple[int, int | None], Source] = {}
 
     def source(self, document: int, item: int | None) -> Source | None:
         if self._text is not None:
             loader = _Loader(None)
             with gc_paused():
-                parsed = loader._load_yaml(self._name, self._text, json_numbers=True, strict=True)
+                parsed = loader._load_yaml(self._name, self._text, json_numbers=self._json,
+                                           strict=self._json)
             self._text = None
             if parsed >= 0:
                 self._table = {(d.source.document, d.item): d.source for d in loader.result.documents}
@@ -349,21 +356,22 @@ class _JsonPositions:
 
 
 class _ComposedOnUse(Mapping[FieldPath, Position]):
-    """A JSON document's value or key positions, resolved through its file's `_JsonPositions`.
+    """A document's value or key positions, resolved through its file's `_FilePositions`.
 
-    The root position (where the document starts) is known without composing, for a
-    top-level document; anything else composes the file once.
+    The root position (where the object starts) is known without composing when `known`
+    (a top-level JSON document, any YAML object); anything else composes the file once.
     """
 
-    __slots__ = ("_document", "_file", "_item", "_keys", "_root", "_table")
+    __slots__ = ("_document", "_file", "_item", "_keys", "_known", "_root", "_table")
 
-    def __init__(self, file: _JsonPositions, document: int, item: int | None, root: Position,
-                 *, keys: bool) -> None:
+    def __init__(self, file: _FilePositions, document: int, item: int | None, root: Position,
+                 *, keys: bool, known: bool | None = None) -> None:
         self._file = file
         self._document = document
         self._item = item
         self._root = root
         self._keys = keys
+        self._known = item is None if known is None else known
         self._table: Mapping[FieldPath, Position] | None = None
 
     def _resolved(self) -> Mapping[FieldPath, Position]:
@@ -376,7 +384,7 @@ class _ComposedOnUse(Mapping[FieldPath, Position]):
         return self._table
 
     def get(self, path: FieldPath, default: Position | None = None) -> Position | None:  # type: ignore[override]
-        if not path and self._item is None and self._table is None:
+        if not path and self._known and self._table is None:
             return default if self._keys else self._root
         return self._resolved().get(path, default)
 
@@ -509,10 +517,13 @@ class _Loader:
     """One `load_paths` call: its result, and which files it has already read."""
 
     def __init__(self, stdin: TextIO | None, *, json_positions: bool = True,
-                 walk: WalkFilter | None = None) -> None:
+                 walk: WalkFilter | None = None, lazy_positions: bool = False) -> None:
         self.result = LoadResult()
         self._stdin = stdin
         self._json_positions = json_positions
+        self._lazy = lazy_positions
+        self._positions: _FilePositions | None = None
+        """The current YAML file's, with `lazy_positions`."""
         self._filter = walk or WalkFilter()
         self._read: set[tuple[int, int]] = set()
         self.plan: list[FileTask] | None = None
@@ -683,19 +694,23 @@ class _Loader:
             if is_json_name:
                 self._file_finding(name, stream.message, stream.error)
                 return
-        self._load_yaml(name, text, json_numbers=False)
+        self._positions = _FilePositions(name, text, json_numbers=False) if self._lazy else None
+        try:
+            self._load_yaml(name, text, json_numbers=False)
+        finally:
+            self._positions = None
 
     def _load_json(self, name: str, text: str, stream: _JsonStream) -> None:
         """Valid JSON: the decoder's values; positions from the YAML parser (JSON is YAML).
 
         When the values hold nothing to report (`_JsonStream.plain`), they are used as they
-        are and the positions are composed only if asked for (`_JsonPositions`). Otherwise
+        are and the positions are composed only if asked for (`_FilePositions`). Otherwise
         the YAML parser builds the documents, so a repeated key or a non-object item is
         reported at its line. If the YAML parser cannot follow (surrogate-pair escapes,
         concatenated values), use the JSON decoder's values with one position per document.
         """
         if self._json_positions and stream.plain(text):
-            positions = _JsonPositions(name, text)
+            positions = _FilePositions(name, text, json_numbers=True)
             for index, (value, position) in enumerate(stream.values):
                 self._add_plain(name, index, value, position, positions)
             return
@@ -803,13 +818,22 @@ class _Loader:
             self._content_finding(name, issue, ref)
         if data is None or built.aborted:
             return
-        source = Source(
-            file=name, document=index, positions=built.positions, key_positions=built.key_positions
-        )
+        lazy = self._positions
+        if lazy is not None and self._lazy:
+            root = built.positions.get(()) or _FILE_START
+            source = Source(
+                file=name, document=index,
+                positions=_ComposedOnUse(lazy, index, item, root, keys=False, known=True),
+                key_positions=_ComposedOnUse(lazy, index, item, root, keys=True, known=True),
+            )
+        else:
+            source = Source(
+                file=name, document=index, positions=built.positions, key_positions=built.key_positions
+            )
         self._emit(LoadedDocument(data, source, kind, _text_field(data, "apiVersion"), item))
 
     def _add_plain(self, name: str, index: int, value: object, position: Position,
-                   lazy: _JsonPositions | None = None) -> None:
+                   lazy: _FilePositions | None = None) -> None:
         """A document decoded without nodes: positions composed on first use (`lazy`), or one
         position for all of it (the JSON fallback)."""
 

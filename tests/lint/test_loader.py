@@ -258,6 +258,23 @@ def test_json_is_decoded_by_the_json_module_and_composed_only_for_positions(tmp_
     assert finding.primary.position == Position(3, 2)
 
 
+def test_lazy_positions_are_composed_once_per_file_and_equal_the_eager_ones(tmp_path: Path) -> None:
+    """`load_paths(lazy_positions=True)` (simulate, dry-run): a document keeps its start; its
+    other positions come from composing the file again on first use, the same as eager ones."""
+    text = SLICE + "---\nkind: List\nitems:\n  - {kind: X, a: [1, 2]}\n  - kind: Y\n    b: {c: 1}\n"
+    path = str(write(tmp_path / "s.yaml", text))
+    eager, lazy = load_paths([path]), load_paths([path], lazy_positions=True)
+    assert [d.data for d in lazy.documents] == [d.data for d in eager.documents]
+    assert [d.source.positions.get(()) for d in lazy.documents] == [
+        d.source.positions.get(()) for d in eager.documents]
+    assert all(d.source.positions._table is None for d in lazy.documents)  # type: ignore[attr-defined]
+    assert [dict(d.source.positions) for d in lazy.documents] == [
+        dict(d.source.positions) for d in eager.documents]
+    assert [dict(d.source.key_positions) for d in lazy.documents] == [
+        dict(d.source.key_positions) for d in eager.documents]
+    assert lazy.documents[-1].source.locate(("b", "c")) == Position(text.count("\n") - 0, 9)
+
+
 def test_yaml_file_that_looks_like_yaml_flow_is_not_forced_into_json(tmp_path: Path) -> None:
     result = load_paths([str(write(tmp_path / "flow.yaml", "{kind: X, n: 1e5}\n"))])
     assert only_doc(result).data == {"kind": "X", "n": "1e5"}
