@@ -196,8 +196,11 @@ def check_review(case: dict[str, Any], webhook: Webhook) -> dict[str, Any]:
         # validating webhook (`parse(trusted=True)` checks only the fields it reads): an
         # object `lint` finds structurally invalid (SA000) never reaches it from a real API
         # server, so allowing one is no divergence; denying a valid one, or allowing an
-        # invalid slice the API server would store, is.
-        if allowed == denied and not (allowed and "SA000" in errors):
+        # invalid slice the API server would store, is. Likewise for an UPDATE whose
+        # `oldObject` is structurally invalid: it was never stored, and the webhook's trusted
+        # parse ratchets against it where `lint` cannot.
+        stored = old_doc is None or isinstance(old, ResourceSlice)
+        if allowed == denied and stored and not (allowed and "SA000" in errors):
             problems.append(f"webhook allowed={allowed} but lint finds {sorted(errors)}")
         # (only of an object the API server could have stored: one that passes `lint`'s
         # structural check, as `parse` without `trusted` runs it)
