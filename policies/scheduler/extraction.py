@@ -264,17 +264,26 @@ class ExtractionMemo:
     def __init__(self, kubernetes_version: KubernetesVersion | None = None) -> None:
         self._version = kubernetes_version
         self._results: dict[tuple[Hashable, ...], ExtractionResult] = {}
-        self._scopes: dict[tuple[str, str, str], tuple[Hashable, ...] | None] = {}
+        self._scopes: dict[tuple[str, str], tuple[Hashable, ...] | None] = {}
+        """(request, driver) -> content, for the claim `_scoped` only."""
+        self._scoped: str | None = None
+        self._contents: dict[tuple[Hashable, ...], tuple[Hashable, ...]] = {}
         self._pools: dict[PoolRef, tuple[ExtractionPool, tuple[Hashable, ...]]] = {}
         """pool -> (its summary, `pool_key`): computed once, not per claim."""
         self.misses = 0
 
     def content(self, claim: ResourceClaim, request: str, driver: str) -> tuple[Hashable, ...] | None:
         """What extraction reads of the claim for `request` on `driver`'s pools (None: unkeyable)."""
-        scope_key = (claim.qualified_name, request, driver)
+        name = claim.qualified_name
+        if name != self._scoped:  # one claim's scopes at a time: 100,000 claims keep no entry each
+            self._scopes.clear()
+            self._scoped = name
+        scope_key = (request, driver)
         if scope_key in self._scopes:
             return self._scopes[scope_key]
         content = content_key(in_scope_configs(claim, request, driver))
+        if content is not None:  # equal contents share one key object, however many claims hold it
+            content = self._contents.setdefault(content, content)
         self._scopes[scope_key] = content
         return content
 
