@@ -105,7 +105,8 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
     from dra_affinity.lint.loader import load_paths
 
     def load(json_positions: bool) -> Objects:
-        loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions)
+        loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions,
+                            lazy_positions=True)
         inputs = Input(documents=loaded.documents, findings=loaded.findings,
                        usage_errors=loaded.usage_errors, files=loaded.files)
         return model_objects(inputs, trusted=True, keep_pods=keep_pods)
