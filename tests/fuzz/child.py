@@ -32,9 +32,11 @@ import ssl
 import sys
 import time
 import traceback
+import zlib
 from pathlib import Path
 from typing import Any
 
+import yaml
 from dra_affinity.lint.commands.lint_cmd import Layers, check_input
 from dra_affinity.lint.inputs import Input, model_objects
 from dra_affinity.lint.loader import load_text
@@ -133,12 +135,19 @@ def lint_verdict(obj: dict[str, Any], old: ResourceSlice | None,
     slice on it): denied?, the error rules, and problems (a document neither linted, reported
     nor counted as another kind)."""
     docs = [obj, SENTINEL, *([claim] if claim is not None else [])]
-    parts = [json.dumps(d, indent=1) for d in docs]
-    starts = [1]  # the line each document starts on (`---` between them)
+    # Half the cases as a JSON stream, half as YAML (`yaml.safe_dump` writes what reads back
+    # as the same values: JSON's `5e-324` in a YAML file would be the string "5e-324").
+    as_yaml = zlib.crc32(json.dumps(obj, sort_keys=True).encode()) % 2 == 1
+    if as_yaml:
+        parts = [yaml.safe_dump(d, allow_unicode=True, sort_keys=False).rstrip("\n") for d in docs]
+    else:
+        parts = [json.dumps(d, indent=1) for d in docs]
+    separator = "\n---\n" if as_yaml else "\n"
+    starts = [1]  # the line each document starts on
     for part in parts:
-        starts.append(starts[-1] + part.count("\n") + 2)
-    text = "\n---\n".join(parts) + "\n"
-    loaded = load_text(text, name="case.yaml")
+        starts.append(starts[-1] + part.count("\n") + separator.count("\n"))
+    text = separator.join(parts) + "\n"
+    loaded = load_text(text, name="case.yaml" if as_yaml else "case.json")
     inputs = Input(documents=loaded.documents, findings=loaded.findings,
                    usage_errors=loaded.usage_errors, files=1, texts=loaded.texts)
 
