@@ -513,6 +513,14 @@ def _not_object(what: str, found: str) -> str:
     return f"{what} is not an object: found {found}"
 
 
+class _SinkFailed(Exception):
+    """Carries an exception raised by a `sink` past the loader's last-resort guard."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Loader:
     """One `load_paths` call: its result, and which files it has already read."""
 
@@ -537,7 +545,10 @@ class _Loader:
         if self.sink is None:
             self.result.documents.append(document)
         else:
-            self.sink(document, self.result.texts.get(document.source.file or "", ""))
+            try:
+                self.sink(document, self.result.texts.get(document.source.file or "", ""))
+            except Exception as error:
+                raise _SinkFailed(error) from error
 
     def _defer(self, name: str, path: str | None = None, *, explicit: bool = False,
                content: bytes | str | None = None) -> None:
@@ -679,6 +690,8 @@ class _Loader:
         try:
             with gc_paused():
                 self._load_content(name, text)
+        except _SinkFailed as failed:
+            raise failed.error from None  # the consumer's own failure, not the loader's
         except Exception as error:  # a bug, but the CLI must still answer with a finding
             self._file_finding(
                 name, f"internal error while loading: {type(error).__name__}: {error}"
@@ -726,7 +739,7 @@ class _Loader:
                     kept = self.result.documents[before[0] :]
                     del self.result.documents[before[0] :]
                     for document in kept:
-                        sink(document, text)
+                        self._emit(document)
                 return
             del self.result.documents[before[0] :]
             del self.result.findings[before[1] :]
