@@ -28,9 +28,13 @@ if TYPE_CHECKING:
     from dra_affinity.lint.walk import SkipReason
     from dra_affinity.policies.rules.engine import EngineOptions
 
-POOL_PATHS: tuple[FieldPath, ...] = (("spec", "pool"), ("spec", "sharingAffinity"))
-"""Below depth 2, the only places pool rules point at (SP301: an extractor's `name`; SP303,
-SP304, SP306: `spec.pool.*`); `pool_entry` keeps the positions down to depth 4 there."""
+POOL_PATHS: tuple[FieldPath, ...] = (
+    ("spec", "pool", "resourceSliceCount"), ("spec", "pool", "generation"), ("spec", "sharingAffinity"),
+    ("spec", "devices"),
+)
+"""Where pool rules point in a slice (SP302-SP306), besides each extractor's `name` (SP301):
+`pool_entry` keeps the positions of these paths and of their ancestors, so `Source.locate`
+answers exactly as on the whole document for them."""
 
 
 @dataclass(slots=True)
@@ -169,9 +173,12 @@ def pool_entry(slice_: ResourceSlice) -> ResourceSlice:
     capacity, positions only where pool findings point (`POOL_PATHS`, and depth <= 2)."""
     devices = tuple(Device(d.index, d.name, d.allow_multiple_allocations) for d in slice_.devices)
     source = slice_.source
+    wanted = [*POOL_PATHS, *(("spec", "sharingAffinity", e.index, "name") for e in slice_.sharing_affinity)]
+    paths = {path[:end]: None for path in wanted for end in range(len(path) + 1)}
     return dataclasses.replace(slice_, raw={}, devices=devices, source=Source(
         file=source.file, document=source.document,
-        positions=_pool_positions(source.positions), key_positions=_pool_positions(source.key_positions)))
+        positions=_pool_positions(source.positions, paths),
+        key_positions=_pool_positions(source.key_positions, paths)))
 
 
 def _sharing_devices(slice_: ResourceSlice, shared: dict[tuple[int, str, bool], Device]) -> ResourceSlice:
@@ -183,9 +190,9 @@ def _sharing_devices(slice_: ResourceSlice, shared: dict[tuple[int, str, bool], 
     return dataclasses.replace(slice_, devices=devices)
 
 
-def _pool_positions(positions: Mapping[FieldPath, Position]) -> dict[FieldPath, Position]:
-    return {path: positions[path] for path in positions
-            if len(path) <= 2 or (len(path) <= 4 and path[:2] in POOL_PATHS)}
+def _pool_positions(positions: Mapping[FieldPath, Position], paths: Iterable[FieldPath]
+                    ) -> dict[FieldPath, Position]:
+    return {path: at for path in paths if (at := positions.get(path)) is not None}
 
 
 def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int) -> Iterator[FileLinted]:
