@@ -125,11 +125,11 @@ def bench_lint(sizes: Sequence[int], tmp: Path) -> list[Row]:
     for n in sizes:
         folder = tmp / f"slices-{n}"
         files = gen_slices.generate(n, folder, seed=1)
-        bare = measure([sys.executable, str(HERE / "_bare_parse.py"), *map(str, files)])
+        bare = measure([sys.executable, str(HERE / "_bare_parse.py"), *map(str, files)], timeout=3600)
         rows.append(_row("lint", "bare yaml parse", n, "slices", bare))
         for workers in ((1, 2) if jobs else (0,)):
             cmd = [str(BIN), "lint", str(folder)] + (["--jobs", str(workers)] if workers else [])
-            m = measure(cmd)
+            m = measure(cmd, timeout=3600)
             rows.append(_row("lint", f"lint --jobs {workers}" if workers else "lint", n, "slices", m,
                              vs_bare=round(bare.wall / m.wall, 2) if m.wall else 0.0,
                              vs_bare_cpu=round(bare.cpu / m.cpu, 2) if m.cpu else 0.0))
