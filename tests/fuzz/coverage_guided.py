@@ -1,6 +1,6 @@
-"""Coverage-guided fuzzing of the same grammar with atheris (libFuzzer), optional.
+"""Coverage-guided fuzzing of the same grammar with atheris (libFuzzer), part of the test extra.
 
-    .venv/bin/pip install -e '.[fuzz]'
+    .venv/bin/pip install -e '.[test]'
     nice -n 19 .venv/bin/python -m tests.fuzz.coverage_guided --target expressions -- \
         -runs=100000 -fork=1 -artifact_prefix=fuzz-findings/
     .venv/bin/python -m tests.fuzz.coverage_guided --target expressions --show fuzz-findings/crash-…

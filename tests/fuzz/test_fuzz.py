@@ -156,10 +156,9 @@ def test_the_threat_model_s_long_run_commands_run(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("target", ["expressions", "reviews"])
 def test_the_coverage_guided_driver_runs(tmp_path: Path, target: str) -> None:
-    """`coverage_guided` (atheris, the optional `fuzz` extra) drives the grammar with
+    """`coverage_guided` (atheris, in the test extra) drives the grammar with
     libFuzzer's bytes: a short run ends cleanly and writes no crash; `--show` turns any
     input into a case of the target."""
-    pytest.importorskip("atheris")
     import subprocess
     import sys
 
