@@ -8,7 +8,10 @@ exporter's figure is measured in-process on a `LockExporter` built from the same
 applying a mix of claim allocations, releases and slice generation changes. Prints figures,
 never asserts on them.
 
-Run: `python bench/locks_bench.py [--devices N] [--pools N] [--claims N] [--events N]`.
+Run: `python bench/locks_bench.py [--devices N] [--pools N] [--claims N] [--events N] [--live]`.
+`--live` adds `locks --cluster` and `explain --cluster` read through the `kubernetes` client
+from the test suite's API server stand-in serving the same objects (bench/serve_cluster.py, in
+its own process: its CPU is not the command's).
 """
 
 from __future__ import annotations
@@ -31,14 +34,14 @@ from gen_cluster import claim, driver_of, generate, pool_slices
 SCRIPT = Path(sys.executable).with_name("dra-affinity")
 
 
-def _timed(*args: str) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS MiB, exit code) of one console-script run."""
+def _timed(*args: str) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS MiB, exit code) of one console-script run."""
     started = time.perf_counter()
     proc = subprocess.Popen([str(SCRIPT), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - started
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +103,8 @@ def main() -> None:
     parser.add_argument("--pools", type=int, default=500)
     parser.add_argument("--claims", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000)
+    parser.add_argument("--live", action="store_true",
+                        help="also read the cluster live (--cluster) from the API server stand-in")
     parser.add_argument("--exporter-only", action="store_true",
                         help="only the exporter's event figures, as one JSON object (what `python -m "
                              "bench --only locks` reads)")
@@ -127,12 +132,25 @@ def main() -> None:
                 ("explain (pending claim)",
                  ["explain", "pending/pending-0000", str(path), "--format", "json"]),
                 ("explain (allocated claim)", ["explain", "ns-00/claim-000000", str(path)])]
-        print(f"{'command':32} {'wall s':>8} {'x json.loads':>12} {'us/claim':>9} {'peak RSS MiB':>13} "
-              f"{'exit':>5}   target <= 10 s, <= 1024 MiB")
+        print(f"{'command':32} {'wall s':>8} {'cpu s':>7} {'x json.loads':>12} {'us/claim':>9} "
+              f"{'peak RSS MiB':>13} {'exit':>5}   target <= 10 s, <= 1024 MiB")
+        server = None
+        if args.live:
+            kubeconfig = Path(tmp) / "kubeconfig"
+            server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("serve_cluster.py")),
+                                       str(path), str(kubeconfig)], stdout=subprocess.PIPE, text=True)
+            assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+            live = ["--cluster", "--kubeconfig", str(kubeconfig)]
+            rows += [("locks --cluster --format json", ["locks", *live, "--format", "json"]),
+                     ("explain --cluster (pending)",
+                      ["explain", "pending/pending-0000", *live, "--format", "json"])]
         for label, argv in rows:
-            wall, rss, code = _timed(*argv)
-            print(f"{label:32} {wall:8.2f} {wall / floor:12.1f} {1e6 * wall / max(args.claims, 1):9.0f} "
-                  f"{rss:13.0f} {code:5d}")
+            wall, cpu, rss, code = _timed(*argv)
+            print(f"{label:32} {wall:8.2f} {cpu:7.2f} {wall / floor:12.1f} "
+                  f"{1e6 * wall / max(args.claims, 1):9.0f} {rss:13.0f} {code:5d}")
+        if server is not None:
+            server.kill()
+            server.wait()
     f = _exporter_events(doc, args.events, args.pools, per_pool)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"exporter: initial reconstruction {f.build_s:.2f} s; {f.events} watch events: mean "
