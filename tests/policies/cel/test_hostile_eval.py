@@ -163,3 +163,51 @@ def test_a_huge_format_precision_is_refused_quickly() -> None:
     assert "%.999999999f" in result.error.message
     ok = evaluate(compile_expression("'%.1000f'.format([-0.0])", KEY), {"object": {}})
     assert ok.error is None and isinstance(ok.value, str) and len(ok.value) == 1003
+
+
+# Values only the engine can hold (issue 14 item 1): optionals, nested or inside lists and
+# maps, type values, and `dyn` wrappers of them. Each is handed to every function of the
+# Kubernetes libraries, as receiver and as every argument, behind `dyn` so the checker lets
+# the call through and dispatch happens at run time, where the crashes were.
+ENGINE_ONLY_VALUES = (
+    "optional.none()",
+    "optional.of(optional.none())",
+    "optional.of(dyn(optional.of(1)))",
+    "[optional.none()]",
+    "[[?optional.of(dyn(optional.none()))]]",
+    "{'a': optional.of(1)}",
+    "int",
+    "[int, string]",
+    "dyn(type(1))",
+)
+
+
+def _library_calls() -> list[str]:
+    """One call per (library function, member or global, arity) and engine-only value."""
+    from dra_affinity.policies.cel.k8s_library import LIBRARIES
+
+    shapes = sorted({(d.function, d.target is not None, len(d.args))
+                     for lib in LIBRARIES for d in lib.declarations})
+    calls = []
+    for function, member, arity in shapes:
+        for value in ENGINE_ONLY_VALUES:
+            args = ", ".join([f"dyn({value})"] * arity)
+            calls.append(f"dyn({value}).{function}({args})" if member else f"{function}({args})")
+    return calls
+
+
+def test_every_library_function_survives_engine_only_values() -> None:
+    """No call of a library function on such values kills the process or raises out of
+    `evaluate`: each is a value or a classified evaluation error, eight times in one child
+    (the crashers needed several evaluations in one process)."""
+    calls = _library_calls()
+    compiled = [c for c in calls if compile_expression(c, KEY).ok]
+    assert len(compiled) >= len(calls) // 2  # the calls reach the runtime, not the checker
+    evaluation = '        evaluate(compiled, {"object": {}})'
+    assert evaluation in _CHILD
+    child = _CHILD.replace(evaluation, "        result = " + evaluation.strip() + "\n"
+                           "        assert result.error is None or result.error.kind, (expr, result)")
+    proc = subprocess.run([sys.executable, "-c", child], input=json.dumps(compiled),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.strip() == "survived"
