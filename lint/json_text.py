@@ -11,7 +11,7 @@ json converts; tuples are lists) — `tests/lint/test_json_text.py` compares the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 
@@ -85,13 +85,25 @@ def write_indented(value: Any, write: Callable[[str], object]) -> None:
     if not isinstance(value, dict) or not value:
         write(indented(value))
         return
+    write_members(value.items(), write)
+
+
+def write_members(members: Iterable[tuple[object, Any]], write: Callable[[str], object]) -> None:
+    """`write_indented` of the object made of `members`, taken one at a time: a member is only
+    asked for once the ones before it are written, and a member whose value is an iterator
+    (not a list) is streamed as a list, so a command can write its results as it decides them
+    and compute what follows them (its findings) afterwards. The text is still json's."""
     write("{")
-    for n, (key, item) in enumerate(value.items()):
-        write(("\n  " if n == 0 else ",\n  ") + _key(key) + ": ")
-        if isinstance(item, (list, tuple)) and item:
-            for m, element in enumerate(item):
-                write(("[\n    " if m == 0 else ",\n    ") + indented(element, "\n    "))
-            write("\n  ]")
+    empty = True
+    for key, item in members:
+        write(("\n  " if empty else ",\n  ") + _key(key) + ": ")
+        empty = False
+        if isinstance(item, Iterator) or (isinstance(item, (list, tuple)) and item):
+            first = True
+            for element in item:
+                write(("[\n    " if first else ",\n    ") + indented(element, "\n    "))
+                first = False
+            write("[]" if first else "\n  ]")
         else:
             write(indented(item, "\n  "))
-    write("\n}")
+    write("}" if empty else "\n}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ from dra_affinity.lint.options import (
 from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters import render_ci
 from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
-from dra_affinity.lint.reporters.output import write_reports
+from dra_affinity.lint.reporters.output import to_stdout, write_reports
 from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit
@@ -35,6 +35,7 @@ from dra_affinity.policies.scheduler.dryrun import dry_run as run
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
+    from dra_affinity.lint.inputs import Input, Objects
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Suppressed
     from dra_affinity.lint.walk import ExcludePatterns
@@ -290,6 +291,8 @@ def dry_run(settings: DryRunSettings) -> None:
     filters = settings.filters
     kubernetes_version = settings.report.kubernetes_version
     counts = OutcomeCounts()
+    if _streams_json(settings):
+        sys.exit(_stream_json(settings, loaded, inputs))
     if settings.summary or settings.only_failing:
 
         dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
@@ -396,6 +399,76 @@ OUTCOME_RULES = {
 """The outcomes the CI formats (SARIF, GitHub, JUnit) carry as located results: the failing ones
 as errors, `no-matching-device` as a note (it fails nothing, but a user expecting the pool to be
 used needs to see it where the review happens)."""
+
+
+def _streams_json(settings: DryRunSettings) -> bool:
+    """Every result as JSON and nothing else: written as it is decided (a 10,000-claim
+    cluster gives ~390 MB of JSON, which must not be held as objects and text first)."""
+    specs = settings.report.outputs
+    return (len(specs) == 1 and specs[0].format == "json" and not settings.explain
+            and not settings.summary and not settings.only_failing)
+
+
+def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects) -> int:
+    """`dry-run --format json`, streamed: the document json.dumps would give, the results
+    written one by one and the findings (complete once the results are) after them.
+    Returns the exit code, decided as for the other formats."""
+    from dra_affinity.lint.json_text import write_members
+    from dra_affinity.lint.reporters.text_reporter import finding_line
+
+    config, spec = settings.report.config, settings.report.outputs[0]
+    dry = DryRun(inputs.slices, inputs.claims, inputs.classes,
+                 kubernetes_version=settings.report.kubernetes_version, filters=settings.filters)
+    if not inputs.usage_errors:
+        unmatched = settings.filters.unmatched(inputs.claims, dry.pools)
+        for name, message in unmatched:
+            click.echo(f"dra-affinity dry-run: --{name}: {message}", err=True)
+        if unmatched:
+            return 2
+    counts = OutcomeCounts()
+    failed = False
+    findings: list[Finding] = []
+
+    def results() -> Iterator[dict[str, Any]]:
+        nonlocal failed
+        for result in dry.results():
+            counts.add(result)
+            failed = failed or result.outcome in FAILING
+            yield result_to_json(result)
+
+    def members() -> Iterator[tuple[str, Any]]:
+        yield "results", results()
+        disabled = config.disabled_rules(_rule_ids())
+        checked = audit([*inputs.findings, *dry.findings], loaded.documents, config, texts=loaded.texts,
+                        disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
+        findings.extend(sorted(checked.findings, key=position_order))
+        for finding in findings:
+            click.echo(finding_line(finding), err=True)
+        yield "findings", [finding_to_json(f) for f in findings]
+        if settings.report.show_suppressed:
+            yield "suppressed", [suppressed_to_json(s) for s in checked.suppressed]
+
+    try:
+        if to_stdout(spec):
+            write_members(members(), sys.stdout.write)
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        else:
+            assert spec.output is not None
+            with open(spec.output, "w", encoding="utf-8") as out:
+                write_members(members(), out.write)
+                out.write("\n")
+    except OSError as error:
+        click.echo(f"dra-affinity dry-run: {spec.output}: cannot write the json report: "
+                   f"{error.strerror or error}", err=True)
+        return 2
+    if inputs.usage_errors:
+        return 2  # reported on stderr before the run
+    if settings.report.fail_if_no_resources and not counts.total:
+        click.echo("dra-affinity dry-run: no claim request met a pool (--fail-if-no-resources)", err=True)
+        return 2
+    threshold = settings.report.threshold
+    return 1 if failed or any(f.severity >= threshold for f in findings) else 0
 
 
 def dry_run_result(

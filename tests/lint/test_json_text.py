@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from dra_affinity.lint.json_text import indented, write_indented
+from dra_affinity.lint.json_text import indented, write_indented, write_members
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,3 +42,24 @@ def test_what_json_cannot_carry_is_refused_as_json_refuses_it() -> None:
             json.dumps(bad, indent=2)
         with pytest.raises(TypeError):
             indented(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _VALUES, max_size=5))
+def test_members_stream_iterators_as_lists_and_are_asked_for_in_order(doc: dict[str, Any]) -> None:
+    """What `dry-run --format json` relies on: each member is asked for only once the ones
+    before it are written (its findings follow its streamed results), and an iterator value
+    reads as the list it yields, `[]` when it yields nothing."""
+    out = io.StringIO()
+    asked: list[str] = []
+
+    def members() -> Any:
+        for key, value in doc.items():
+            asked.append(out.getvalue())
+            yield key, (iter(value) if isinstance(value, list) else value)
+
+    write_members(members(), out.write)
+    expected = json.dumps(doc, indent=2)
+    assert out.getvalue() == expected
+    assert all(expected.startswith(prefix) for prefix in asked)
+    assert [len(p) for p in asked] == sorted(len(p) for p in asked)

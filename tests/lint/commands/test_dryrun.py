@@ -317,3 +317,32 @@ def test_suite_outcomes_include_the_pool_outcomes(tmp_path: Path) -> None:
     broken = run("test", str(missing))
     assert broken.code == 2
     assert f"{missing}:3:5: resources.1: nope/: no such file or directory" in broken.err
+
+
+def test_streamed_json_is_the_document_the_other_path_writes(tmp_path: Path) -> None:
+    """`--format json` alone is written as results are decided (issue 15: 10,000 claims gave
+    ~390 MB of JSON held whole); with a second report the whole document is built first. Both
+    give the same text and exit code, to stdout and to a file, findings and suppressed too."""
+    bad = tmp_path / "bad-claim.yaml"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: b, namespace: ml}\n"
+                   "spec: {devices: {requests: 5}}\n")
+    inputs = ["examples/", str(bad), "--show-suppressed"]
+    streamed = run("dry-run", *inputs, "--format", "json")
+    to_file = run("dry-run", *inputs, "--format", "json", "--output", str(tmp_path / "s.json"))
+    built = run("dry-run", *inputs, "--format", "json", "--output", str(tmp_path / "b.json"),
+                "--format", "sarif", "--output", str(tmp_path / "b.sarif"))
+    doc = json.loads(streamed.out)
+    assert doc["results"] and doc["findings"] and "suppressed" in doc
+    assert streamed.out == (tmp_path / "s.json").read_text() == (tmp_path / "b.json").read_text()
+    assert streamed.code == to_file.code == built.code == 1
+    assert streamed.err == to_file.err == built.err
+
+
+def test_streamed_json_with_no_result_is_valid_and_fail_if_no_resources_holds(tmp_path: Path) -> None:
+    claims = tmp_path / "claims.yaml"
+    claims.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    proc = run("dry-run", str(claims), "--format", "json", "--fail-if-no-resources")
+    assert proc.code == 2 and "--fail-if-no-resources" in proc.err
+    assert json.loads(proc.out) == {"results": [], "findings": []}
+    bad = run("dry-run", "examples/", "--format", "json", "--output", str(tmp_path / "no" / "x.json"))
+    assert bad.code == 2 and "cannot write the json report" in bad.err and bad.out == ""
