@@ -250,15 +250,12 @@ class LockExporter:
                 self._remove(plural, key)
             else:
                 versions[key] = _version_of(obj)
-                self._put(plural, obj)
+                self._put_all(plural, [obj])
             count = len(versions)
         self.health.apply_seconds.observe(time.perf_counter() - started)
         self.health.events.labels(plural, kind).inc()
         self.health.objects.labels(plural).set(count)
         self.health.last_sync.labels(plural).set(self.clock())
-
-    def _put(self, plural: str, obj: Mapping[str, Any]) -> None:
-        self._put_all(plural, (obj,))
 
     def _put_all(self, plural: str, objs: Sequence[Mapping[str, Any]]) -> None:
         """Objects of one resource added or changed; claims go to the book together, so a list

@@ -29,19 +29,12 @@ def _float(value: float) -> str:
 
 
 def _key(key: object) -> str:
-    """A dict key as the json module writes it (it converts these scalar types; others raise)."""
+    """A dict key as the json module writes it: the scalar types it converts, as their JSON
+    text in quotes (none of those texts needs escaping); others raise."""
     if isinstance(key, str):
         return _string(key)
-    if key is True:
-        return '"true"'
-    if key is False:
-        return '"false"'
-    if key is None:
-        return '"null"'
-    if isinstance(key, int):
-        return _string(int.__repr__(key))
-    if isinstance(key, float):
-        return _string(_float(key))
+    if key is None or isinstance(key, (int, float)):  # bool is an int
+        return '"' + _scalar(key) + '"'
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 

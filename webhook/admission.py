@@ -48,6 +48,7 @@ MAX_LOGGED_ID = 128
 """Characters of a uid in a log line (the API server's are 36-character UUIDs)."""
 
 REVIEW_API_VERSIONS = frozenset({"admission.k8s.io/v1", "admission.k8s.io/v1beta1"})
+_WANTED_VERSIONS = ", ".join(sorted(REVIEW_API_VERSIONS))
 CHECKED_OPERATIONS = frozenset({"CREATE", "UPDATE"})
 
 
@@ -105,17 +106,16 @@ def parse_review(body: object) -> AdmissionRequest | ReviewProblem:
         return ReviewProblem("body must be a JSON object (an AdmissionReview)")
     api_version = body.get("apiVersion")
     kind = body.get("kind")
-    wanted = ", ".join(sorted(REVIEW_API_VERSIONS))
     problems = []
     if kind is None:
         problems.append("kind: Required value: must be AdmissionReview")
     elif kind != "AdmissionReview":
         problems.append(f"kind: Unsupported value: {clip_value(kind)}: must be AdmissionReview")
     if api_version is None:
-        problems.append(f"apiVersion: Required value: one of {wanted}")
+        problems.append(f"apiVersion: Required value: one of {_WANTED_VERSIONS}")
     elif api_version not in REVIEW_API_VERSIONS:
         problems.append(f"apiVersion: Unsupported value: {clip_value(api_version)}: "
-                        f"supported values: {wanted}")
+                        f"supported values: {_WANTED_VERSIONS}")
     if problems:
         return ReviewProblem("; ".join(problems))
     request = body.get("request")

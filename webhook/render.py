@@ -104,12 +104,10 @@ def bad_request_status(name: str, errors: Sequence[Finding]) -> dict[str, Any]:
     paths in `details.causes` as for a denial."""
     causes, joined = _causes(name, errors)
     message = f'{SLICE_KIND}.{SLICE_GROUP} "{name}" cannot be decoded: {joined}'
-    if len(message) > MAX_BAD_REQUEST_CHARS:
-        message = message[: MAX_BAD_REQUEST_CHARS - 3] + "..."
     return {
         "metadata": {},
         "status": "Failure",
-        "message": message,
+        "message": _clip(message, MAX_BAD_REQUEST_CHARS),
         "reason": "BadRequest",
         "details": {"name": name, "group": SLICE_GROUP, "kind": SLICE_KIND, "causes": causes},
         "code": 400,

@@ -158,9 +158,9 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
             client_sock.close()
             return
         self.nr_conns += 1
-        pending = _Pending(client_sock, client_addr, listener.getsockname(),
-                           time.monotonic() + HANDSHAKE_TIMEOUT)
-        if self.cfg.is_ssl and not self._is_plain(listener):
+        address = listener.getsockname()
+        pending = _Pending(client_sock, client_addr, address, time.monotonic() + HANDSHAKE_TIMEOUT)
+        if self.cfg.is_ssl and not self._is_plain(address):
             try:
                 pending.tls = gsock.ssl_context(self.cfg).wrap_socket(
                     client_sock, server_side=True, do_handshake_on_connect=False,
@@ -174,8 +174,8 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self._watch(pending, selectors.EVENT_READ)
         self._advance(pending)
 
-    def _is_plain(self, listener: socket.socket) -> bool:
-        address = listener.getsockname()
+    def _is_plain(self, address: Any) -> bool:
+        """Whether the listener at `address` is the metrics one, served without TLS."""
         return isinstance(address, tuple) and address[1] in self.plain_ports
 
     def _socket(self, pending: _Pending) -> socket.socket:

@@ -35,9 +35,10 @@ from dra_affinity.policies.scheduler.dryrun import dry_run as run
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
+    from dra_affinity.lint.config import Config
     from dra_affinity.lint.inputs import Input, Objects
     from dra_affinity.lint.reporters.run import RunResult
-    from dra_affinity.lint.suppressions import Suppressed
+    from dra_affinity.lint.suppressions import Audit, Suppressed
     from dra_affinity.lint.walk import ExcludePatterns
     from dra_affinity.policies.model.resources import ResourceClaim
     from dra_affinity.policies.scheduler.pools import Pool
@@ -304,21 +305,9 @@ def dry_run(settings: DryRunSettings) -> None:
                      kubernetes_version=kubernetes_version, filters=filters)
         for r in report.results:
             counts.add(r)
-    if not inputs.usage_errors:
-        unmatched = filters.unmatched(inputs.claims, report.pools)
-        for name, message in unmatched:
-            option = "--explain" if settings.explain and name == "claim" else f"--{name}"
-            click.echo(f"dra-affinity dry-run: {option}: {message}", err=True)
-        if unmatched:
-            sys.exit(2)
-    disabled = config.disabled_rules(_rule_ids())
-    checked = audit([*inputs.findings, *report.findings], loaded.documents, config, texts=loaded.texts,
-                    disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
-    from dra_affinity.lint.reporters.text_reporter import finding_line
-
-    findings = sorted(checked.findings, key=position_order)
-    for finding in findings:
-        click.echo(finding_line(finding), err=True)
+    if not inputs.usage_errors and _report_unmatched(settings, inputs, report.pools):
+        sys.exit(2)
+    checked, findings = _audited(config, [*inputs.findings, *report.findings], loaded)
     results = list(report.results)
     if settings.explain:
         click.echo(explain(results))
@@ -401,6 +390,28 @@ as errors, `no-matching-device` as a note (it fails nothing, but a user expectin
 used needs to see it where the review happens)."""
 
 
+def _report_unmatched(settings: DryRunSettings, inputs: Objects, pools: Mapping[PoolRef, Pool]) -> bool:
+    """Say on stderr which --claim/--pool/--request/--explain filter matched nothing."""
+    unmatched = settings.filters.unmatched(inputs.claims, pools)
+    for name, message in unmatched:
+        option = "--explain" if settings.explain and name == "claim" else f"--{name}"
+        click.echo(f"dra-affinity dry-run: {option}: {message}", err=True)
+    return bool(unmatched)
+
+
+def _audited(config: Config, found: list[Finding], loaded: Input) -> tuple[Audit, list[Finding]]:
+    """The run's findings after the config and suppressions, in position order, echoed to stderr."""
+    from dra_affinity.lint.reporters.text_reporter import finding_line
+
+    disabled = config.disabled_rules(_rule_ids())
+    checked = audit(found, loaded.documents, config, texts=loaded.texts,
+                    disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
+    findings = sorted(checked.findings, key=position_order)
+    for finding in findings:
+        click.echo(finding_line(finding), err=True)
+    return checked, findings
+
+
 def _streams_json(settings: DryRunSettings) -> bool:
     """Every result as JSON and nothing else: written as it is decided (a 10,000-claim
     cluster gives ~390 MB of JSON, which must not be held as objects and text first)."""
@@ -414,17 +425,12 @@ def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects) -> in
     written one by one and the findings (complete once the results are) after them.
     Returns the exit code, decided as for the other formats."""
     from dra_affinity.lint.json_text import write_members
-    from dra_affinity.lint.reporters.text_reporter import finding_line
 
     config, spec = settings.report.config, settings.report.outputs[0]
     dry = DryRun(inputs.slices, inputs.claims, inputs.classes,
                  kubernetes_version=settings.report.kubernetes_version, filters=settings.filters)
-    if not inputs.usage_errors:
-        unmatched = settings.filters.unmatched(inputs.claims, dry.pools)
-        for name, message in unmatched:
-            click.echo(f"dra-affinity dry-run: --{name}: {message}", err=True)
-        if unmatched:
-            return 2
+    if not inputs.usage_errors and _report_unmatched(settings, inputs, dry.pools):
+        return 2
     counts = OutcomeCounts()
     failed = False
     findings: list[Finding] = []
@@ -438,12 +444,8 @@ def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects) -> in
 
     def members() -> Iterator[tuple[str, Any]]:
         yield "results", results()
-        disabled = config.disabled_rules(_rule_ids())
-        checked = audit([*inputs.findings, *dry.findings], loaded.documents, config, texts=loaded.texts,
-                        disabled=disabled, ran=lambda rule: _input_rule(rule) and rule not in disabled)
-        findings.extend(sorted(checked.findings, key=position_order))
-        for finding in findings:
-            click.echo(finding_line(finding), err=True)
+        checked, audited = _audited(config, [*inputs.findings, *dry.findings], loaded)
+        findings.extend(audited)
         yield "findings", [finding_to_json(f) for f in findings]
         if settings.report.show_suppressed:
             yield "suppressed", [suppressed_to_json(s) for s in checked.suppressed]

@@ -117,8 +117,6 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
     return load(True) if fast.findings else fast
 
 
-
-
 def echo_finding(finding: Finding) -> None:
     loc = finding.primary
     where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")

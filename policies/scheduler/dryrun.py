@@ -69,6 +69,12 @@ class Filters:
         return problems
 
 
+def _selectors_key(request: DeviceRequest) -> tuple[object, ...]:
+    """What the candidate devices of a request depend on: its class and its own selectors."""
+    return (request.device_class_name, request.name,
+            tuple((s.index, s.expression) for s in request.selectors))
+
+
 @dataclass(frozen=True, slots=True)
 class DryRunReport:
     results: tuple[ExtractionResult, ...]
@@ -148,8 +154,7 @@ class DryRun:
     def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
         from dra_affinity.policies.scheduler.candidates import match_pool
 
-        key = (request.device_class_name, request.name,
-               tuple((s.index, s.expression) for s in request.selectors), pool.ref)
+        key = (_selectors_key(request), pool.ref)
         match = self._matches.get(key)
         if match is None:
             match = match_pool(request, self._classes, pool,
@@ -161,8 +166,7 @@ class DryRun:
         """Why no device of `pool` is a candidate (only asked then: it walks every device)."""
         from dra_affinity.policies.scheduler.candidates import survey_pool
 
-        key = (request.device_class_name, request.name,
-               tuple((s.index, s.expression) for s in request.selectors), pool.ref)
+        key = (_selectors_key(request), pool.ref)
         survey = self._surveys.get(key)
         if survey is None:
             survey = survey_pool(request, self._classes, pool,
@@ -227,9 +231,7 @@ class DryRun:
         """Every pool's item for one claim request, shared by the claim requests that read alike:
         same class and selectors (candidates), same in-scope config contents (extraction)."""
         matched = self._classes and request is not None
-        selectors = ((request.device_class_name, request.name,
-                      tuple((s.index, s.expression) for s in request.selectors))
-                     if matched and request is not None else None)
+        selectors = _selectors_key(request) if matched and request is not None else None
         contents = tuple(self._memo.content(claim, name, driver) for driver in self._drivers)
         key = (selectors, name, contents, quiet)
         shared = None not in contents

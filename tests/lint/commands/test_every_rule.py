@@ -105,3 +105,59 @@ def test_every_outcome_and_error_kind_through_dry_run(tmp_path: Path) -> None:
     assert outcome("b", "ok") == ("claim-inconsistent", "claim self-inconsistent")
     assert outcome("c", "ok") == ("not-satisfied", None)
     assert got[("t/c", "ok")]["unsatisfied"] == ["k"]
+
+
+def _heavy(size: int = 300) -> str:
+    """A guarded extractor whose estimated cost is about half the pool budget (SPEC §8)."""
+    items = "[" + ",".join(["'a'"] * size) + "]"
+    return (f"object.?kind.orValue('') == 'NICConfig' ? "
+            f"({items}.all(x, {items.replace('a', 'b')}.all(y, x != y)) ? 'k' : '') : ''")
+
+
+def test_sa101_too_many_entries_is_reported_at_the_list(tmp_path: Path) -> None:
+    path = tmp_path / "many.yaml"
+    path.write_text(yaml.safe_dump(slice_doc([entry(f"k{i}") for i in range(9)]), sort_keys=False))
+    result = run("lint", "--format", "json", "--no-pools", str(path))
+    assert result.code == 1
+    [finding] = [f for f in result.json()["findings"] if f["rule"] == "SA101"]
+    assert finding["field"] == "spec.sharingAffinity" and finding["line"] >= 1
+
+
+def test_sp305_a_pool_with_no_shareable_device_is_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump_all([slice_doc([entry("subnet")], name="m", count=2),
+                                        slice_doc(devices=[{"name": "eth9"}], name="d", count=2)],
+                                       sort_keys=False))
+    result = run("lint", "--format", "json", str(path))
+    [finding] = [f for f in result.json()["findings"] if f["rule"] == "SP305"]
+    assert finding["severity"] == "warning" and finding["pool"]["name"] == "node-a"
+    assert result.code == 0  # a warning
+    assert run("lint", "--format", "json", "--strict", str(path)).code == 1
+
+
+def test_sp302_pool_over_budget_is_a_slice_error_of_every_request(tmp_path: Path) -> None:
+    """SPEC §5: a pool whose extractors together exceed the cost budget (SP302) gives every
+    request a `slice-error` of kind `cel evaluation cost exceeded`; no one extractor is to blame."""
+    slices = tmp_path / "slices.yaml"
+    slices.write_text(yaml.safe_dump_all([
+        slice_doc([entry("k1", _heavy())], name="m1", count=3),
+        slice_doc([entry("k2", _heavy())], name="m2", count=3),
+        slice_doc(devices=[{"name": "eth0", "allowMultipleAllocations": True}], name="d", count=3),
+    ], sort_keys=False, width=10_000))
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(yaml.safe_dump({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "ml"},
+        "spec": {"devices": {
+            "requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}],
+            "config": [{"opaque": {"driver": "networking.example.com",
+                                   "parameters": {"kind": "NICConfig"}}}]}}}))
+    lint = run("lint", "--format", "json", str(slices))
+    rules = {f["rule"] for f in lint.json()["findings"]}
+    assert "SP302" in rules and "SA108" not in rules  # each slice alone is within the budget
+    dry = run("dry-run", str(slices), str(claim), "--format", "json")
+    assert dry.code == 1
+    [result] = dry.json()["results"]
+    assert result["outcome"] == "slice-error" and result["affinity"] is None
+    assert result["error"]["kind"] == "cel evaluation cost exceeded"
+    assert result["error"]["extractor"] is None and result["error"]["config"] is None

@@ -320,3 +320,18 @@ def test_a_request_whose_class_is_missing_is_an_input_error_and_stays_pending(tm
 
 def _line_of(path: Path, text: str) -> int:
     return next(n for n, line in enumerate(path.read_text().splitlines(), start=1) if text in line)
+
+
+def test_cel_evaluation_failure_and_no_keys_extracted_are_diagnosed_and_counted() -> None:
+    """SPEC §6's remaining classes and counter end to end: an extractor that fails on a claim's
+    config aborts that claim ("CEL evaluation failure"); a claim with no config yields no key
+    under strict gating ("no keys extracted"), counted by `sharing_affinity_no_keys_extracted_total`."""
+    doc = simulate("tests/data/simulate-diagnostics.yaml", code=1)
+    broken, bare = doc["steps"]
+    assert (broken["claim"], broken["placed"]) == ("t/broken", False)
+    assert broken["unschedulable"]["diagnostic"] == "CEL evaluation failure"
+    assert "no such key: subnetID" in broken["unschedulable"]["message"]
+    assert (bare["claim"], bare["placed"]) == ("t/bare", False)
+    assert bare["unschedulable"]["diagnostic"] == "no keys extracted"
+    assert doc["metrics"]["sharing_affinity_no_keys_extracted_total"] == 1
+    assert doc["metrics"]["sharing_affinity_extractor_evaluations_total"] == 1
