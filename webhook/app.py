@@ -17,8 +17,9 @@ HTTP contract (what the API server and operators can rely on):
   answers `/healthz` and `/readyz` (probes that need no TLS, so they work under mTLS too) and
   nothing else: `/validate` there is 404, an admission is never answered without TLS.
 
-The listener is told apart by the port the connection came in on (`SERVER_PORT`, which
-gunicorn takes from the listening socket, not from the client's `Host` header).
+The listener is told apart once per request, before any handler (`Webhook.route_by_listener`),
+by the port the connection came in on (`SERVER_PORT`, which gunicorn takes from the listening
+socket, not from the client's `Host` header) against `WebhookSettings.metrics_bind`.
 """
 
 from __future__ import annotations
@@ -45,12 +46,16 @@ from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
 from dra_affinity.webhook.poolcache import cluster_pool_checker
-from dra_affinity.webhook.settings import SettingsProblem, WebhookSettings, from_env, metrics_port
+from dra_affinity.webhook.settings import WebhookSettings, from_env_or_exit
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wsgi import get_content_length
 
 JSON = "application/json"
+METRICS_ENDPOINTS = frozenset({"metrics", "healthz", "readyz"})
+"""What the metrics listener serves (plain HTTP: never an admission)."""
+ADMISSION_ENDPOINTS = frozenset({"validate", "healthz", "readyz"})
+"""What the admission listener serves (what the API server calls, and the probes)."""
 MAX_ERROR_CHARS = 1024
 """Characters of a 400 body's `error` (and its log line): never the whole input echoed."""
 
@@ -83,10 +88,10 @@ def warm_up(settings: WebhookSettings) -> Readiness:
 class Webhook:
     """The request handlers, with the per-process state they share (all read-only but metrics)."""
 
-    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None,
-                 metrics_listener: int | None = None) -> None:
+    def __init__(self, settings: WebhookSettings, pools: PoolChecker | None = None) -> None:
         self.settings = settings
-        self.metrics_listener = None if metrics_listener is None else str(metrics_listener)
+        bind = settings.metrics_bind
+        self.metrics_port = None if bind is None else str(bind.port)
         """The metrics listener's port (as WSGI's `SERVER_PORT` spells it); None: no metrics."""
         self.log = logs.configure(settings.log_level)
         self.metrics = Metrics()
@@ -94,18 +99,21 @@ class Webhook:
         self.admitter = Admitter(settings, pools)
         self.readiness = warm_up(settings)
 
-    def _on_metrics_listener(self, environ: dict[str, Any]) -> bool:
-        return self.metrics_listener is not None and environ.get("SERVER_PORT") == self.metrics_listener
-
-    def _not_here(self) -> Response:
+    def route_by_listener(self) -> Response | None:
+        """Flask's `before_request`: 404 for an endpoint the listener the request came in on
+        does not serve; None lets the handler (or the router's own 404/405) answer."""
+        endpoint = request.endpoint
+        if endpoint is None:
+            return None
+        on_metrics = self.metrics_port is not None and request.environ.get("SERVER_PORT") == self.metrics_port
+        if endpoint in (METRICS_ENDPOINTS if on_metrics else ADMISSION_ENDPOINTS):
+            return None
         return _json({"error": "not found on this port", "code": 404}, 404)
 
     def validate(self) -> Response:
         started = time.perf_counter()
         started_monotonic = time.monotonic()
         environ = request.environ
-        if self._on_metrics_listener(environ):
-            return self._not_here()
         if environ.get("CONTENT_TYPE") != JSON:  # the API server's exact header; else parse it
             mimetype = request.mimetype
             if mimetype != JSON:
@@ -210,8 +218,6 @@ class Webhook:
         return _json(body, 200 if not problems else 503)
 
     def metrics_endpoint(self) -> Response:
-        if not self._on_metrics_listener(request.environ):
-            return self._not_here()
         self.events.flush(block=False)
         self._sync_process_metrics()
         data, content_type = self.metrics.exposition()
@@ -225,31 +231,25 @@ class Webhook:
         return self._internal_error(None, time.perf_counter(), error)
 
 
-_FROM_ENV = -1
-
-
-def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | None = None,
-               metrics_listener: int | None = _FROM_ENV) -> Flask:
-    """The WSGI application. Without arguments, settings come from `DRA_AFFINITY_*`, the
-    pool checker (when enabled) from the cluster the process runs in and the metrics
-    listener's port from `DRA_AFFINITY_METRICS_BIND` (None: `/metrics` nowhere)."""
+def create_app(settings: WebhookSettings | None = None, pools: PoolChecker | None = None) -> Flask:
+    """The WSGI application. Without arguments, settings (the metrics listener among them)
+    come from `DRA_AFFINITY_*` and the pool checker (when enabled) from the cluster the
+    process runs in."""
     if settings is None:
-        loaded = from_env()
-        if isinstance(loaded, SettingsProblem):
-            raise SystemExit(f"dra-affinity webhook: {loaded.message}")
-        settings = loaded
+        settings = from_env_or_exit()
     if pools is None and settings.pool_check:
 
         checker = cluster_pool_checker(settings)
         checker.watch.start()  # list now, in this worker, not on the first request
         pools = checker
-    webhook = Webhook(settings, pools, metrics_port() if metrics_listener == _FROM_ENV else metrics_listener)
+    webhook = Webhook(settings, pools)
     app = Flask("dra_affinity_webhook")
     app.extensions["dra_affinity"] = webhook
     app.add_url_rule("/validate", "validate", webhook.validate, methods=["POST"])
     app.add_url_rule("/healthz", "healthz", lambda: _json({"ok": True}), methods=["GET"])
     app.add_url_rule("/readyz", "readyz", webhook.readyz, methods=["GET"])
     app.add_url_rule("/metrics", "metrics", webhook.metrics_endpoint, methods=["GET"])
+    app.before_request(webhook.route_by_listener)
     app.register_error_handler(HTTPException, webhook.http_error)
     app.register_error_handler(Exception, webhook.unexpected)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)

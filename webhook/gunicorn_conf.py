@@ -19,7 +19,9 @@ Why these choices:
   files change, instead of gunicorn's default of re-reading the files on every connection.
 * Two listeners: the admission port (TLS) and `DRA_AFFINITY_METRICS_BIND` (default
   0.0.0.0:8080, plain HTTP; `off` for none) for `/metrics` and the probes, served by the same
-  workers (`dra_affinity.webhook.worker` skips TLS there), so the samples still merge.
+  workers (`dra_affinity.webhook.worker` skips TLS there), so the samples still merge. The
+  variable is read by `dra_affinity.webhook.settings.from_env` alone, here as in the worker
+  and the application; a value it cannot read stops the server before it binds anything.
 * `pre_fork` (in the master, before each worker is forked) brings the master's serving context
   up to date with the files, and the worker inherits it: a worker started while the files are
   broken (a replacement for a killed one, mid-rotation) serves the last good certificate
@@ -51,8 +53,8 @@ _env = os.environ.get
 _cert_dir = _env("DRA_AFFINITY_CERT_DIR")
 
 wsgi_app = "dra_affinity.webhook.app:create_app()"
-_metrics_bind = settings.metrics_bind()
-bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443"), *([_metrics_bind] if _metrics_bind else [])]
+_metrics = settings.from_env_or_exit().metrics_bind  # a bad variable: one line, exit 1, before binding
+bind = [_env("DRA_AFFINITY_BIND", "0.0.0.0:8443"), *([_metrics.bind] if _metrics else [])]
 worker_class = "dra_affinity.webhook.worker.BoundedThreadWorker"
 workers = int(_env("DRA_AFFINITY_WORKERS", "2"))
 threads = int(_env("DRA_AFFINITY_THREADS", "4"))

@@ -26,9 +26,10 @@ fresh-connection legitimate client's p99 during the flood went from 1.5–1.7 s 
 0.16–1.3 s (six runs, four under 0.35 s), the flood connections drained from ~1,500–1,950 to
 ~4,000–6,700 per second.
 
-The metrics listener (`dra_affinity.webhook.settings.metrics_bind`) is served by the same
-workers, so `/metrics` merges every worker's samples as before, but without TLS: gunicorn's
-`certfile` applies to every listener, so the worker decides per listener whether to wrap.
+The metrics listener (`dra_affinity.webhook.settings.WebhookSettings.metrics_bind`) is served
+by the same workers, so `/metrics` merges every worker's samples as before, but without TLS:
+gunicorn's `certfile` applies to every listener, so the worker decides per listener (by its
+port, as the application does) whether to wrap.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from dra_affinity.webhook.settings import metrics_port
+from dra_affinity.webhook.settings import from_env_or_exit
 from gunicorn import http
 from gunicorn import sock as gsock
 from gunicorn.workers.gthread import TConn, ThreadWorker
@@ -127,8 +128,8 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.reading: dict[_Pending, None] = {}
         """Connections whose handshake or head is being read (a dict: O(1) removal, in order)."""
         self._next_deadline_scan = 0.0
-        port = metrics_port()
-        self.plain_ports: frozenset[int] = frozenset(() if port is None else (port,))
+        metrics = from_env_or_exit().metrics_bind
+        self.plain_ports: frozenset[int] = frozenset(() if metrics is None else (metrics.port,))
         """Ports of listeners served without TLS: the metrics listener."""
 
     # --- new connections -----------------------------------------------------------------

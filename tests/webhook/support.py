@@ -31,9 +31,10 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 15.0
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
+def free_port(host: str = LOOPBACK) -> int:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
@@ -168,10 +169,10 @@ class Server:
         time.sleep(3 * FLUSH_INTERVAL)
         return list(iter_json_lines(self.log_path))
 
-    def plain_request(self, method: str, path: str, timeout: float = 10.0) -> Reply:
-        """A request over plain HTTP to the metrics listener."""
+    def plain_request(self, method: str, path: str, timeout: float = 10.0, host: str = LOOPBACK) -> Reply:
+        """A request over plain HTTP to the metrics listener (at `host`, a loopback address)."""
         assert self.metrics_port is not None, "started without a metrics listener"
-        connection = http.client.HTTPConnection(LOOPBACK, self.metrics_port, timeout=timeout)
+        connection = http.client.HTTPConnection(host, self.metrics_port, timeout=timeout)
         try:
             connection.request(method, path)
             response = connection.getresponse()

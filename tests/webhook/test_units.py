@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from dra_affinity.policies.core.findings import Finding, Location, Severity
 from dra_affinity.policies.model.resources import ResourceSlice
 from dra_affinity.policies.rules.engine import EngineOptions
-from dra_affinity.webhook import certs, tls
+from dra_affinity.webhook import certs, settings, tls
 from dra_affinity.webhook.admission import PoolVerdict
 from dra_affinity.webhook.app import create_app
 from dra_affinity.webhook.render import MAX_WARNING_CHARS, cause_reason, fit_warnings, warning_text
@@ -185,19 +186,24 @@ def test_help_does_not_import_the_webhook_stack() -> None:
     assert "serve" in proc.stdout and "certs" in proc.stdout
 
 
-def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Path) -> None:
-    """The documented deployment without the CLI: `gunicorn -c webhook/gunicorn_conf.py`."""
-    cert_dir = tmp_path / "certs"
-    _write(cert_dir)
+def _plain_gunicorn(tmp_path: Path, metrics_bind: str) -> tuple[list[str], dict[str, str], int]:
+    """The command, environment and admission port of `gunicorn -c webhook/gunicorn_conf.py`."""
+    _write(tmp_path / "certs")
     gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
     assert gunicorn is not None
-    port, metrics_port = free_port(), free_port()
-    env = {"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
-           "DRA_AFFINITY_METRICS_BIND": f"127.0.0.1:{metrics_port}",
+    port = free_port()
+    env = {"DRA_AFFINITY_CERT_DIR": str(tmp_path / "certs"), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
+           "DRA_AFFINITY_METRICS_BIND": metrics_bind,
            "DRA_AFFINITY_WORKERS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
     (tmp_path / "metrics").mkdir()
-    server = launch([gunicorn, "-c", "webhook/gunicorn_conf.py"], port, tmp_path, cert_dir, env=env,
-                    metrics_port=metrics_port)
+    return [gunicorn, "-c", "webhook/gunicorn_conf.py"], env, port
+
+
+def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Path) -> None:
+    """The documented deployment without the CLI: `gunicorn -c webhook/gunicorn_conf.py`."""
+    metrics_port = free_port()
+    command, env, port = _plain_gunicorn(tmp_path, f"127.0.0.1:{metrics_port}")
+    server = launch(command, port, tmp_path, tmp_path / "certs", env=env, metrics_port=metrics_port)
     try:
         response = server.review(review(slice_doc([entry("a"), entry("a")])))["response"]
         assert response["allowed"] is False
@@ -206,6 +212,73 @@ def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Pat
         assert list((tmp_path / "metrics").glob("*.db"))  # samples went to the multiprocess dir
     finally:
         stop_server(server)
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        free_port("::1")
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("form", ["port", "ipv6"])
+def test_every_metrics_bind_form_serves_metrics_on_that_listener(tmp_path: Path, form: str) -> None:
+    """A bare port (all interfaces) and a bracketed IPv6 address: gunicorn binds, the worker
+    skips TLS and the application answers `/metrics` on the same listener (it used to be
+    bound with `/metrics` answering 404, or not bound at all)."""
+    if form == "ipv6" and not _ipv6_loopback():
+        pytest.skip("no IPv6 loopback on this machine")
+    host = "::1" if form == "ipv6" else "127.0.0.1"
+    metrics_port = free_port(host)
+    bind = f"[::1]:{metrics_port}" if form == "ipv6" else str(metrics_port)
+    command, env, port = _plain_gunicorn(tmp_path, bind)
+    server = launch(command, port, tmp_path, tmp_path / "certs", env=env, metrics_port=metrics_port)
+    try:
+        assert server.review(review(slice_doc([entry("a")])))["response"]["allowed"] is True
+        scraped = server.plain_request("GET", "/metrics", host=host)
+        assert scraped.status == 200, scraped.body
+        assert b"dra_affinity_admission_requests_total" in scraped.body
+        assert server.plain_request("GET", "/readyz", host=host).status == 200
+        assert server.plain_request("POST", "/validate", host=host).status == 404  # never admits
+        assert server.request("GET", "/metrics").status == 404  # not on the admission port
+    finally:
+        stop_server(server)
+
+
+@pytest.mark.parametrize("value", ["garbage", "::1:9100", "[::1]9100", "[nothost]:9100", "127.0.0.1:99999",
+                                   "unix:/tmp/metrics.sock"])
+def test_an_unreadable_metrics_bind_stops_gunicorn_with_the_variable_named(tmp_path: Path,
+                                                                          value: str) -> None:
+    command, env, _ = _plain_gunicorn(tmp_path, value)
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**base, **env},
+                          timeout=60)
+    assert proc.returncode != 0
+    assert f"DRA_AFFINITY_METRICS_BIND: {value!r}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_metrics_bind_values_and_their_problems() -> None:
+    def parsed(value: str) -> object:
+        return settings.parse_listen_address(value, "0.0.0.0")
+
+    listen = settings.ListenAddress
+    assert parsed("9100") == listen("0.0.0.0", 9100)
+    assert parsed(":9100") == listen("0.0.0.0", 9100)
+    assert parsed("[::1]:9100") == listen("::1", 9100) and listen("::1", 9100).bind == "[::1]:9100"
+    assert parsed("metrics.local:9100") == listen("metrics.local", 9100)
+    assert parsed(" 127.0.0.1:9100 ") == listen("127.0.0.1", 9100)
+    assert [parsed(v) for v in ("", "0", "OFF", "127.0.0.1:0")] == [None] * 4
+    problem = parsed("::1:9100")
+    assert isinstance(problem, settings.SettingsProblem) and "[::1]:9100" in problem.message
+    loaded = settings.from_env({"DRA_AFFINITY_METRICS_BIND": "9100x"})
+    assert isinstance(loaded, settings.SettingsProblem)
+    assert loaded.message.startswith("DRA_AFFINITY_METRICS_BIND: '9100x'")
+    default = settings.from_env({})
+    assert isinstance(default, settings.WebhookSettings) and default.metrics_bind == listen("0.0.0.0", 8080)
+    off = settings.WebhookSettings(metrics_bind=None)
+    assert settings.from_env(off.to_env()) == off
 
 
 def test_findings_cache_keys_on_what_slice_rules_read() -> None:
