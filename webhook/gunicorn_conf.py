@@ -15,8 +15,10 @@ Why these choices:
   requests (the API server reuses its connections; sync workers close each one). Ours do the
   TLS handshake and read each request's head in the main loop, with deadlines, so a slow or
   idle client never holds a thread. Several processes because CEL compilation holds the GIL.
-* `ssl_context` hook → `dra_affinity.webhook.tls`: one SSLContext per worker, swapped when the certificate
-  files change, instead of gunicorn's default of re-reading the files on every connection.
+* `ssl_context` hook → `dra_affinity.webhook.tls`: one SSLContext per worker, swapped when the
+  certificate files change, instead of gunicorn's default of re-reading the files on every
+  connection. Our worker goes to the same context through `tls.WorkerTls`, whose settings it
+  reads once; the hook serves any other worker class.
 * Two listeners: the admission port (TLS) and `DRA_AFFINITY_METRICS_BIND` (default
   0.0.0.0:8080, plain HTTP; `off` for none) for `/metrics` and the probes, served by the same
   workers (`dra_affinity.webhook.worker` skips TLS there), so the samples still merge. The

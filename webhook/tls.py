@@ -248,5 +248,33 @@ def check_interval_from_env() -> float:
 
 
 def gunicorn_ssl_context(conf: Any, default_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-    """gunicorn's `ssl_context` hook: the cached, hot-reloaded context instead of a new one."""
-    return REGISTRY.get(files_from_gunicorn(conf), check_interval_from_env()).context()
+    """gunicorn's `ssl_context` hook: the cached, hot-reloaded context instead of a new one.
+
+    gunicorn calls it per connection with nothing but its config, so it reads the settings
+    each time; `dra_affinity.webhook.worker` uses a `WorkerTls` instead, which reads them once."""
+    return WorkerTls.from_gunicorn(conf).context()
+
+
+@dataclass
+class WorkerTls:
+    """One worker's way to its serving context: gunicorn's TLS settings and the environment
+    (`DRA_AFFINITY_TLS_MIN_VERSION`, `DRA_AFFINITY_CERT_CHECK_INTERVAL`) read once, when the
+    worker is made, not per accepted connection; the registry entry found once it has loaded.
+
+    Until the first load succeeds (files missing or broken when the worker booted) every
+    `context()` tries again and raises `TlsLoadError`: the connection is dropped, the next
+    one may find the files repaired."""
+
+    files: TlsFiles
+    check_interval: float = DEFAULT_CHECK_INTERVAL
+    _holder: ReloadingContext | None = field(default=None, init=False)
+
+    @classmethod
+    def from_gunicorn(cls, conf: Any) -> WorkerTls:
+        return cls(files_from_gunicorn(conf), check_interval_from_env())
+
+    def context(self) -> ssl.SSLContext:
+        """The context for a new connection; `TlsLoadError` while never loaded."""
+        if self._holder is None:
+            self._holder = REGISTRY.get(self.files, self.check_interval)
+        return self._holder.context()

@@ -47,8 +47,8 @@ from functools import partial
 from typing import Any
 
 from dra_affinity.webhook.settings import from_env_or_exit
+from dra_affinity.webhook.tls import TlsLoadError, WorkerTls
 from gunicorn import http
-from gunicorn import sock as gsock
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
 HANDSHAKE_TIMEOUT = float(os.environ.get("DRA_AFFINITY_HANDSHAKE_TIMEOUT", "5"))
@@ -131,6 +131,9 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         metrics = from_env_or_exit().metrics_bind
         self.plain_ports: frozenset[int] = frozenset(() if metrics is None else (metrics.port,))
         """Ports of listeners served without TLS: the metrics listener."""
+        self.tls: WorkerTls | None = WorkerTls.from_gunicorn(self.cfg) if self.cfg.is_ssl else None
+        """The serving context, its settings read here once (gunicorn's `ssl_context` hook reads
+        them on every connection)."""
 
     # --- new connections -----------------------------------------------------------------
 
@@ -161,12 +164,12 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.nr_conns += 1
         address = listener.getsockname()
         pending = _Pending(client_sock, client_addr, address, time.monotonic() + HANDSHAKE_TIMEOUT)
-        if self.cfg.is_ssl and not self._is_plain(address):
+        if self.tls is not None and not self._is_plain(address):
             try:
-                pending.tls = gsock.ssl_context(self.cfg).wrap_socket(
+                pending.tls = self.tls.context().wrap_socket(
                     client_sock, server_side=True, do_handshake_on_connect=False,
                     suppress_ragged_eofs=self.cfg.suppress_ragged_eofs)
-            except (OSError, ssl.SSLError, ValueError):
+            except (OSError, ssl.SSLError, ValueError, TlsLoadError):  # never loaded: drop, retry next
                 self._drop(pending)
                 return
         else:

@@ -11,6 +11,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -219,16 +220,35 @@ def start_server(tmp: Path, cert_dir: Path, *args: str, workers: int = 2, thread
                   env=env)
 
 
+def plain_gunicorn(tmp: Path, cert_dir: Path, metrics_bind: str) -> tuple[list[str], dict[str, str], int]:
+    """The command, extra environment and admission port of the documented deployment without
+    the CLI, `gunicorn -c webhook/gunicorn_conf.py` (one worker), with `metrics_bind` as
+    `DRA_AFFINITY_METRICS_BIND`."""
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    assert gunicorn.exists(), gunicorn
+    port = free_port()
+    (tmp / "metrics").mkdir()
+    env = {"DRA_AFFINITY_CERT_DIR": str(cert_dir), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
+           "DRA_AFFINITY_METRICS_BIND": metrics_bind,
+           "DRA_AFFINITY_WORKERS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp / "metrics")}
+    return [str(gunicorn), "-c", "webhook/gunicorn_conf.py"], env, port
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without its `DRA_AFFINITY_*`/`PROMETHEUS_*`, plus `extra`."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
+    return {**base, **(extra or {})}
+
+
 def launch(command: list[str], port: int, tmp: Path, cert_dir: Path, *,
            env: Mapping[str, str] | None = None, client_cert: tuple[Path, Path] | None = None,
            metrics_port: int | None = None) -> Server:
     """Start `command` (a server on `port`, metrics on `metrics_port`) in its own session and
     wait until it is ready."""
     log_path = tmp / f"serve-{port}.log"
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-                                env={**base, **(env or {})}, start_new_session=True)
+                                env=clean_env(env), start_new_session=True)
     server = Server(port, proc, cert_dir, log_path, client_cert, metrics_port)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:

@@ -4,12 +4,14 @@ dropping and resuming is in test_pools.py.)"""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -18,16 +20,21 @@ from pathlib import Path
 
 from dra_affinity.webhook import certs
 
-from tests.cli import SCRIPT
+from tests.cli import REPO, SCRIPT
 from tests.helpers import entry, slice_doc
 from tests.webhook.support import (
     HOSTNAME,
     LOOPBACK,
+    NAMESPACE,
+    SERVICE,
     Background,
     Server,
     SvcConnection,
+    clean_env,
+    free_port,
     generate_certs,
     metric_value,
+    plain_gunicorn,
     review,
     start_server,
     stop_server,
@@ -206,5 +213,51 @@ def test_sigterm_drains_the_request_in_flight_and_refuses_new_connections(tmp_pa
         idle.close()
         server.proc.wait(timeout=30)
         assert server.proc.returncode == 0
+    finally:
+        stop_server(server)
+
+
+def test_a_worker_booted_without_a_loadable_certificate_drops_connections_until_it_loads(
+        tmp_path: Path) -> None:
+    """Plain gunicorn started while the certificate files are broken: each TLS connection is
+    dropped (the worker stays up, `/readyz` on the plain port says why), and the first
+    connection after the files are repaired is served."""
+    cert_dir = tmp_path / "certs"
+    cert_dir.mkdir()
+    (cert_dir / "tls.crt").write_bytes(b"not a certificate")
+    (cert_dir / "tls.key").write_bytes(b"not a key")
+    metrics_port = free_port()
+    command, env, port = plain_gunicorn(tmp_path, cert_dir, f"127.0.0.1:{metrics_port}")
+    log_path = tmp_path / "gunicorn.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+                                env=clean_env(env), start_new_session=True)
+    server = Server(port, proc, cert_dir, log_path, metrics_port=metrics_port)
+    try:
+        def worker_logged_its_failure() -> bool:
+            assert proc.poll() is None, log_path.read_text()
+            return sum("serving certificate not loaded" in x.get("msg", "") for x in server.log_lines()) >= 2
+
+        _eventually(worker_logged_its_failure, what="the master and the worker logging the failed load")
+        workers = _workers(server)
+        for _ in range(3):
+            with socket.create_connection((LOOPBACK, port), timeout=10) as raw:
+                raw.sendall(b"\x16\x03\x01\x00\x05hello")  # a ClientHello's start: no handshake
+                with contextlib.suppress(ConnectionResetError):  # reset: its bytes unread
+                    assert raw.recv(1024) == b""  # dropped
+        assert _workers(server) == workers  # the same worker, still up
+
+        certs.write_dir(certs.generate(SERVICE, NAMESPACE), cert_dir)
+
+        def served() -> bool:
+            try:
+                return server.request("GET", "/healthz").status == 200
+            except (OSError, ssl.SSLError):
+                return False
+
+        _eventually(served, what="served once repaired")
+        assert server.allowed_review()
+        assert server.plain_request("GET", "/readyz").status == 200
+        assert not any("Exception in worker process" in x.get("msg", "") for x in server.log_lines())
     finally:
         stop_server(server)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import sys
@@ -23,7 +22,17 @@ from dra_affinity.webhook.settings import WebhookSettings
 
 from tests.cli import REPO, run
 from tests.helpers import entry, slice_doc
-from tests.webhook.support import NAMESPACE, SERVICE, free_port, launch, metric_value, review, stop_server
+from tests.webhook.support import (
+    NAMESPACE,
+    SERVICE,
+    clean_env,
+    free_port,
+    launch,
+    metric_value,
+    plain_gunicorn,
+    review,
+    stop_server,
+)
 
 
 class _Clock:
@@ -186,23 +195,11 @@ def test_help_does_not_import_the_webhook_stack() -> None:
     assert "serve" in proc.stdout and "certs" in proc.stdout
 
 
-def _plain_gunicorn(tmp_path: Path, metrics_bind: str) -> tuple[list[str], dict[str, str], int]:
-    """The command, environment and admission port of `gunicorn -c webhook/gunicorn_conf.py`."""
-    _write(tmp_path / "certs")
-    gunicorn = shutil.which("gunicorn", path=str(Path(sys.executable).parent))
-    assert gunicorn is not None
-    port = free_port()
-    env = {"DRA_AFFINITY_CERT_DIR": str(tmp_path / "certs"), "DRA_AFFINITY_BIND": f"127.0.0.1:{port}",
-           "DRA_AFFINITY_METRICS_BIND": metrics_bind,
-           "DRA_AFFINITY_WORKERS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    (tmp_path / "metrics").mkdir()
-    return [gunicorn, "-c", "webhook/gunicorn_conf.py"], env, port
-
-
 def test_plain_gunicorn_with_the_shipped_config_serves_the_webhook(tmp_path: Path) -> None:
     """The documented deployment without the CLI: `gunicorn -c webhook/gunicorn_conf.py`."""
     metrics_port = free_port()
-    command, env, port = _plain_gunicorn(tmp_path, f"127.0.0.1:{metrics_port}")
+    _write(tmp_path / "certs")
+    command, env, port = plain_gunicorn(tmp_path, tmp_path / "certs", f"127.0.0.1:{metrics_port}")
     server = launch(command, port, tmp_path, tmp_path / "certs", env=env, metrics_port=metrics_port)
     try:
         response = server.review(review(slice_doc([entry("a"), entry("a")])))["response"]
@@ -232,7 +229,8 @@ def test_every_metrics_bind_form_serves_metrics_on_that_listener(tmp_path: Path,
     host = "::1" if form == "ipv6" else "127.0.0.1"
     metrics_port = free_port(host)
     bind = f"[::1]:{metrics_port}" if form == "ipv6" else str(metrics_port)
-    command, env, port = _plain_gunicorn(tmp_path, bind)
+    _write(tmp_path / "certs")
+    command, env, port = plain_gunicorn(tmp_path, tmp_path / "certs", bind)
     server = launch(command, port, tmp_path, tmp_path / "certs", env=env, metrics_port=metrics_port)
     try:
         assert server.review(review(slice_doc([entry("a")])))["response"]["allowed"] is True
@@ -250,10 +248,9 @@ def test_every_metrics_bind_form_serves_metrics_on_that_listener(tmp_path: Path,
                                    "unix:/tmp/metrics.sock"])
 def test_an_unreadable_metrics_bind_stops_gunicorn_with_the_variable_named(tmp_path: Path,
                                                                           value: str) -> None:
-    command, env, _ = _plain_gunicorn(tmp_path, value)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "DRA_AFFINITY_"))}
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env={**base, **env},
-                          timeout=60)
+    _write(tmp_path / "certs")
+    command, env, _ = plain_gunicorn(tmp_path, tmp_path / "certs", value)
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=clean_env(env), timeout=60)
     assert proc.returncode != 0
     assert f"DRA_AFFINITY_METRICS_BIND: {value!r}" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -524,3 +521,29 @@ def test_event_writer_survives_failures_and_bounds_its_queue(capfd: object, monk
         time.sleep(0.01)
         text += capfd.readouterr().err  # type: ignore[attr-defined]
     assert "writing review events failed" in text and '"uid":"t-2"' in text
+
+
+class _NoEnvironment(dict[str, str]):
+    """An `os.environ` stand-in that fails any read: nothing may consult the environment."""
+
+    def get(self, key: str, default: object = None) -> str:  # type: ignore[override]
+        raise AssertionError(f"environment read per connection: {key}")
+
+    __getitem__ = get  # type: ignore[assignment]
+
+
+def test_worker_tls_reads_its_settings_once_and_retries_a_failed_first_load(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Conf:
+        certfile, keyfile, ca_certs = str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"), None
+
+    monkeypatch.setenv("DRA_AFFINITY_TLS_MIN_VERSION", "1.3")
+    monkeypatch.setenv("DRA_AFFINITY_CERT_CHECK_INTERVAL", "60")
+    serving = tls.WorkerTls.from_gunicorn(Conf())
+    monkeypatch.setattr(os, "environ", _NoEnvironment())
+    with pytest.raises(tls.TlsLoadError):  # no certificate yet
+        serving.context()
+    _write(tmp_path)
+    context = serving.context()  # the next connection finds the files
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_3
+    assert all(serving.context() is context for _ in range(3))
