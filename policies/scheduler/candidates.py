@@ -20,29 +20,29 @@ value (`CandidateMatch.failure`); `pool_is_candidate`, the boolean filter of
 `scheduler.dryrun` and `scheduler.simulation`, raises `SelectorError` carrying that value, which
 callers must turn into a finding or a failed placement (see `SelectorError`).
 
-A request naming a DeviceClass that is not in `classes` is matched by its own selectors only,
-and the result says `class_missing` (the allocator would fail the claim: the class does not
-exist; a dry run more likely was not given that class's file).
+A request naming a DeviceClass that is not in `classes` (when any are given) is decided once,
+per request, by `missing_class`: the allocator offers it no device at all (the class does not
+exist; a dry run more likely was not given that class's file), so the claim stays pending.
+`match_pool` and `survey_pool` then evaluate nothing and say `class_missing`; callers that
+decide per request ask `missing_class` first and report its reason, the one text for it.
+
+The CEL stack is imported where a selector is first evaluated, not with this module: a dry
+run without DeviceClasses (and `missing_class`'s callers) never pays for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from dra_affinity.policies.analysis.device import (
-    DeviceValue,
-    DeviceValueProblem,
-    compile_selector,
-    device_value,
-    evaluate_selector,
-)
-from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, DeviceSelector
 from dra_affinity.policies.scheduler.pools import Pool
+
+if TYPE_CHECKING:
+    from dra_affinity.policies.analysis.device import DeviceValue, DeviceValueProblem
 
 __all__ = [
     "CandidateMatch",
@@ -50,6 +50,7 @@ __all__ = [
     "SelectorError",
     "SelectorProblem",
     "match_pool",
+    "missing_class",
     "pool_is_candidate",
     "survey_pool",
 ]
@@ -113,7 +114,8 @@ class CandidateMatch:
 
     `device`: the first matching device (None when not a candidate or when nothing was
     evaluated); `failure`: set when the allocator would abort (then `candidate` is False);
-    `class_missing`: the request's DeviceClass was not among the given classes;
+    `class_missing`: the request's DeviceClass was not among the given classes (`missing_class`:
+    then nothing is evaluated and `candidate` is False, as the allocator offers no device);
     `evaluations`: selector evaluations performed.
     """
 
@@ -124,20 +126,43 @@ class CandidateMatch:
     evaluations: int = 0
 
 
+def missing_class(request: DeviceRequest, classes: Collection[str]) -> str | None:
+    """Why the allocator offers `request` no device at all, or None when its DeviceClass exists.
+
+    Why: a class that does not exist selects no device, whatever the pools hold, so the claim
+    stays pending — a per-request fact, decided here once for every caller (dry-run, simulate,
+    the replay, explain, the SA000 finding), with the one text they all report. `classes`: the
+    names of the given DeviceClasses; when none are given every class is taken to exist (the
+    input is slices and claims alone, and class selectors are not modelled).
+    """
+    if not classes or request.device_class_name in classes:
+        return None
+    return (f"request {request.name!r}: DeviceClass {request.device_class_name!r} is not in the input "
+            "(the scheduler leaves the claim pending)")
+
+
 def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
                kubernetes_version: KubernetesVersion | None = None) -> CandidateMatch:
     """Match `request` against `pool`'s devices as the allocator does (errors as values)."""
     if not classes:
         return CandidateMatch(True)
+    if missing_class(request, classes) is not None:
+        return CandidateMatch(False, class_missing=True)
+    from dra_affinity.policies.analysis.device import (  # the CEL stack: only when a selector runs
+        DeviceValueProblem,
+        compile_selector,
+        device_value,
+        evaluate_selector,
+    )
+    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
+
     version = kubernetes_version or DEFAULT_VERSION
     key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
     cost_limit = limits_for(version).runtime_cost_per_evaluation
-    device_class = classes.get(request.device_class_name)
-    selectors: list[tuple[Source, str, DeviceSelector]] = []
-    if device_class is not None:
-        selectors += [("class", device_class.name, s) for s in device_class.selectors]
+    device_class = classes[request.device_class_name]
+    selectors: list[tuple[Source, str, DeviceSelector]] = [
+        ("class", device_class.name, s) for s in device_class.selectors]
     selectors += [("request", request.name, s) for s in request.selectors]
-    missing = device_class is None
     evaluations = 0
     for device, slice_ in pool.devices:
         where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
@@ -149,29 +174,28 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
                 stage: Stage = "engine" if compiled.engine_limited else "compile"
                 failure = SelectorProblem(source, owner, selector.index, stage,
                                           compiled.detail or "", pool.ref)
-                return CandidateMatch(False, failure=failure, class_missing=missing,
+                return CandidateMatch(False, failure=failure,
                                       evaluations=evaluations)
             if value is None:
                 value = device_value(device, slice_.driver)
             if isinstance(value, DeviceValueProblem):
                 failure = SelectorProblem(source, owner, selector.index, "runtime",
                                           value.message, pool.ref, where)
-                return CandidateMatch(False, failure=failure, class_missing=missing,
+                return CandidateMatch(False, failure=failure,
                                       evaluations=evaluations)
             result = evaluate_selector(compiled, value, cost_limit=cost_limit)
             evaluations += 1
             if result.error is not None:
                 failure = SelectorProblem(source, owner, selector.index, "runtime",
                                           result.error, pool.ref, where)
-                return CandidateMatch(False, failure=failure, class_missing=missing,
+                return CandidateMatch(False, failure=failure,
                                       evaluations=evaluations)
             if not result.matched:
                 matched = False
                 break
         if matched:
-            return CandidateMatch(True, device.name, class_missing=missing,
-                                  evaluations=evaluations)
-    return CandidateMatch(False, class_missing=missing, evaluations=evaluations)
+            return CandidateMatch(True, device.name, evaluations=evaluations)
+    return CandidateMatch(False, evaluations=evaluations)
 
 
 def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
@@ -214,6 +238,17 @@ def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool
     Bounded like the allocator: at most (devices × selectors) evaluations, each with the
     per-evaluation runtime cost limit; the first failure ends the survey of the pool.
     """
+    if missing_class(request, classes) is not None:
+        return PoolSurvey(len(pool.devices), 0, tuple((s.index, 0) for s in request.selectors), 0,
+                          class_missing=True)
+    from dra_affinity.policies.analysis.device import (  # the CEL stack: only when a selector runs
+        DeviceValueProblem,
+        compile_selector,
+        device_value,
+        evaluate_selector,
+    )
+    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
+
     version = kubernetes_version or DEFAULT_VERSION
     key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
     cost_limit = limits_for(version).runtime_cost_per_evaluation
@@ -253,8 +288,7 @@ def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool
                     elif not result.matched:
                         rejected = position
             if failure is not None:
-                return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, failure,
-                                  device_class is None)
+                return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, failure)
             if rejected is not None:
                 break
         if rejected is None or rejected >= len(class_selectors):
@@ -263,4 +297,4 @@ def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool
             matching += 1
         elif rejected >= len(class_selectors):
             counts[rejected - len(class_selectors)] += 1
-    return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, None, device_class is None)
+    return PoolSurvey(len(pool.devices), class_devices, excluded(), matching)

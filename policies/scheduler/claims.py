@@ -13,6 +13,7 @@ from dra_affinity.policies.core.k8s_names import go_quote
 from dra_affinity.policies.core.source import FieldPath, render_path
 from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
+from dra_affinity.policies.scheduler.candidates import missing_class
 from dra_affinity.policies.scheduler.extraction import request_names
 
 
@@ -38,27 +39,26 @@ def _finding(claim: ResourceClaim, path: FieldPath, body: str) -> Finding:
     return INPUT_ERROR.finding(f"{render_path(path)}: {body}", Location.at(claim.source, path, claim.ref))
 
 
-def missing_class_finding(claim: ResourceClaim, request: DeviceRequest) -> Finding:
-    """A request naming a DeviceClass the input does not hold (the scheduler leaves the claim pending)."""
+def missing_class_finding(claim: ResourceClaim, request: DeviceRequest, reason: str) -> Finding:
+    """A request naming a DeviceClass the input does not hold (the scheduler leaves the claim pending).
+
+    `reason`: `candidates.missing_class`'s text for the request, the one a rejection carries too."""
     index = next((i for i, r in enumerate(claim.requests) if r.name == request.name.split("/", 1)[0]), None)
     path: tuple[str | int, ...] = (*claim.spec_path, "devices", "requests")
     if index is not None:
         path = (*path, index)
     return INPUT_ERROR.finding(
-        f"claim {claim.qualified_name} request {request.name!r} names DeviceClass "
-        f"{request.device_class_name!r}, which is not in the input: the scheduler leaves the claim "
-        "pending (give the class's file, or fix the name)",
+        f"claim {claim.qualified_name} {reason}; give the class's file, or fix the name",
         Location.at(claim.source, path, claim.ref))
 
 
 def missing_class_problems(claim: ResourceClaim, classes: Collection[str]) -> Iterator[Finding]:
-    """Each request (or subrequest) of `claim` naming a DeviceClass not in `classes`.
-
-    Only when classes are given at all: without any, every class is taken to exist (the input
-    is slices and claims alone, and the class selectors are not modelled)."""
+    """Each request (or subrequest) of `claim` naming a DeviceClass not in `classes`
+    (`candidates.missing_class`: none when no classes are given)."""
     if not classes:
         return
     for request in claim.requests:
         for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-            if sub.device_class_name not in classes:
-                yield missing_class_finding(claim, sub)
+            reason = missing_class(sub, classes)
+            if reason is not None:
+                yield missing_class_finding(claim, sub, reason)

@@ -17,6 +17,7 @@ from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
+from dra_affinity.policies.scheduler.candidates import missing_class
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
 from dra_affinity.policies.scheduler.extraction import (
     ExtractionMemo,
@@ -200,8 +201,9 @@ class DryRun:
                 if not filters.request_ok(name):
                     continue
                 request = requests.get(name)
-                if by_class and request is not None and request.device_class_name not in by_class:
-                    self.findings.append(missing_class_finding(claim, request))
+                missing = missing_class(request, by_class) if request is not None else None
+                if request is not None and missing is not None:
+                    self.findings.append(missing_class_finding(claim, request, missing))
                     continue  # the scheduler leaves the claim pending: no pool is tried
                 plan = self._plan(claim, name, request, quiet)
                 if tally is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.model.resources import DeviceRequest
-from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool
+from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 from dra_affinity.policies.scheduler.lock_book import LockBook, device_requests, untracked_reason
 from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, Rejection, render_map
@@ -136,9 +136,10 @@ def _pool_steps(book: LockBook, name: str) -> tuple[PoolStep, ...]:
     claim = book.claims[name]
     out: list[PoolStep] = []
     for request_name, request in device_requests(claim).items():
+        missing = missing_class(request, book.classes)  # then every pool is listed, with its reason
         for ref, pool in book.pools.items():
             match = match_pool(request, book.classes, pool, kubernetes_version=book.kubernetes_version)
-            if not match.candidate and match.failure is None and not match.class_missing \
+            if missing is None and not match.candidate and match.failure is None \
                     and not _class_offers(book, request, pool):
                 continue  # listed only when the class offers the pool and the request's selectors exclude it
             untracked = untracked_reason(pool, book.feature_gate) if not book.tracked(pool) else ""
@@ -148,7 +149,7 @@ def _pool_steps(book: LockBook, name: str) -> tuple[PoolStep, ...]:
             extractors = tuple((key, entry.expression or "", slice_.name)
                                for key, (entry, slice_) in pool.extractors.items())
             out.append(PoolStep(request_name, ref, book.node(ref), match.candidate,
-                                _why_not(match, request.device_class_name, ref), untracked,
+                                missing or _why_not(match, request.device_class_name, ref), untracked,
                                 extractors, extraction))
     return tuple(out)
 
@@ -166,8 +167,6 @@ def _why_not(match: CandidateMatch, class_name: str, ref: PoolRef) -> str:
         return f"selector error (the allocator aborts the pod): {match.failure.message()}"
     if match.candidate:
         return ""
-    if match.class_missing:
-        return f"DeviceClass {class_name} is not in the input; the request's own selectors match no device"
     return f"no device of {ref.driver}/{ref.name} passes DeviceClass {class_name} and the request's selectors"
 
 

@@ -46,7 +46,7 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import SelectorError, pool_is_candidate
+from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits
 from dra_affinity.policies.scheduler.capacity import total as _sums
 from dra_affinity.policies.scheduler.extraction import ExtractionResult
@@ -292,11 +292,9 @@ class _Replay:
     def candidate_pools(self, template: int, request: DeviceRequest) -> list[Pool] | Rejection:
         key = (template, request.name)
         found = self.candidates.get(key)
-        if found is None and self.run.classes and request.device_class_name not in self.run.classes:
-            # a class that does not exist selects no device: the claim stays pending
-            found = Rejection(Reason.NO_CANDIDATES, f"request {request.name!r}: DeviceClass "
-                              f"{request.device_class_name!r} is not in the input (the scheduler leaves "
-                              "the claim pending)")
+        missing = missing_class(request, self.run.classes) if found is None else None
+        if missing is not None:  # a class that does not exist selects no device: the claim stays pending
+            found = Rejection(Reason.NO_CANDIDATES, missing)
             self.candidates[key] = found
         if found is None:
             try:

@@ -287,7 +287,9 @@ def test_a_request_whose_class_is_missing_is_an_input_error(tmp_path: Path) -> N
     assert doc["results"] == []  # the scheduler leaves the claim pending: no pool is tried
     [finding] = doc["findings"]
     assert finding["rule"] == "SA000" and finding["field"] == "spec.devices.requests[0]"
-    assert "request 'nic' names DeviceClass 'nic-typo', which is not in the input" in finding["message"]
+    assert finding["message"] == ("claim ml/pod request 'nic': DeviceClass 'nic-typo' is not in the input "
+                                  "(the scheduler leaves the claim pending); give the class's file, "
+                                  "or fix the name")
     assert "error SA000 ResourceClaim/ml/pod: claim ml/pod request" in run("dry-run", *paths).err
     # without any DeviceClass in the input, every pool is a candidate as before
     no_classes = run("dry-run", "examples/networking-node-a.yaml", "examples/claims.yaml")

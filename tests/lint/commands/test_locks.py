@@ -213,6 +213,20 @@ def test_explain_no_keys_extracted_names_the_key(tmp_path: Path) -> None:
                             "extractor on slice node-1-nic-meta") for e in doc["events"])
 
 
+def test_explain_a_missing_class_gives_the_schedulers_reason_on_every_pool(tmp_path: Path) -> None:
+    """A request naming a DeviceClass the input does not hold: no pool is a candidate (the allocator
+    offers none), each pool and the verdict give `candidates.missing_class`'s one reason."""
+    objects = items()
+    for obj in objects:
+        if obj["kind"] == "ResourceClaim" and obj["metadata"]["name"] == "e":
+            obj["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic-typo"
+    doc = explain_json("team-c/e", write(tmp_path, objects), code=1)
+    reason = ("request 'nic': DeviceClass 'nic-typo' is not in the input "
+              "(the scheduler leaves the claim pending)")
+    assert doc["pools"] and all(not p["candidate"] and p["whyNot"] == reason for p in doc["pools"])
+    assert doc["unschedulable"]["message"] == reason
+
+
 def test_explain_usage_errors() -> None:
     assert run("explain", "nobody/none", DUMP).code == 2
     assert run("explain", "pod/web/missing", DUMP).code == 2

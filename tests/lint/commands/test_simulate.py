@@ -300,7 +300,7 @@ def test_a_request_whose_class_is_missing_is_an_input_error_and_stays_pending(tm
     path.write_text(yaml.safe_dump(claim))
     inputs = ("examples/networking-node-a.yaml", str(path), "examples/device-classes.yaml")
     finding = (f"{path}:{_line_of(path, '- exactly:')}:7: error SA000 ResourceClaim/ml/training-pod-a: "
-               "claim ml/training-pod-a request 'nic' names DeviceClass 'nic-typo', which is not in the")
+               "claim ml/training-pod-a request 'nic': DeviceClass 'nic-typo' is not in the input")
     for extra in ((), ("--summary",), ("--only-failing",)):
         out = run("simulate", *inputs, *extra)
         assert out.code == 1, out.out
@@ -311,7 +311,7 @@ def test_a_request_whose_class_is_missing_is_an_input_error_and_stays_pending(tm
     [sa000] = doc["findings"]
     assert (sa000["rule"], sa000["severity"]) == ("SA000", "error")
     assert sa000["field"] == "spec.devices.requests[0]"
-    assert "request 'nic' names DeviceClass 'nic-typo'" in sa000["message"]
+    assert "request 'nic': DeviceClass 'nic-typo' is not in the input" in sa000["message"]
     assert doc["steps"][0]["unschedulable"]["reasons"] == ["no candidate devices"]
     # without DeviceClasses in the input every class is taken to exist: no finding, the claim placed
     out = run("simulate", "examples/networking-node-a.yaml", str(path))

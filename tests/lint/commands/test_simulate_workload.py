@@ -112,7 +112,7 @@ def test_a_template_whose_class_is_missing_is_an_input_error_and_stays_pending(t
         "spec:\n  selectors: [{cel: {expression: 'device.driver == \"nic.example.com\"'}}]\n")
     inputs = ("--workload", str(tmp_path / "nic-20-subnets.yaml"), str(tmp_path / "nic-pool.yaml"),
               str(tmp_path / "class.yaml"))
-    message = "claim ml/nic-pod request 'nic' names DeviceClass 'nic-typo', which is not in the input"
+    message = "claim ml/nic-pod request 'nic': DeviceClass 'nic-typo' is not in the input (the scheduler"
     text = run("simulate", *inputs)
     assert text.code == 1, text.out
     assert f"nic-claim.yaml:12:11: error SA000 ResourceClaimTemplate/ml/nic-pod: {message}" in text.err

@@ -18,7 +18,12 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
     parse,
 )
-from dra_affinity.policies.scheduler.candidates import SelectorError, match_pool, pool_is_candidate
+from dra_affinity.policies.scheduler.candidates import (
+    SelectorError,
+    match_pool,
+    missing_class,
+    pool_is_candidate,
+)
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
 
 from tests.cli import REPO, run
@@ -111,12 +116,18 @@ def test_without_classes_every_pool_is_a_candidate(pools: dict[PoolRef, Pool]) -
     assert len(candidates(request("anything", "false"), {}, pools)) == len(pools)
 
 
-def test_a_missing_class_leaves_the_request_selectors(classes: dict[str, DeviceClass],
-                                                      pools: dict[PoolRef, Pool]) -> None:
+def test_a_missing_class_offers_no_pool_and_says_why_once(classes: dict[str, DeviceClass],
+                                                          pools: dict[PoolRef, Pool]) -> None:
+    """The allocator offers no device of a class that does not exist, whatever the request's own
+    selectors match: nothing is evaluated, and `missing_class` is the one reason every caller gives."""
     req = request("unknown.example.com", 'device.driver == "rdma.example.com"')
-    assert candidates(req, classes, pools) == ["rdma.example.com/node-b"]
+    assert candidates(req, classes, pools) == []
     match = match_pool(req, classes, pools[PoolRef("rdma.example.com", "node-b")])
-    assert match.class_missing and match.device == "mlx5-0"
+    assert (match.candidate, match.class_missing, match.device, match.evaluations) == (False, True, None, 0)
+    assert missing_class(req, classes) == ("request 'r': DeviceClass 'unknown.example.com' is not in the "
+                                           "input (the scheduler leaves the claim pending)")
+    assert missing_class(req, {}) is None  # without classes every class is taken to exist
+    assert missing_class(request("gpu.example.com"), classes) is None
 
 
 def test_first_matching_device_ends_the_search() -> None:
