@@ -85,11 +85,11 @@ class CertSet:
 
     @property
     def dns_names(self) -> tuple[str, ...]:
-        return san_dns_names(self.serving.certificate)
+        return san_values(self.serving.certificate, x509.DNSName)
 
     @property
     def ip_addresses(self) -> tuple[str, ...]:
-        return san_ip_addresses(self.serving.certificate)
+        return san_values(self.serving.certificate, x509.IPAddress)
 
 
 @dataclass(frozen=True)
@@ -189,20 +189,14 @@ def issue(ca: Issued, common_name: str, *, dns_names: Sequence[str] = (),
     return Issued(builder.sign(ca.key, hashes.SHA256()), key)
 
 
-def san_ip_addresses(cert: x509.Certificate) -> tuple[str, ...]:
+def san_values(cert: x509.Certificate, kind: type[x509.DNSName] | type[x509.IPAddress]) -> tuple[str, ...]:
+    """The certificate's subject alternative names of one kind (DNS names or IP addresses),
+    as text; () without the extension."""
     try:
         ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
     except x509.ExtensionNotFound:
         return ()
-    return tuple(str(a) for a in ext.value.get_values_for_type(x509.IPAddress))
-
-
-def san_dns_names(cert: x509.Certificate) -> tuple[str, ...]:
-    try:
-        ext = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-    except x509.ExtensionNotFound:
-        return ()
-    return tuple(ext.value.get_values_for_type(x509.DNSName))
+    return tuple(str(value) for value in ext.value.get_values_for_type(kind))
 
 
 def build_bundle(certs: Iterable[x509.Certificate], now: dt.datetime | None = None) -> tuple[

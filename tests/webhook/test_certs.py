@@ -136,7 +136,7 @@ def test_cli_secret_manifest_and_rotate(tmp_path: Path) -> None:
     assert rotated_secret["metadata"]["namespace"] == NAMESPACE  # from the certificate's names
     after = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
     assert after.serial_number != before.serial_number
-    assert certs.san_dns_names(after) == certs.san_dns_names(before)
+    assert certs.san_values(after, x509.DNSName) == certs.san_values(before, x509.DNSName)
     bundle = base64.b64decode(rotated_secret["data"]["ca.crt"])
     assert len(x509.load_pem_x509_certificates(bundle)) == 2
 
@@ -161,3 +161,13 @@ def test_key_writes_never_follow_a_planted_link(tmp_path: Path) -> None:
     assert target.read_bytes() == b"secret"
     assert victim.read_bytes() == b"untouched"
     assert oct(target.stat().st_mode & 0o777) == "0o600"
+
+
+def test_san_values_reads_each_kind_and_none_without_the_extension() -> None:
+    ca = certs.create_ca("test-ca", now=NOW)
+    leaf = certs.issue(ca, "w", dns_names=("a.svc", "b.svc"), ip_addresses=("127.0.0.1", "::1"),
+                       now=NOW).certificate
+    assert certs.san_values(leaf, x509.DNSName) == ("a.svc", "b.svc")
+    assert certs.san_values(leaf, x509.IPAddress) == ("127.0.0.1", "::1")
+    bare = certs.issue(ca, "w", now=NOW).certificate
+    assert certs.san_values(bare, x509.DNSName) == certs.san_values(bare, x509.IPAddress) == ()
