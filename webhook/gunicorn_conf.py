@@ -93,19 +93,22 @@ GC_YOUNG_THRESHOLD = 10_000
 """Allocations between young-generation collections (CPython's default: 700)."""
 
 
-def pre_fork(server: Any, worker: Any) -> None:
-    if server.cfg.is_ssl:
+def _refresh_serving_context(process: Any) -> None:
+    """Load the serving context, or bring it up to date with the files, in the master (then
+    each worker forks with it) or a worker (before its first connection); a failure is logged
+    and the process goes on: a worker retries on each connection, `/readyz` says so."""
+    if process.cfg.is_ssl:
         try:
-            tls.REGISTRY.get(tls.files_from_gunicorn(server.cfg), tls.check_interval_from_env()).check()
-        except tls.TlsLoadError as exc:  # never loaded: the worker will say so when it boots
-            server.log.error("serving certificate not loaded: %s", exc)
+            tls.REGISTRY.get(tls.files_from_gunicorn(process.cfg), tls.check_interval_from_env()).check()
+        except tls.TlsLoadError as exc:
+            process.log.error("serving certificate not loaded: %s", exc)
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    _refresh_serving_context(server)
 
 
 def post_worker_init(worker: Any) -> None:
-    if worker.cfg.is_ssl:
-        try:
-            tls.REGISTRY.get(tls.files_from_gunicorn(worker.cfg), tls.check_interval_from_env())
-        except tls.TlsLoadError as exc:  # /readyz says so; connections retry on their own
-            worker.log.error("serving certificate not loaded: %s", exc)
+    _refresh_serving_context(worker)
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
