@@ -174,6 +174,10 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
                 return
         else:
             pending.handshaken = True
+        self._start_reading(pending)
+
+    def _start_reading(self, pending: _Pending) -> None:
+        """The main loop reads `pending` from now on: what has arrived at once, the rest as it comes."""
         self.reading[pending] = None
         self._watch(pending, selectors.EVENT_READ)
         self._advance(pending)
@@ -264,11 +268,16 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
     def _drop(self, pending: _Pending) -> None:
         self.reading.pop(pending, None)
         sock = self._socket(pending)
+        self._close(sock, sock)
+
+    def _close(self, registered: Any, connection: socket.socket | TConn) -> None:
+        """Let go of a connection this worker counts, whatever state it is in: off the poller
+        (under `registered`), out of `nr_conns`, closed."""
         with contextlib.suppress(KeyError, ValueError, OSError):
-            self.poller.unregister(sock)
+            self.poller.unregister(registered)
         self.nr_conns -= 1
         with contextlib.suppress(OSError):
-            sock.close()
+            connection.close()
 
     # --- kept-alive connections: their next request's head is read here as well ------------
 
@@ -285,9 +294,7 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
                            handshaken=True, conn=conn)
         guarded.deadline = None
         sock.setblocking(False)
-        self.reading[pending] = None
-        self._watch(pending, selectors.EVENT_READ)
-        self._advance(pending)
+        self._start_reading(pending)
 
     # --- graceful stop ---------------------------------------------------------------------
 
@@ -308,11 +315,7 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
             # their keep-alive ends, past `graceful_timeout`.
             while self.keepalived_conns:
                 conn = self.keepalived_conns.popleft()
-                with contextlib.suppress(OSError, KeyError, ValueError):
-                    self.poller.unregister(conn.sock)
-                self.nr_conns -= 1
-                with contextlib.suppress(OSError):
-                    conn.close()
+                self._close(conn.sock, conn)
 
     def murder_pending(self) -> None:
         super().murder_pending()
