@@ -7,7 +7,14 @@ import json
 from typing import Any
 
 import pytest
-from dra_affinity.lint.json_text import indented, write_indented, write_members
+from dra_affinity.lint.json_text import (
+    ELEMENT_NEWLINE,
+    Rendered,
+    indented,
+    members_text,
+    write_indented,
+    write_members,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -63,3 +70,36 @@ def test_members_stream_iterators_as_lists_and_are_asked_for_in_order(doc: dict[
     assert out.getvalue() == expected
     assert all(expected.startswith(prefix) for prefix in asked)
     assert [len(p) for p in asked] == sorted(len(p) for p in asked)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=5), _VALUES, min_size=1, max_size=5),
+       st.dictionaries(st.text(max_size=5), _VALUES, min_size=1, max_size=5))
+def test_members_texts_splice_into_the_objects_text(head: dict[str, Any], tail: dict[str, Any]) -> None:
+    """What dry-run's cached result tails rely on: an object's members rendered in two parts
+    and joined read as the whole object, at any indentation."""
+    tail = {k: v for k, v in tail.items() if k not in head} or {"\x00": None}
+    for newline in ("\n", "\n    "):
+        inner = newline + "  "
+        spliced = ("{" + inner + members_text(head.items(), newline) + "," + inner
+                   + members_text(tail.items(), newline) + newline + "}")
+        assert spliced == indented({**head, **tail}, newline)
+    assert indented({**head, **tail}) == json.dumps({**head, **tail}, indent=2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_VALUES, max_size=300), _VALUES)
+def test_rendered_elements_are_written_as_the_list_json_writes(elements: list[Any], after: Any) -> None:
+    """A `Rendered` member (texts at `ELEMENT_NEWLINE`, written in batches) reads as the list
+    of its elements, empty or longer than a batch, and the members after it follow."""
+    out = io.StringIO()
+    texts = (indented(e, ELEMENT_NEWLINE) for e in elements)
+    write_members(iter([("results", Rendered(texts)), ("after", after)]), out.write)
+    assert out.getvalue() == json.dumps({"results": elements, "after": after}, indent=2)
+
+
+def test_rendered_lists_around_the_batch_size_close_where_json_closes_them() -> None:
+    for n in (0, 1, 127, 128, 129, 256, 300):
+        out = io.StringIO()
+        write_members(iter([("xs", Rendered(str(i) for i in range(n))), ("n", n)]), out.write)
+        assert out.getvalue() == json.dumps({"xs": list(range(n)), "n": n}, indent=2), n

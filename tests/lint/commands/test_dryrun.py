@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import jsonschema
 import yaml
+from dra_affinity.lint.commands.dryrun_cmd import result_text, result_to_json
+from dra_affinity.lint.json_text import Rendered, write_members
+from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.scheduler.extraction import (
+    Evaluation,
+    ExtractionProblem,
+    ExtractionResult,
+    Outcome,
+    relabel,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.cli import run
 
@@ -348,3 +361,80 @@ def test_streamed_json_with_no_result_is_valid_and_fail_if_no_resources_holds(tm
     assert json.loads(proc.out) == {"results": [], "findings": []}
     bad = run("dry-run", "examples/", "--format", "json", "--output", str(tmp_path / "no" / "x.json"))
     assert bad.code == 2 and "cannot write the json report" in bad.err and bad.out == ""
+
+
+def test_streamed_json_of_a_generated_cluster_is_the_json_modules_text(tmp_path: Path) -> None:
+    """Issue 15's cluster shape (bench/gen_slices.py), small, plus claims whose extraction is
+    not ok (a missing key, a non-ASCII value, two configs disagreeing, a wrong type, a request
+    selector excluding every device, one failing on every device): the
+    streamed text, whose shared parts are rendered once per plan item, is byte for byte the
+    built path's `json.dumps(..., indent=2)` of every result."""
+    from bench.gen_slices import CLUSTER_CLASS, CLUSTER_DRIVER, generate_cluster
+
+    slices, classes, claims = generate_cluster(60, tmp_path / "cluster", seed=3, devices=40, pools=8)
+
+    def claim(name: str, *parameters: dict[str, object], selector: str | None = None) -> dict[str, object]:
+        exactly: dict[str, object] = {"deviceClassName": CLUSTER_CLASS}
+        if selector is not None:
+            exactly["selectors"] = [{"cel": {"expression": selector}}]
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "odd"},
+                "spec": {"devices": {
+                    "requests": [{"name": "nic", "exactly": exactly}],
+                    "config": [{"requests": ["nic"], "opaque": {"driver": CLUSTER_DRIVER, "parameters": {
+                        "apiVersion": f"{CLUSTER_DRIVER}/v1", "kind": "NICConfig", **p}}}
+                        for p in parameters]}}}
+
+    odd = tmp_path / "odd.yaml"
+    odd.write_text(yaml.safe_dump_all([
+        claim("no-pkey", {"subnetID": "subnet-01"}),
+        claim("non-ascii", {"subnetID": "sübnet-\u2603\"\\", "ibPKey": "0x8001"}),
+        claim("disagree", {"subnetID": "subnet-01", "ibPKey": "0x8001"},
+              {"subnetID": "subnet-02", "ibPKey": "0x8001"}),
+        claim("wrong-type", {"subnetID": 7, "ibPKey": ["0x8001"]}),
+        claim("no-device", {"subnetID": "subnet-01", "ibPKey": "0x8001"},
+              selector=f'device.attributes["{CLUSTER_DRIVER}"].model == "none"'),
+        claim("bad-selector", {"subnetID": "subnet-01", "ibPKey": "0x8001"},
+              selector=f'device.attributes["{CLUSTER_DRIVER}"].missing == "x"'),
+    ]))
+    inputs = [str(slices), str(classes), str(claims), str(odd)]
+    streamed = run("dry-run", *inputs, "--format", "json")
+    built = run("dry-run", *inputs, "--format", "json", "--output", str(tmp_path / "b.json"),
+                "--format", "sarif", "--output", str(tmp_path / "b.sarif"))
+    doc = json.loads(streamed.out)
+    outcomes = {r["outcome"] for r in doc["results"]}
+    assert len(doc["results"]) == 66 * 8 and outcomes == {
+        "ok", "not-satisfied", "claim-inconsistent", "slice-error", "no-matching-device",
+        "selector-error"}, outcomes
+    assert any("\\u2603" in line for line in streamed.out.splitlines())
+    assert streamed.out == (tmp_path / "b.json").read_text()
+    assert streamed.code == built.code
+
+
+_TEXT = st.text(max_size=8)
+_EVALUATIONS = st.builds(
+    Evaluation, _TEXT, st.integers(0, 3),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | _TEXT | st.binary(max_size=4),
+                 lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+                 max_leaves=8),
+    _TEXT, st.integers(0, 10**6), st.none() | _TEXT, st.none() | _TEXT)
+_RESULTS = st.builds(
+    ExtractionResult, _TEXT, _TEXT, st.builds(PoolRef, _TEXT, _TEXT), st.sampled_from(Outcome),
+    st.none() | st.dictionaries(_TEXT, _TEXT, max_size=3), st.lists(_TEXT, max_size=2).map(tuple),
+    st.none() | st.builds(ExtractionProblem, _TEXT, _TEXT, st.none() | _TEXT, st.none() | st.integers(0, 3)),
+    st.lists(_EVALUATIONS, max_size=3).map(tuple), st.lists(st.integers(0, 5), max_size=3).map(tuple),
+    st.lists(_TEXT, max_size=2).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_RESULTS, min_size=1, max_size=4), st.lists(st.tuples(_TEXT, _TEXT, _TEXT), max_size=6))
+def test_result_text_is_the_json_modules_text_of_the_result(
+        results: list[ExtractionResult], others: list[tuple[str, str, str]]) -> None:
+    """`result_text` (claim, request and pool written directly, the rest rendered once per
+    shared result: relabelled copies, as `DryRun` yields them, hit the cache) writes what
+    `json.dumps(indent=2)` writes for `result_to_json`, escapes and all."""
+    every = [*results, *(relabel(results[i % len(results)], claim, PoolRef(driver, name))
+                         for i, (claim, driver, name) in enumerate(others))]
+    out = io.StringIO()
+    write_members(iter([("results", Rendered(result_text(r) for r in every))]), out.write)
+    assert out.getvalue() == json.dumps({"results": [result_to_json(r) for r in every]}, indent=2)
