@@ -23,7 +23,7 @@ callers must turn into a finding or a failed placement (see `SelectorError`).
 A request naming a DeviceClass that is not in `classes` (when any are given) is decided once,
 per request, by `missing_class`: the allocator offers it no device at all (the class does not
 exist; a dry run more likely was not given that class's file), so the claim stays pending.
-`match_pool` and `survey_pool` then evaluate nothing and say `class_missing`; callers that
+`match_pool` then evaluates nothing and says `class_missing`; callers that
 decide per request ask `missing_class` first and report its reason, the one text for it.
 
 The CEL stack is imported where a selector is first evaluated, not with this module: a dry
@@ -52,7 +52,6 @@ __all__ = [
     "match_pool",
     "missing_class",
     "pool_is_candidate",
-    "survey_pool",
 ]
 
 Source = Literal["class", "request"]
@@ -109,6 +108,23 @@ class SelectorError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSurvey:
+    """Why no device of a pool is a candidate: every device against the class's and the request's
+    own selectors, counted.
+
+    Why: a pool of the class's driver where no device passes the request's own selectors
+    is a pool the user expected to be used; saying nothing about it (as a candidate
+    filter does) leaves them guessing which selector excluded what. `devices`: the pool's;
+    `class_devices`: devices passing every DeviceClass selector (0: not a pool of the class's
+    driver); `excluded`: (request selector index, devices it was the first to reject).
+    """
+
+    devices: int
+    class_devices: int
+    excluded: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CandidateMatch:
     """Whether a pool is a candidate for a request, as a value.
 
@@ -116,7 +132,9 @@ class CandidateMatch:
     evaluated); `failure`: set when the allocator would abort (then `candidate` is False);
     `class_missing`: the request's DeviceClass was not among the given classes (`missing_class`:
     then nothing is evaluated and `candidate` is False, as the allocator offers no device);
-    `evaluations`: selector evaluations performed.
+    `survey`: when the pool is not a candidate because no device matched (no failure, the class
+    exists), which selector excluded how many devices — the walk that decided it looked at every
+    device, so the counts cost no second walk; `evaluations`: selector evaluations performed.
     """
 
     candidate: bool
@@ -124,6 +142,7 @@ class CandidateMatch:
     failure: SelectorProblem | None = None
     class_missing: bool = False
     evaluations: int = 0
+    survey: PoolSurvey | None = None
 
 
 def missing_class(request: DeviceRequest, classes: Collection[str]) -> str | None:
@@ -143,7 +162,13 @@ def missing_class(request: DeviceRequest, classes: Collection[str]) -> str | Non
 
 def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
                kubernetes_version: KubernetesVersion | None = None) -> CandidateMatch:
-    """Match `request` against `pool`'s devices as the allocator does (errors as values)."""
+    """Match `request` against `pool`'s devices as the allocator does (errors as values).
+
+    One walk: the first matching device ends it (a candidate); a failure ends it (the allocator
+    aborts); else every device was rejected and the result carries their `PoolSurvey`. Bounded
+    like the allocator: at most (devices × selectors) evaluations, each with the per-evaluation
+    runtime cost limit.
+    """
     if not classes:
         return CandidateMatch(True)
     if missing_class(request, classes) is not None:
@@ -162,40 +187,44 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
     device_class = classes[request.device_class_name]
     selectors: list[tuple[Source, str, DeviceSelector]] = [
         ("class", device_class.name, s) for s in device_class.selectors]
+    class_count = len(selectors)
     selectors += [("request", request.name, s) for s in request.selectors]
-    evaluations = 0
+    excluded = [0] * (len(selectors) - class_count)
+    """Per request selector: the devices it was the first to reject."""
+    evaluations = class_devices = 0
     for device, slice_ in pool.devices:
-        where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
         value: DeviceValue | DeviceValueProblem | None = None
-        matched = True
-        for source, owner, selector in selectors:
+        rejected: int | None = None
+        for position, (source, owner, selector) in enumerate(selectors):
             compiled = compile_selector(selector.expression, key)
             if not compiled.ok:
                 stage: Stage = "engine" if compiled.engine_limited else "compile"
                 failure = SelectorProblem(source, owner, selector.index, stage,
                                           compiled.detail or "", pool.ref)
-                return CandidateMatch(False, failure=failure,
-                                      evaluations=evaluations)
+                return CandidateMatch(False, failure=failure, evaluations=evaluations)
             if value is None:
                 value = device_value(device, slice_.driver)
             if isinstance(value, DeviceValueProblem):
-                failure = SelectorProblem(source, owner, selector.index, "runtime",
-                                          value.message, pool.ref, where)
-                return CandidateMatch(False, failure=failure,
-                                      evaluations=evaluations)
+                failure = SelectorProblem(source, owner, selector.index, "runtime", value.message,
+                                          pool.ref, f"{slice_.driver}/{slice_.pool_name}/{device.name}")
+                return CandidateMatch(False, failure=failure, evaluations=evaluations)
             result = evaluate_selector(compiled, value, cost_limit=cost_limit)
             evaluations += 1
             if result.error is not None:
-                failure = SelectorProblem(source, owner, selector.index, "runtime",
-                                          result.error, pool.ref, where)
-                return CandidateMatch(False, failure=failure,
-                                      evaluations=evaluations)
+                failure = SelectorProblem(source, owner, selector.index, "runtime", result.error,
+                                          pool.ref, f"{slice_.driver}/{slice_.pool_name}/{device.name}")
+                return CandidateMatch(False, failure=failure, evaluations=evaluations)
             if not result.matched:
-                matched = False
+                rejected = position
                 break
-        if matched:
+        if rejected is None:
             return CandidateMatch(True, device.name, evaluations=evaluations)
-    return CandidateMatch(False, evaluations=evaluations)
+        if rejected >= class_count:
+            class_devices += 1
+            excluded[rejected - class_count] += 1
+    counts = zip(request.selectors, excluded, strict=True)
+    survey = PoolSurvey(len(pool.devices), class_devices, tuple((s.index, n) for s, n in counts))
+    return CandidateMatch(False, evaluations=evaluations, survey=survey)
 
 
 def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
@@ -209,92 +238,3 @@ def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass]
     if match.failure is not None:
         raise SelectorError(match.failure)
     return match.candidate
-
-
-@dataclass(frozen=True, slots=True)
-class PoolSurvey:
-    """Every device of a pool against a request's class and own selectors, counted.
-
-    Why: a pool of the class's driver where no device passes the request's own selectors
-    is a pool the user expected to be used; saying nothing about it (as a candidate
-    filter does) leaves them guessing which selector excluded what. `class_devices`:
-    devices passing every DeviceClass selector (0: not a pool of the class's driver);
-    `excluded`: (request selector index, devices it was the first to reject);
-    `matching`: devices passing all; `failure`: where the allocator would abort instead.
-    """
-
-    devices: int
-    class_devices: int
-    excluded: tuple[tuple[int, int], ...]
-    matching: int
-    failure: SelectorProblem | None = None
-    class_missing: bool = False
-
-
-def survey_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,
-                kubernetes_version: KubernetesVersion | None = None) -> PoolSurvey:
-    """`match_pool` over every device, counting which selector excluded each (errors as values).
-
-    Bounded like the allocator: at most (devices × selectors) evaluations, each with the
-    per-evaluation runtime cost limit; the first failure ends the survey of the pool.
-    """
-    if missing_class(request, classes) is not None:
-        return PoolSurvey(len(pool.devices), 0, tuple((s.index, 0) for s in request.selectors), 0,
-                          class_missing=True)
-    from dra_affinity.policies.analysis.device import (  # the CEL stack: only when a selector runs
-        DeviceValueProblem,
-        compile_selector,
-        device_value,
-        evaluate_selector,
-    )
-    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
-
-    version = kubernetes_version or DEFAULT_VERSION
-    key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
-    cost_limit = limits_for(version).runtime_cost_per_evaluation
-    device_class = classes.get(request.device_class_name)
-    class_selectors: list[tuple[Source, str, DeviceSelector]] = (
-        [("class", device_class.name, s) for s in device_class.selectors] if device_class else [])
-    request_selectors: list[tuple[Source, str, DeviceSelector]] = [
-        ("request", request.name, s) for s in request.selectors]
-    counts = dict.fromkeys(range(len(request_selectors)), 0)
-
-    def excluded() -> tuple[tuple[int, int], ...]:
-        return tuple((request_selectors[i][2].index, n) for i, n in counts.items())
-
-    class_devices = matching = 0
-    for device, slice_ in pool.devices:
-        where = f"{slice_.driver}/{slice_.pool_name}/{device.name}"
-        value: DeviceValue | DeviceValueProblem | None = None
-        rejected: int | None = None
-        for position, (source, owner, selector) in enumerate([*class_selectors, *request_selectors]):
-            compiled = compile_selector(selector.expression, key)
-            failure: SelectorProblem | None = None
-            if not compiled.ok:
-                stage: Stage = "engine" if compiled.engine_limited else "compile"
-                failure = SelectorProblem(source, owner, selector.index, stage, compiled.detail or "",
-                                          pool.ref)
-            else:
-                if value is None:
-                    value = device_value(device, slice_.driver)
-                if isinstance(value, DeviceValueProblem):
-                    failure = SelectorProblem(source, owner, selector.index, "runtime", value.message,
-                                              pool.ref, where)
-                else:
-                    result = evaluate_selector(compiled, value, cost_limit=cost_limit)
-                    if result.error is not None:
-                        failure = SelectorProblem(source, owner, selector.index, "runtime", result.error,
-                                                  pool.ref, where)
-                    elif not result.matched:
-                        rejected = position
-            if failure is not None:
-                return PoolSurvey(len(pool.devices), class_devices, excluded(), matching, failure)
-            if rejected is not None:
-                break
-        if rejected is None or rejected >= len(class_selectors):
-            class_devices += 1
-        if rejected is None:
-            matching += 1
-        elif rejected >= len(class_selectors):
-            counts[rejected - len(class_selectors)] += 1
-    return PoolSurvey(len(pool.devices), class_devices, excluded(), matching)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
 from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
-from dra_affinity.policies.scheduler.candidates import missing_class
+from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey, match_pool, missing_class
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
 from dra_affinity.policies.scheduler.extraction import (
     ExtractionMemo,
@@ -30,9 +29,6 @@ from dra_affinity.policies.scheduler.extraction import (
     request_names,
 )
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
-
-if TYPE_CHECKING:
-    from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +143,12 @@ class DryRun:
         self._classes = {c.name: c for c in classes}
         self._memo = ExtractionMemo(self._limits.kubernetes_version)
         self._matches: dict[tuple[object, ...], CandidateMatch] = {}
-        self._surveys: dict[tuple[object, ...], PoolSurvey] = {}
         self._plans: dict[tuple[object, ...], _RequestPlan] = {}
         self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
         self.findings: list[Finding] = []
 
     def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
-        from dra_affinity.policies.scheduler.candidates import match_pool
-
+        """Once per (class and request selectors, pool); a non-candidate carries its survey."""
         key = (_selectors_key(request), pool.ref)
         match = self._matches.get(key)
         if match is None:
@@ -162,18 +156,6 @@ class DryRun:
                                kubernetes_version=self._limits.kubernetes_version)
             self._matches[key] = match
         return match
-
-    def _survey(self, request: DeviceRequest, pool: Pool) -> PoolSurvey:
-        """Why no device of `pool` is a candidate (only asked then: it walks every device)."""
-        from dra_affinity.policies.scheduler.candidates import survey_pool
-
-        key = (_selectors_key(request), pool.ref)
-        survey = self._surveys.get(key)
-        if survey is None:
-            survey = survey_pool(request, self._classes, pool,
-                                 kubernetes_version=self._limits.kubernetes_version)
-            self._surveys[key] = survey
-        return survey
 
     def results(self, quiet: Collection[Outcome] = (),
                 tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None = None
@@ -251,8 +233,8 @@ class DryRun:
                                        message=match.failure.message(_CLAIM_MARK)))
                     continue
                 if not match.candidate:
-                    survey = self._survey(request, pool)
-                    if survey.class_devices == 0:
+                    survey = match.survey  # no device matched: the walk that decided it counted why
+                    if survey is None or survey.class_devices == 0:
                         continue  # not a pool of the class's driver: the allocator never looks
                     items.append(_PlanItem(ref, Outcome.NO_MATCHING_DEVICE,
                                            notes=_exclusions(request, survey)))

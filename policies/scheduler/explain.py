@@ -14,15 +14,13 @@ claim is explained too: where it is, the lock it holds, who shares it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import DeviceRequest
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 from dra_affinity.policies.scheduler.lock_book import LockBook, device_requests, untracked_reason
 from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, Rejection, render_map
-from dra_affinity.policies.scheduler.pools import Pool
 from dra_affinity.policies.scheduler.simulation import Evaluated, StepResult, try_allocate
 
 
@@ -139,8 +137,7 @@ def _pool_steps(book: LockBook, name: str) -> tuple[PoolStep, ...]:
         missing = missing_class(request, book.classes)  # then every pool is listed, with its reason
         for ref, pool in book.pools.items():
             match = match_pool(request, book.classes, pool, kubernetes_version=book.kubernetes_version)
-            if missing is None and not match.candidate and match.failure is None \
-                    and not _class_offers(book, request, pool):
+            if match.survey is not None and match.survey.class_devices == 0:
                 continue  # listed only when the class offers the pool and the request's selectors exclude it
             untracked = untracked_reason(pool, book.feature_gate) if not book.tracked(pool) else ""
             extraction = None
@@ -152,14 +149,6 @@ def _pool_steps(book: LockBook, name: str) -> tuple[PoolStep, ...]:
                                 missing or _why_not(match, request.device_class_name, ref), untracked,
                                 extractors, extraction))
     return tuple(out)
-
-
-def _class_offers(book: LockBook, request: DeviceRequest, pool: Pool) -> bool:
-    """The pool passes the request's DeviceClass (so its own selectors are what exclude it)."""
-    if not request.selectors:
-        return False
-    bare = replace(request, selectors=())
-    return match_pool(bare, book.classes, pool, kubernetes_version=book.kubernetes_version).candidate
 
 
 def _why_not(match: CandidateMatch, class_name: str, ref: PoolRef) -> str:

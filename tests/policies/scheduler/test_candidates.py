@@ -19,6 +19,7 @@ from dra_affinity.policies.model.resources import (
     parse,
 )
 from dra_affinity.policies.scheduler.candidates import (
+    PoolSurvey,
     SelectorError,
     match_pool,
     missing_class,
@@ -139,6 +140,24 @@ def test_first_matching_device_ends_the_search() -> None:
     later = match_pool(request("gpu", "device.capacity['gpu.example.com'].memory"
                                       ".isGreaterThan(quantity('80Gi'))"), classes, pool)
     assert not later.candidate and later.evaluations == 6  # every device, both selectors
+
+
+def test_a_pool_without_candidates_carries_its_survey_from_the_same_walk() -> None:
+    """One walk decides and counts: each device rejected by a class selector or by the first
+    request selector that said no; the first device that matches ends the walk, with no survey."""
+    nic = {"name": "eth0", "attributes": {"model": {"string": "x"}}}
+    pool = one_pool(GPU, {**GPU, "name": "gpu-1", "attributes": {"model": {"string": "h100"}}},
+                    {**GPU, "name": "gpu-2"}, {**nic, "name": "gpu-3"})
+    classes = {"gpu": device_class("gpu", 'device.attributes["gpu.example.com"].model != "x"')}
+    req = request("gpu", 'device.attributes["gpu.example.com"].model == "a100"',
+                  "device.capacity['gpu.example.com'].memory.isGreaterThan(quantity('80Gi'))")
+    match = match_pool(req, classes, pool)
+    assert (match.candidate, match.failure, match.evaluations) == (False, None, 9)  # 3 + 2 + 3 + 1
+    assert match.survey == PoolSurvey(devices=4, class_devices=3, excluded=((0, 1), (1, 2)))
+    found = match_pool(request("gpu", 'device.attributes["gpu.example.com"].model == "h100"'), classes, pool)
+    assert (found.candidate, found.device, found.survey) == (True, "gpu-1", None)
+    failed = match_pool(request("gpu", 'device.attributes["gpu.example.com"].missing'), classes, pool)
+    assert failed.failure is not None and failed.survey is None
 
 
 def test_an_error_on_a_later_device_is_not_reached_after_a_match() -> None:
