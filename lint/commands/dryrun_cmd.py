@@ -30,6 +30,7 @@ from dra_affinity.lint.values import json_value
 from dra_affinity.lint.walk import WalkFilter
 from dra_affinity.policies.core.cache import BoundedCache
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.scheduler.diagnostics import describe
@@ -335,10 +336,10 @@ def dry_run(settings: DryRunSettings) -> None:
     if _streams_json(settings):
         sys.exit(_stream_json(settings, loaded, inputs))
     if settings.summary or settings.only_failing:
-
         dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
                      filters=filters)
-        kept = tuple(dry.results(QUIET, counts.tally))
+        with gc_paused():  # the drain only collects and counts: nothing rendered in the pause
+            kept = tuple(dry.results(QUIET, counts.tally))
         report = DryRunReport(kept, tuple(dry.findings), dry.pools)
     else:
         report = run(inputs.slices, inputs.claims, inputs.classes,

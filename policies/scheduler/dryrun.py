@@ -8,6 +8,7 @@ do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,7 +120,8 @@ def dry_run(
     naming a DeviceClass absent from the input is an SA000 finding and gets no results.
     """
     run = DryRun(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
-    results = tuple(run.results())
+    with gc_paused():  # only collected here: no caller code runs while the results are made
+        results = tuple(run.results())
     return DryRunReport(results, tuple(run.findings), run.pools)
 
 
@@ -166,9 +168,25 @@ class DryRun:
         every pool's (pool, outcome), one shared object per distinct sequence), not yielded: a
         `--summary` of 100,000 claims then pays per claim for a lookup, not for a relabelled
         result per pool. Without `tally` every result is yielded.
+
+        Results are decided with the cyclic GC paused (short-lived acyclic objects next to a large
+        parsed input), `_BATCH` at a time, and handed over with the collector as the caller had
+        it: the caller's code (rendering, writing, `tally`) never runs inside the pause. A caller
+        that only collects the results may pause around the whole drain (`dry_run` does).
         """
-        with gc_paused():  # short-lived acyclic results next to a large parsed input
-            yield from self._results(frozenset(quiet) if tally is not None else frozenset(), tally)
+        counted: list[Sequence[tuple[PoolRef, Outcome]]] = []
+        produced = self._results(frozenset(quiet) if tally is not None else frozenset(),
+                                 counted.append if tally is not None else None)
+        while True:
+            with gc_paused():
+                batch = list(itertools.islice(produced, _BATCH))
+            if tally is not None:
+                for outcomes in counted:
+                    tally(outcomes)
+                counted.clear()
+            yield from batch
+            if len(batch) < _BATCH:
+                return
 
     def _results(self, quiet: frozenset[Outcome],
                  tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None
@@ -247,6 +265,9 @@ class DryRun:
             self._plans[key] = found
         return found
 
+
+_BATCH = 1024
+"""Results decided per GC pause in `DryRun.results` (the pause is toggled once per batch)."""
 
 _CLAIM_MARK = "\x00claim\x00"
 """Where a plan's selector message names the claim (filled in per claim)."""
