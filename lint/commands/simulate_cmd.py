@@ -13,6 +13,7 @@ from dra_affinity.lint.inputs import exclude_option, load_objects, walk_filter
 from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.claims import missing_class_problems
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
@@ -312,7 +313,8 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
         except WorkloadFileError as exc:
             _usage(str(exc))
         paths = (*paths, *(str(p) for p in workload_file.resources))
-    inputs = load_objects(paths, walk=walk_filter(excludes, load_settings(None)))
+    with gc_paused(freeze=True):  # the model lives until the command exits
+        inputs = load_objects(paths, walk=walk_filter(excludes, load_settings(None)))
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity simulate: {message}", err=True)
     if inputs.usage_errors:
@@ -322,9 +324,10 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
                 kubernetes_version)
         return
     steps = parse_order(order) if order is not None else None
-    result = start(inputs.slices, inputs.claims, steps, mode=chosen[0] if chosen else Mode.ALPHA,
-                   feature_gate=gate == "on", kubernetes_version=kubernetes_version, pools=pools,
-                   classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES)
+    with gc_paused(freeze=True):  # the pools' index and reconstructed locks live as long
+        result = start(inputs.slices, inputs.claims, steps, mode=chosen[0] if chosen else Mode.ALPHA,
+                       feature_gate=gate == "on", kubernetes_version=kubernetes_version, pools=pools,
+                       classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES)
     if isinstance(result, list):
         for problem in result:
             click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)
@@ -343,7 +346,6 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
 
     out: TextIO = sys.stdout if output is None else _open(output)
     if fmt == "json":
-
         _stream_json(out.write, result, decided(), summary, [finding_to_json(f) for f in findings])
     else:
         _stream_text(out.write, result, decided(), summary)

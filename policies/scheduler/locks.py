@@ -20,6 +20,7 @@ import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import MappingProxyType
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.model.resources import Device
@@ -57,10 +58,13 @@ class Reason(enum.Enum):
     @property
     def diagnostic(self) -> Diagnostic | None:
         """The KEP's per-pod class, for the four affinity reasons; None for the others."""
-        try:
-            return Diagnostic(self.value)
-        except ValueError:
-            return None
+        return _DIAGNOSTICS.get(self)
+
+
+_DIAGNOSTICS: Mapping[Reason, Diagnostic] = MappingProxyType(
+    {r: Diagnostic(r.value) for r in Reason if r.value in {d.value for d in Diagnostic}})
+"""Reason -> its KEP class, made once: every rendered step asks (a failed `Diagnostic(value)`
+lookup raises and catches per call, a third of rendering a 100,000-step summary)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -477,6 +477,27 @@ def _discard(positions: list[int], position: int) -> None:
 _SharedVerdicts = tuple[dict[PoolRef, PoolFilterVerdict], int, int, tuple[tuple[int, int], ...]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """A (sub-)request that could not be placed, as `place_request` returned it.
+
+    Why: once a cluster is full, every further claim of a template fails the same way: with
+    no device changed since, and the same shared verdicts and request, Filter would look at
+    the same devices and find the same reasons, so the claim reuses them instead of paying
+    for a walk over every device (none of it names the asking claim)."""
+
+    evaluated: tuple[Evaluated, ...]
+    rejected: tuple[RejectionCount, ...]
+    failure: Rejection
+    conflicts: int
+    no_keys: int
+
+
+_FAILURES_KEPT = 64
+"""Distinct failed requests remembered at once: with `Detail.DEVICES` each keeps every device
+Filter looked at, so a workload of all-distinct values must not keep one per claim."""
+
+
 @dataclass
 class _Run:
     """One simulation's working state; lives only for the duration of `simulate`."""
@@ -522,6 +543,15 @@ class _Run:
     """id(shared verdicts) -> the rejection that aborts the pod, if any (`_abort`)."""
     unknown_total: int = 0
     """Unreconstructable devices over every pool (`_PoolIndex.unknown` summed)."""
+    changed: int = 0
+    """Committed device-state changes so far (`_set`)."""
+    failures: dict[tuple[Hashable, ...], _Failure] = field(default_factory=dict)
+    """(shared verdicts, what Filter and the summary read of the request) -> the failed
+    placement's outcome, every entry decided when `changed` was `failures_at` (`place_request`);
+    at most `_FAILURES_KEPT` entries."""
+    failures_at: int = 0
+    remember_failures: bool = True
+    """False: every failed placement is decided again (the oracle the memo is tested against)."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -665,6 +695,7 @@ class _Run:
         """Commit one device's state, keeping its pool's index current."""
         old = self.states.get(ref)
         self.states[ref] = state
+        self.changed += 1
         index = self.index.get(ref.pool_ref)
         if index is None:
             return
@@ -764,6 +795,19 @@ class _Run:
         wanted_count = 1 if every else max(request.count or 1, 1)
         evaluated: list[Evaluated] = []
         demand_key = _demand_key(request)
+        remembered: tuple[Hashable, ...] | None = None
+        if (self.remember_failures and not working.pools and id(verdicts) in self.stable
+                and self.candidate is None):
+            remembered = (id(verdicts), request.name, request.device_class_name, demand_key,
+                          wanted_count, every)
+            if self.failures_at != self.changed:
+                self.failures.clear()
+                self.failures_at = self.changed
+            known = self.failures.get(remembered)
+            if known is not None:
+                self.counters.conflicts += known.conflicts
+                self.counters.no_keys += known.no_keys
+                return [], list(known.evaluated), list(known.rejected), known.failure
         if self.detail is Detail.COUNTS and wanted_count == 1 and not every:
             counts, examined, options = self._choose(request, pools, verdicts, working, demand_key)
         else:
@@ -773,17 +817,21 @@ class _Run:
             if self.detail is Detail.COUNTS:
                 evaluated = []
         rejected = [RejectionCount(request.name, reason, n) for reason, n in counts.items()]
-        self.counters.conflicts += counts.get(Reason.LOCK_MISMATCH, 0)
-        self.counters.no_keys += counts.get(Reason.NO_KEYS_EXTRACTED, 0)
+        conflicts, no_keys = counts.get(Reason.LOCK_MISMATCH, 0), counts.get(Reason.NO_KEYS_EXTRACTED, 0)
+        self.counters.conflicts += conflicts
+        self.counters.no_keys += no_keys
+        viable = len(options)
         if every:
             wanted_count = examined
-            if not examined or len(options) < wanted_count:
-                return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
-                                                              len(options))
+        if (every and not examined) or viable < wanted_count:
+            failure = self._summary(request, counts, examined, wanted_count, viable)
+            if remembered is not None:
+                if len(self.failures) >= _FAILURES_KEPT:
+                    self.failures.clear()
+                self.failures[remembered] = _Failure(tuple(evaluated), tuple(rejected), failure,
+                                                     conflicts, no_keys)
+            return [], evaluated, rejected, failure
         ranked = locks.rank(self.mode, options) if len(options) > 1 else options
-        if len(ranked) < wanted_count:
-            return [], evaluated, rejected, self._summary(request, counts, examined, wanted_count,
-                                                          len(ranked))
         placements = []
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
@@ -1107,10 +1155,12 @@ class SimulationRun:
         self.reconstructed = tuple(run.report(ref) for ref in run.devices)
 
     def steps(self) -> Iterator[StepResult]:
+        """Each step as it is decided. The cyclic collector is left as the caller set it: the
+        caller's code runs between steps (a command freezes the input it keeps instead, see
+        `simulate_cmd`; `simulate` pauses it around its own drain)."""
         run = self._run
-        with gc_paused():  # each step makes short-lived acyclic objects next to a large parsed input
-            for step in self._steps:
-                yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
+        for step in self._steps:
+            yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
 
     def devices(self) -> tuple[DeviceReport, ...]:
         return tuple(self._run.report(ref) for ref in self._run.devices)
@@ -1217,7 +1267,8 @@ def simulate(
                 candidate=candidate, detail=detail)
     if isinstance(run, list):
         return run
-    results = tuple(run.steps())
+    with gc_paused():  # each step makes short-lived acyclic objects next to a large parsed input
+        results = tuple(run.steps())
     return SimulationReport(mode, feature_gate, run.reconstructed, results, run.devices(), run.metrics(),
                             run.notes, run.findings)
 

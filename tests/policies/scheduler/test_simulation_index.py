@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.locks import Mode
 from dra_affinity.policies.scheduler.simulation import (
@@ -19,6 +20,8 @@ from dra_affinity.policies.scheduler.simulation import (
     SimulationReport,
     Step,
     StepResult,
+    _Run,
+    new_run,
     simulate,
 )
 from hypothesis import given, settings
@@ -123,3 +126,49 @@ def test_counts_keep_the_walk_order_of_reasons() -> None:
     assert [r.value for r in last.reasons] == ["insufficient capacity", "lock mismatch"]
     capacity, mismatch = last.reasons
     assert last.rejected == (RejectionCount("nic", capacity, 1), RejectionCount("nic", mismatch, 2))
+
+
+def _drive(run: _Run, steps: list[Step]) -> list[StepResult]:
+    return [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
+
+
+@settings(max_examples=100, deadline=None)
+@given(pools=st.lists(_pool, min_size=1, max_size=2), claims=_claims, mode=st.sampled_from(list(Mode)),
+       detail=st.sampled_from(list(Detail)), releases=st.lists(st.integers(0, 11), max_size=4))
+def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]],
+                                                      claims: list[tuple[Any, ...]], mode: Mode,
+                                                      detail: Detail, releases: list[int]) -> None:
+    """A claim that fails as an earlier one did, with no device changed since, reuses that
+    outcome; it must be the one Filter would decide again (and count the same metrics)."""
+    slices = _slices(pools)
+    objects = [_claim(n, subnet, pods, None) for n, (subnet, pods, _) in enumerate(claims)]
+    names = [c.qualified_name for c in objects]
+    steps = [Step(Action.ALLOCATE, name) for name in names]
+    for r in releases:
+        if r < len(names):
+            steps += [Step(Action.RELEASE, names[r]), Step(Action.ALLOCATE, names[r])]
+    runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
+            for _ in range(2)]
+    runs[1].remember_failures = False
+    remembered, fresh = (_drive(run, steps) for run in runs)
+    assert [(_outcome(s), s.evaluated) for s in remembered] == [(_outcome(s), s.evaluated) for s in fresh]
+    assert runs[0].counters == runs[1].counters
+    assert runs[0].states == runs[1].states
+
+
+def test_a_full_cluster_fails_each_further_claim_once() -> None:
+    """Claims of one template after the last slot is taken: decided once, then reused until a
+    release changes a device (the next claim is then placed)."""
+    slices = _slices([{"affinity": True, "devices": [(1, True)]}])
+    objects = [_claim(n, "X", None, None) for n in range(4)]
+    run = new_run(slices, objects, mode=Mode.ALPHA, feature_gate=True, limits=limits_for(),
+                  detail=Detail.COUNTS)
+    names = [c.qualified_name for c in objects]
+    steps = [Step(Action.ALLOCATE, names[0]), Step(Action.ALLOCATE, names[1]),
+             Step(Action.ALLOCATE, names[2]), Step(Action.RELEASE, names[0]),
+             Step(Action.ALLOCATE, names[3])]
+    results = _drive(run, steps)
+    assert [s.placed for s in results] == [True, False, False, True, True]
+    assert results[1].failure is results[2].failure  # the second failure reused the first
+    assert results[1].rejected == (RejectionCount("nic", results[1].reasons[0], 1),)
+    assert results[4].placements[0].device == results[0].placements[0].device
