@@ -478,7 +478,7 @@ _SharedVerdicts = tuple[dict[PoolRef, PoolFilterVerdict], int, int, tuple[tuple[
 
 
 @dataclass(frozen=True, slots=True)
-class _Failure:
+class _FailedPlacement:
     """A (sub-)request that could not be placed, as `place_request` returned it.
 
     Why: once a cluster is full, every further claim of a template fails the same way: with
@@ -545,7 +545,7 @@ class _Run:
     """Unreconstructable devices over every pool (`_PoolIndex.unknown` summed)."""
     changed: int = 0
     """Committed device-state changes so far (`_set`)."""
-    failures: dict[tuple[Hashable, ...], _Failure] = field(default_factory=dict)
+    failures: dict[tuple[Hashable, ...], _FailedPlacement] = field(default_factory=dict)
     """(shared verdicts, what Filter and the summary read of the request) -> the failed
     placement's outcome, every entry decided when `changed` was `failures_at` (`place_request`);
     at most `_FAILURES_KEPT` entries."""
@@ -828,7 +828,7 @@ class _Run:
             if remembered is not None:
                 if len(self.failures) >= _FAILURES_KEPT:
                     self.failures.clear()
-                self.failures[remembered] = _Failure(tuple(evaluated), tuple(rejected), failure,
+                self.failures[remembered] = _FailedPlacement(tuple(evaluated), tuple(rejected), failure,
                                                      conflicts, no_keys)
             return [], evaluated, rejected, failure
         ranked = locks.rank(self.mode, options) if len(options) > 1 else options
