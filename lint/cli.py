@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 import click
+from dra_affinity.policies.core.gc_pause import gc_paused
 
 # name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -41,7 +42,8 @@ class LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
-        module = importlib.import_module(f"dra_affinity.lint.commands.{spec[0]}")
+        with gc_paused(freeze=True):  # modules live as long as the process: nothing to collect
+            module = importlib.import_module(f"dra_affinity.lint.commands.{spec[0]}")
         command = getattr(module, spec[1])
         assert isinstance(command, click.Command)
         return command

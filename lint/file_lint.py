@@ -17,9 +17,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dra_affinity.lint.inputs import Objects, model_document
+from dra_affinity.lint.suppressions import ANNOTATION, MARKER, document_ref, has_annotation
 from dra_affinity.policies.core.findings import Finding, ObjectRef
 from dra_affinity.policies.core.source import FieldPath, Position, Source
 from dra_affinity.policies.model.resources import Device, ResourceSlice
+from dra_affinity.policies.rules.engine import check_slice
 
 if TYPE_CHECKING:
     from dra_affinity.lint.loader import FileTask, LoadedDocument, LoadResult, Plan
@@ -112,7 +115,8 @@ class _Checker:
         self.job = job
         self.keep = keep
         self.out = FileLinted()
-        self.model: list[Finding] = []
+        self.modelled = Objects()
+        """The model's findings and counts; its objects are dropped after each document."""
         self.found: list[Finding] = []
         self.kept: list[LoadedDocument] = []
         self.files: dict[str | None, None] = {}
@@ -120,20 +124,16 @@ class _Checker:
         self.missed_annotation = False
 
     def add(self, document: LoadedDocument, text: str = "") -> None:
-        from dra_affinity.lint.inputs import Input, model_objects
-        from dra_affinity.lint.suppressions import ANNOTATION, MARKER, document_ref, has_annotation
-        from dra_affinity.policies.rules.engine import check_slice
-
-        out, job = self.out, self.job
-        objects = model_objects(Input(documents=[document]))
-        self.model += objects.findings
-        out.objects += objects.objects
-        out.skipped += objects.skipped
-        for slice_ in objects.slices:
+        out, job, modelled = self.out, self.job, self.modelled
+        model_document(modelled, document)
+        for slice_ in modelled.slices:
             if job.slices:
                 self.found += check_slice(slice_, options=job.options)
             if job.pools:
                 out.pool_slices.append(pool_entry(slice_))
+        modelled.slices.clear()
+        modelled.claims.clear()
+        modelled.classes.clear()
         if document.kind == "ResourceSlice":
             out.resource_slices += 1
             if job.cases:
@@ -160,7 +160,8 @@ class _Checker:
         out.input_findings = list(loaded.findings)
         out.usage_errors = list(loaded.usage_errors)
         out.files = loaded.files
-        out.model_findings = resolve_inner_positions(self.model, loaded.texts)
+        out.objects, out.skipped = self.modelled.objects, self.modelled.skipped
+        out.model_findings = resolve_inner_positions(self.modelled.findings, loaded.texts)
         out.slice_findings = resolve_inner_positions(self.found, loaded.texts)
         out.document_files = list(self.files)
         names = [*out.document_files, *(loc.file for f in out.input_findings for loc in f.locations)]

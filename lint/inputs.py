@@ -144,23 +144,30 @@ def model_objects(inputs: Input, *, trusted: bool = False, keep_pods: bool = Fal
     out = Objects(findings=list(inputs.findings), usage_errors=list(inputs.usage_errors),
                   notes=list(inputs.notes), files=inputs.files, not_walked=dict(inputs.not_walked))
     for document in inputs.documents:
-        if keep_pods and document.kind == "Pod":
-            out.pods.append(document.data)
-            continue
-        result = parse(document.data, document.source, trusted=trusted)
-        out.findings.extend(result.findings)
-        if not result.recognised:
-            out.skipped += 1
-            continue
-        out.objects += 1
-        obj = result.obj
-        if isinstance(obj, ResourceSlice):
-            out.slices.append(obj)
-        elif isinstance(obj, ResourceClaim):
-            out.claims.append(obj)
-        elif isinstance(obj, DeviceClass):
-            out.classes.append(obj)
+        model_document(out, document, trusted=trusted, keep_pods=keep_pods)
     return out
+
+
+def model_document(out: Objects, document: LoadedDocument, *, trusted: bool = False,
+                   keep_pods: bool = False) -> None:
+    """Model one document into `out` (`model_objects`' step; `lint` calls it per document as
+    the loader builds them)."""
+    if keep_pods and document.kind == "Pod":
+        out.pods.append(document.data)
+        return
+    result = parse(document.data, document.source, trusted=trusted)
+    out.findings.extend(result.findings)
+    if not result.recognised:
+        out.skipped += 1
+        return
+    out.objects += 1
+    obj = result.obj
+    if isinstance(obj, ResourceSlice):
+        out.slices.append(obj)
+    elif isinstance(obj, ResourceClaim):
+        out.claims.append(obj)
+    elif isinstance(obj, DeviceClass):
+        out.classes.append(obj)
 
 
 def load_objects(

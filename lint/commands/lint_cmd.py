@@ -35,9 +35,7 @@ from dra_affinity.lint.options import (
 )
 from dra_affinity.lint.report import Report, Summary
 from dra_affinity.lint.reporters import LINT_FORMATS, render_ci
-from dra_affinity.lint.reporters.json_reporter import render as render_json
 from dra_affinity.lint.reporters.output import write_reports
-from dra_affinity.lint.reporters.run import Notification, RunResult
 from dra_affinity.lint.reporters.text_reporter import render as render_text
 from dra_affinity.lint.reporters.text_reporter import summary_line
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
@@ -244,6 +242,8 @@ def write_lint_reports(
         if name == "text":
             return render_text(report, checked.suppressed, show_suppressed)
         if name == "json":
+            from dra_affinity.lint.reporters.json_reporter import render as render_json
+
             return render_json(report, checked.suppressed, show_suppressed)
         if not run:
             run.append(lint_run(report, checked, inputs, threshold=threshold,
@@ -258,6 +258,7 @@ def lint_run(
 ) -> RunResult:
     """The lint run as the CI formats see it: one JUnit case per slice, findings, notes."""
     from dra_affinity.lint.reporters.junit_reporter import object_cases
+    from dra_affinity.lint.reporters.run import Notification, RunResult
 
     findings = report.sorted()
     return RunResult(

@@ -60,9 +60,7 @@ from dra_affinity.policies.cel.common.errors import (
     render_errors,
     split_status,
 )
-from dra_affinity.policies.cel.eval.runtime import bridge_for
 from dra_affinity.policies.cel.eval.runtime_conversions import CONVERSION_FUNCTIONS
-from dra_affinity.policies.cel.eval.runtime_cost import plan_error
 from dra_affinity.policies.core.cache import BoundedCache, CacheInfo
 
 __all__ = [
@@ -95,13 +93,15 @@ ENGINE_MAX_NESTING = 32
 DEFAULT_CACHE_SIZE = 2048
 """Compiled expressions kept; a slice holds at most 8, a webhook sees a few hundred."""
 
-_ENGINE_DEPTH_ERROR = re.compile(
+_ENGINE_DEPTH_ERROR = (
     r"Expression recursion limit exceeded\. limit: \d+|"
     r"Exceeded max recursion depth of \d+ when parsing"
 )
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_LONE_SURROGATE = "[\ud800-\udfff]"
+"""Compiled by `re` on first use, for non-ASCII text only: compiling the class cost ~4 ms of
+every start. The module's other patterns, read only from error text, are strings too."""
 
 
 class LazyProgram:
@@ -582,7 +582,7 @@ def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileProblem]:
     return errors
 
 
-_UNDECLARED_FUNCTION = re.compile(
+_UNDECLARED_FUNCTION = (
     r"^undeclared reference to '([A-Za-z_][A-Za-z0-9_]*)' \(in container '[^']*'\)$")
 _PROBE_OVERLOAD = "dra_affinity_arity_probe"
 _PROBE_MAX_ARITY = 8
@@ -605,7 +605,7 @@ def _arity_errors(env: CelEnvironment, source: str,
     twins: dict[tuple[str, bool, int], CheckedAst | None] = {}
     probes = 0
     for error in errors:
-        m = _UNDECLARED_FUNCTION.match(error.message)
+        m = re.match(_UNDECLARED_FUNCTION, error.message)
         call = _call_at(source, error.line, error.column, m.group(1)) if m else None
         replaced = None
         if m is not None and call is not None:
@@ -754,10 +754,10 @@ def compile_uncached(expression: str, key: EnvKey) -> CompileResult:
 def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     """Compile in a given environment (see the module docstring for the steps)."""
     key = env.key
-    if _LONE_SURROGATE.search(expression):
+    if not expression.isascii() and re.search(_LONE_SURROGATE, expression):
         # Text that reached us as invalid UTF-8 or lone `\ud800` escapes: cel-cpp cannot take
         # it; Go's decoders would have read U+FFFD there, so the checker reads that too.
-        expression = _LONE_SURROGATE.sub("\ufffd", expression)
+        expression = re.sub(_LONE_SURROGATE, "\ufffd", expression)
     size = len(expression)
     if size > CEL_GO_MAX_CODE_POINTS:
         message = (f"expression code point size exceeds limit: size: {size}, "
@@ -777,7 +777,7 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
         compiled = env.checker.compile(source)
     except RuntimeError as exc:
         text = str(exc)
-        if _ENGINE_DEPTH_ERROR.search(text):
+        if re.search(_ENGINE_DEPTH_ERROR, text):
             upstream = _upstream_depth_error(expression)
             if upstream is not None:
                 return _failure(expression, key,
@@ -803,8 +803,13 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     errors = program_regex_errors(checked, env.regex_error)
     if errors:
         return _failure(expression, key, errors[:1], output_type, checked)
-    folded = plan_error(checked, bridge_for(env.runtime),
-                        nodes=checked.index.calls_of(CONVERSION_FUNCTIONS))
+    conversions = checked.index.calls_of(CONVERSION_FUNCTIONS)
+    folded = None
+    if conversions:  # else nothing can fail to fold: the evaluator's modules stay unimported
+        from dra_affinity.policies.cel.eval.runtime import bridge_for
+        from dra_affinity.policies.cel.eval.runtime_cost import plan_error
+
+        folded = plan_error(checked, bridge_for(env.runtime), nodes=conversions)
     if folded is not None:
         message, node_id = folded
         line, column = checked.location(node_id) if node_id else (-1, 0)

@@ -130,19 +130,22 @@ def render_errors(errors: Iterable[CompileProblem], source: str) -> str:
 # Reading cel-cpp's status text
 # ------------------------------------------------------------------------------------------------
 
-_STATUS_PREFIX = re.compile(r"^([A-Z_]+): ")
-_STATUS_SUFFIX = re.compile(r" \[([A-Z_]+)\]$")
-_ERROR_HEAD = re.compile(r"^ERROR: [^:\n]*:(-?\d+):(-?\d+): (.*)$")
+# The patterns of this module are strings passed to `re.match`/`re.search`/`re.sub`, which
+# compile one on its first use and keep it in `re`'s own cache: most read only error text, and
+# compiling all of them at import cost ~5 ms of every start (issue 15: one-file `lint`).
+_STATUS_PREFIX = r"^([A-Z_]+): "
+_STATUS_SUFFIX = r" \[([A-Z_]+)\]$"
+_ERROR_HEAD = r"^ERROR: [^:\n]*:(-?\d+):(-?\d+): (.*)$"
 
 
 def split_status(text: str) -> tuple[str, str]:
     """Split cel-cpp's `CODE: body [CODE]` status text into (code, body)."""
     code = ""
-    m = _STATUS_PREFIX.match(text)
+    m = re.match(_STATUS_PREFIX, text)
     if m:
         code = m.group(1)
         text = text[m.end():]
-    s = _STATUS_SUFFIX.search(text)
+    s = re.search(_STATUS_SUFFIX, text)
     if s:
         code = code or s.group(1)
         text = text[:s.start()]
@@ -175,7 +178,7 @@ def parse_engine_errors(
             errors.append(normalize_error(raw_error, source))
 
     for raw in body.split("\n"):
-        m = _ERROR_HEAD.match(raw)
+        m = re.match(_ERROR_HEAD, raw)
         if m:
             flush()
             head = (int(m.group(1)), int(m.group(2)))
@@ -277,26 +280,26 @@ KNOWN_WORDING_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
 )
 """(cel-cpp wording, cel-go wording, what we do) for the differences we know of."""
 
-_COMPREHENSION_RANGE = re.compile(
+_COMPREHENSION_RANGE = (
     r"^expression of type '(.*)' cannot be the range of a comprehension "
     r"\(must be list, map, or dynamic\)$"
 )
-_SELECT_OPERAND = re.compile(r"^expression of type '(.*)' cannot be the operand of a select "
-                             r"operation$")
-_RESERVED_AFTER_DOT = re.compile(r"no viable alternative at input '.(true|false|null)'")
-_NO_OVERLOAD = re.compile(r"^found no matching overload for '(.+)' applied to '\((.*)\)'$")
-_IDENT_CHARS = re.compile(r"[A-Za-z0-9_.]")
+_SELECT_OPERAND = (r"^expression of type '(.*)' cannot be the operand of a select "
+                   r"operation$")
+_RESERVED_AFTER_DOT = r"no viable alternative at input '.(true|false|null)'"
+_NO_OVERLOAD = r"^found no matching overload for '(.+)' applied to '\((.*)\)'$"
+_IDENT_CHARS = r"[A-Za-z0-9_.]"
 
 
-_UNDECLARED = re.compile(r"^undeclared reference to '([^']+)' \(in container '([^']*)'\)$")
+_UNDECLARED = r"^undeclared reference to '([^']+)' \(in container '([^']*)'\)$"
 
 
-_TWO_VAR_NOT_SIMPLE = re.compile(
+_TWO_VAR_NOT_SIMPLE = (
     r"^\w+\(\) (?:first|second) variable name must be a simple identifier$")
-_TWO_VAR_ACCUMULATOR = re.compile(r"^\w+\(\) (?:first|second) variable name cannot be __result__$")
-_TWO_VAR_DUPLICATE = re.compile(r"^\w+\(\) second variable must be different from the first "
-                                r"variable$")
-_ONE_VAR_ACCUMULATOR = re.compile(r"^\w+\(\) variable name cannot be __result__$")
+_TWO_VAR_ACCUMULATOR = r"^\w+\(\) (?:first|second) variable name cannot be __result__$"
+_TWO_VAR_DUPLICATE = (r"^\w+\(\) second variable must be different from the first "
+                      r"variable$")
+_ONE_VAR_ACCUMULATOR = r"^\w+\(\) variable name cannot be __result__$"
 _ACCUMULATOR = "__result__"
 _OVERWRITES_ACCUMULATOR = "iteration variable overwrites accumulator variable"
 
@@ -306,7 +309,7 @@ def normalize_error(error: CompileProblem, source: str) -> CompileProblem:
     macro = _macro_variable_error(error, source)
     if macro is not None:
         return macro
-    m = _UNDECLARED.match(error.message)
+    m = re.match(_UNDECLARED, error.message)
     if m and "." in m.group(1).lstrip("."):
         moved = _undeclared_qualified_name(source, m.group(1), error.line, error.column)
         if moved is not None:
@@ -326,18 +329,18 @@ def _macro_variable_error(error: CompileProblem, source: str) -> CompileProblem 
     variable and the one-variable form of the latter at the predicate.
     """
     message = error.message
-    if _TWO_VAR_NOT_SIMPLE.match(message):
+    if re.match(_TWO_VAR_NOT_SIMPLE, message):
         return CompileProblem(error.line, error.column, "argument must be a simple name",
                             error.stage)
-    if _TWO_VAR_ACCUMULATOR.match(message):
+    if re.match(_TWO_VAR_ACCUMULATOR, message):
         return CompileProblem(error.line, error.column, _OVERWRITES_ACCUMULATOR, error.stage)
-    if _TWO_VAR_DUPLICATE.match(message):
+    if re.match(_TWO_VAR_DUPLICATE, message):
         found = _next_variable(source, error.line, error.column)
         if found is None:
             return None
         name, line, column = found
         return CompileProblem(line, column, f"duplicate variable name: {name}", error.stage)
-    if _ONE_VAR_ACCUMULATOR.match(message):
+    if re.match(_ONE_VAR_ACCUMULATOR, message):
         place = _previous_variable(source, error.line, error.column, _ACCUMULATOR)
         line, column = place if place is not None else (error.line, error.column)
         return CompileProblem(line, column, _OVERWRITES_ACCUMULATOR, error.stage)
@@ -468,16 +471,16 @@ def normalize_message(message: str, source: str, line: int, column: int) -> str:
     fixed = _FIXED_REWRITES.get(message)
     if fixed is not None:
         return fixed
-    m = _COMPREHENSION_RANGE.match(message)
+    m = re.match(_COMPREHENSION_RANGE, message)
     if m:
         return (f"expression of type '{m.group(1)}' cannot be range of a comprehension "
                 "(must be list, map, or dynamic)")
-    m = _SELECT_OPERAND.match(message)
+    m = re.match(_SELECT_OPERAND, message)
     if m:
         return f"type '{m.group(1)}' does not support field selection"
     if "no viable alternative" in message:
-        message = _RESERVED_AFTER_DOT.sub(r"mismatched input '\1' expecting IDENTIFIER", message)
-    m = _NO_OVERLOAD.match(message)
+        message = re.sub(_RESERVED_AFTER_DOT, r"mismatched input '\1' expecting IDENTIFIER", message)
+    m = re.match(_NO_OVERLOAD, message)
     if m and _is_receiver_call(source, line, column, m.group(1)):
         args = _split_type_list(m.group(2))
         if args:
@@ -505,7 +508,7 @@ def _is_receiver_call(source: str, line: int, column: int, function: str) -> boo
     while end > 0 and text[end - 1].isspace():
         end -= 1
     start = end
-    while start > 0 and _IDENT_CHARS.match(text[start - 1]):
+    while start > 0 and re.match(_IDENT_CHARS, text[start - 1]):
         start -= 1
     written = text[start:end]
     if not written.endswith(function):

@@ -250,8 +250,8 @@ def _exportable(value: Any, name: str) -> bool:
     return name not in ("ERROR", "TYPE")
 
 
-_STATUS_PREFIX = re.compile(r"^[A-Z][A-Z_]+: ")
-_STATUS_SUFFIX = re.compile(r" \[[A-Z][A-Z_]+\]$")
+_STATUS_PREFIX = r"^[A-Z][A-Z_]+: "
+_STATUS_SUFFIX = r" \[[A-Z][A-Z_]+\]$"
 _CPP_MISSING_KEY = re.compile(r"^Key not found in map\s*:\s*(.*)$", re.DOTALL)
 _CPP_NO_OVERLOAD = re.compile(r"^No matching overloads found\b")
 #: cel-go's text when no overload accepts the argument values at run time (`MaybeNoSuchOverload`;
@@ -279,7 +279,7 @@ def translate_error(message: str, interp_value: object = None) -> EvalProblem:
 
 def _clean(message: str) -> str:
     """Drop absl status decorations and restate cel-cpp's missing-key error as cel-go does."""
-    text = _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", message.strip()))
+    text = re.sub(_STATUS_SUFFIX, "", re.sub(_STATUS_PREFIX, "", message.strip()))
     missing = _CPP_MISSING_KEY.match(text)
     if missing:
         return f"no such key: {_unquote(missing.group(1).strip())}"

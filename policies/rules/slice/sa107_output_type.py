@@ -7,16 +7,21 @@ from collections.abc import Iterator
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.core.k8s_names import go_quote
 from dra_affinity.policies.rules.context import SliceContext, SliceRule
-from dra_affinity.policies.scheduler.extraction import LIBRARY_STRING_TYPES
 
-ACCEPTED = frozenset({"string", "dyn"}) | LIBRARY_STRING_TYPES
-"""`dyn` may be a string; the Kubernetes library types convert to one as upstream converts results."""
+ACCEPTED = frozenset({"string", "dyn"})
+"""`dyn` may be a string; so are the Kubernetes library types upstream converts results of
+(`scheduler.extraction.LIBRARY_STRING_TYPES`, imported only for another type: the scheduler
+model is not needed to lint a file)."""
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
         output = result.compiled.output_type
         if output is None or output in ACCEPTED or extractor.expression is None:
+            continue
+        from dra_affinity.policies.scheduler.extraction import LIBRARY_STRING_TYPES
+
+        if output in LIBRARY_STRING_TYPES:
             continue
         yield RULE.finding(
             ctx,

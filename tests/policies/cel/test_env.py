@@ -294,3 +294,20 @@ def test_strings_and_lists_index_of_coexist() -> None:
     if not env.kubernetes_libraries:
         pytest.skip("dra_affinity.policies.cel.k8s_library is not available")
     assert compiles("'abc'.indexOf('b') + [1, 2].indexOf(2)", MAX_VERSION, NEW)
+
+
+@pytest.mark.parametrize("version", ALL_VERSIONS)
+def test_the_env_config_written_as_json_is_what_cel_cpp_reads_from_the_yaml(version: tuple[int, int]) -> None:
+    """`_config_yaml` writes JSON (a YAML document) for speed: cel-cpp reads the same config
+    from it as from PyYAML's block style, and YAML reads the same mapping."""
+    import yaml
+    from dra_affinity.policies.cel.check.env import _config_yaml, _kubernetes_libraries
+
+    extensions = [("optional", None), ("strings", 2), ("bindings", 0)]
+    extra = _kubernetes_libraries(version).checker_config
+    text = _config_yaml(extensions, extra)
+    document = {"extensions": [{"name": "optional"}, {"name": "strings", "version": 2},
+                               {"name": "bindings", "version": 0}], **extra}
+    assert yaml.safe_load(text) == document
+    block = yaml.safe_dump(document, sort_keys=False)
+    assert cel.NewEnvConfigFromYaml(text).to_yaml() == cel.NewEnvConfigFromYaml(block).to_yaml()
