@@ -316,14 +316,15 @@ def _selectors(raw: Any) -> tuple[DeviceSelector, ...]:
     if not raw:
         return ()  # most requests have none: no generator for them (100,000 claims per `locks`)
     return tuple([
-        DeviceSelector(i, s["cel"]["expression"])
+        DeviceSelector(index=i, expression=s["cel"]["expression"])
         for i, s in enumerate(raw)
         if isinstance(s.get("cel"), Mapping)
     ])
 
 
 def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
-    return DeviceClass(_name(doc) or "", _selectors(doc["spec"].get("selectors")), source, doc)
+    return DeviceClass(name=_name(doc) or "", selectors=_selectors(doc["spec"].get("selectors")),
+                       source=source, raw=doc)
 
 
 @cached("model.extractors", 4096, lru=False)
@@ -335,7 +336,7 @@ def _extractors(entries: tuple[tuple[str | None, str | None], ...]) -> tuple[Ext
     metadata slice. The views are immutable, so slices share them. (A pair that is not
     hashable — not a string — raises TypeError, which `parse` treats as any malformed input.)
     """
-    return tuple([Extractor(i, _text(name), _text(expression))
+    return tuple([Extractor(index=i, name=_text(name), expression=_text(expression))
                   for i, (name, expression) in enumerate(entries)])
 
 
@@ -345,7 +346,7 @@ def _text(value: str | None) -> str | None:
 
 def _device(index: int, raw: Mapping[str, Any]) -> Device:
     capacity = {
-        name: Capacity(str(c["value"]), c.get("requestPolicy"))
+        name: Capacity(value=str(c["value"]), request_policy=c.get("requestPolicy"))
         for name, c in (raw.get("capacity") or {}).items()
     }
     return Device(
@@ -371,30 +372,30 @@ def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
     requests = devices.get("requests")
     configs = devices.get("config")
     return ResourceClaim(
-        kind,
-        doc["apiVersion"],
-        meta.get("namespace") or "default",
-        _name(doc) or "",
-        tuple([_request(i, r) for i, r in enumerate(requests)]) if requests else (),
-        tuple([_config(i, c) for i, c in enumerate(configs)]) if configs else (),
-        tuple([AllocatedDevice(r["request"], r["driver"], r["pool"], r["device"]) for r in results])
-        if results else (),
-        source,
-        doc,
-        _SPEC_PATHS[is_template],
+        kind=kind,
+        api_version=doc["apiVersion"],
+        namespace=meta.get("namespace") or "default",
+        name=_name(doc) or "",
+        requests=tuple([_request(i, r) for i, r in enumerate(requests)]) if requests else (),
+        configs=tuple([_config(i, c) for i, c in enumerate(configs)]) if configs else (),
+        allocation=tuple([AllocatedDevice(request=r["request"], driver=r["driver"], pool=r["pool"],
+                                          device=r["device"]) for r in results]) if results else (),
+        source=source,
+        raw=doc,
+        spec_path=_SPEC_PATHS[is_template],
     )
 
 
 def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> DeviceRequest:
     capacity = raw.get("capacity")
     return DeviceRequest(
-        name,
-        parent,
-        raw["deviceClassName"],
-        _selectors(raw.get("selectors")),
-        raw.get("count"),
-        raw.get("allocationMode"),
-        (capacity.get("requests") or {}) if capacity else {},
+        name=name,
+        parent=parent,
+        device_class_name=raw["deviceClassName"],
+        selectors=_selectors(raw.get("selectors")),
+        count=raw.get("count"),
+        allocation_mode=raw.get("allocationMode"),
+        capacity_requests=(capacity.get("requests") or {}) if capacity else {},
     )
 
 
@@ -403,10 +404,10 @@ def _request(index: int, raw: Mapping[str, Any]) -> Request:
     exactly = raw.get("exactly")
     alternatives = raw.get("firstAvailable")
     return Request(
-        index,
-        name,
-        _device_request(name, None, exactly) if isinstance(exactly, Mapping) else None,
-        tuple([_device_request(f"{name}/{sub['name']}", name, sub) for sub in alternatives])
+        index=index,
+        name=name,
+        exactly=_device_request(name, None, exactly) if isinstance(exactly, Mapping) else None,
+        first_available=tuple([_device_request(f"{name}/{sub['name']}", name, sub) for sub in alternatives])
         if alternatives else (),
     )
 
@@ -415,7 +416,8 @@ def _config(index: int, raw: Mapping[str, Any]) -> ClaimConfig:
     opaque = raw.get("opaque")
     requests = raw.get("requests")
     return ClaimConfig(
-        index,
-        tuple(requests) if requests else (),
-        OpaqueConfig(opaque["driver"], opaque["parameters"]) if isinstance(opaque, Mapping) else None,
+        index=index,
+        requests=tuple(requests) if requests else (),
+        opaque=OpaqueConfig(driver=opaque["driver"], parameters=opaque["parameters"])
+        if isinstance(opaque, Mapping) else None,
     )

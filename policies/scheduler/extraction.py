@@ -313,8 +313,9 @@ def relabel(result: ExtractionResult, claim: str, pool: PoolRef) -> ExtractionRe
     """A memoised result as the asking claim and pool's own (the same object when it already is)."""
     if result.claim == claim and result.pool == pool:
         return result
-    return ExtractionResult(claim, result.request, pool, result.outcome, result.affinity, result.unsatisfied,
-                            result.error, result.evaluations, result.configs, result.notes)
+    return ExtractionResult(claim=claim, request=result.request, pool=pool, outcome=result.outcome,
+                            affinity=result.affinity, unsatisfied=result.unsatisfied, error=result.error,
+                            evaluations=result.evaluations, configs=result.configs, notes=result.notes)
 
 
 def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionProblem | None:

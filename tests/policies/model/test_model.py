@@ -45,3 +45,45 @@ def test_without_devices_keeps_their_presence_only() -> None:
     assert isinstance(full, ResourceSlice) and isinstance(light, ResourceSlice)
     assert len(full.devices) == 1 and light.devices == ()
     assert light.devices_set and full.devices_set
+
+
+def test_a_claim_view_names_every_part_where_it_came_from() -> None:
+    """Every field of the claim's views, by name: a constructor argument in the wrong place shows."""
+    from dra_affinity.policies.model.resources import (
+        AllocatedDevice,
+        ClaimConfig,
+        DeviceRequest,
+        DeviceSelector,
+        OpaqueConfig,
+        Request,
+    )
+
+    doc = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+           "metadata": {"name": "c", "namespace": "ns"},
+           "spec": {"devices": {
+               "requests": [
+                   {"name": "nic", "exactly": {"deviceClassName": "nic.example.com", "count": 2,
+                                               "allocationMode": "ExactCount",
+                                               "selectors": [{"cel": {"expression": "true"}}],
+                                               "capacity": {"requests": {"bw": "1Gi"}}}},
+                   {"name": "gpu",
+                    "firstAvailable": [{"name": "big", "deviceClassName": "gpu.example.com"}]}],
+               "config": [{"requests": ["nic"], "opaque": {"driver": "nic.example.com",
+                                                           "parameters": {"subnet": "a"}}}]}},
+           "status": {"allocation": {"devices": {"results": [
+               {"request": "nic", "driver": "nic.example.com", "pool": "p", "device": "eth0"}]}}}}
+    claim = parse(doc).obj
+    assert isinstance(claim, ResourceClaim)
+    assert (claim.kind, claim.api_version, claim.namespace, claim.name, claim.spec_path, claim.raw) == (
+        "ResourceClaim", "resource.k8s.io/v1", "ns", "c", ("spec",), doc)
+    assert claim.requests == (
+        Request(index=0, name="nic", exactly=DeviceRequest(
+            name="nic", parent=None, device_class_name="nic.example.com",
+            selectors=(DeviceSelector(index=0, expression="true"),), count=2, allocation_mode="ExactCount",
+            capacity_requests={"bw": "1Gi"})),
+        Request(index=1, name="gpu", exactly=None, first_available=(
+            DeviceRequest(name="gpu/big", parent="gpu", device_class_name="gpu.example.com"),)))
+    assert claim.configs == (ClaimConfig(index=0, requests=("nic",), opaque=OpaqueConfig(
+        driver="nic.example.com", parameters={"subnet": "a"})),)
+    assert claim.allocation == (AllocatedDevice(request="nic", driver="nic.example.com", pool="p",
+                                                device="eth0"),)

@@ -184,3 +184,25 @@ def test_first_available_sub_requests_are_named_parent_slash_sub() -> None:
     c = claim(requests=[{"name": "nic", "firstAvailable": [
         {"name": "fast", "deviceClassName": "a"}, {"name": "slow", "deviceClassName": "b"}]}])
     assert request_names(c) == ("nic/fast", "nic/slow")
+
+
+def test_relabel_keeps_every_field_but_the_claim_and_the_pool() -> None:
+    """Each field set to its own value, so a field relabel forgot, or one that shifted, shows."""
+    import dataclasses
+
+    from dra_affinity.policies.scheduler.extraction import (
+        Evaluation,
+        ExtractionProblem,
+        ExtractionResult,
+        relabel,
+    )
+
+    values: dict[str, Any] = {
+        "claim": "a/b", "request": "r", "pool": PoolRef(DRIVER, "p"), "outcome": Outcome.CLAIM_INCONSISTENT,
+        "affinity": {"k": "v"}, "unsatisfied": ("u",), "error": ExtractionProblem("kind", "message"),
+        "evaluations": (Evaluation("k", 0, "v", "string", 1),), "configs": (3,), "notes": ("note",)}
+    assert set(values) == {f.name for f in dataclasses.fields(ExtractionResult)}
+    result = ExtractionResult(**values)
+    moved = relabel(result, "c/d", PoolRef(DRIVER, "q"))
+    assert moved == dataclasses.replace(result, claim="c/d", pool=PoolRef(DRIVER, "q"))
+    assert relabel(result, "a/b", PoolRef(DRIVER, "p")) is result
