@@ -12,6 +12,12 @@ lock (an atomic operation under the GIL); only stores, evictions and (for `lru=T
 reordering on a hit take the lock. Counters are `itertools.count` objects, whose `next()` is
 atomic, so lock-free hits are still counted exactly.
 
+A count bounds a cache whose entries are small and alike. Where an entry's size follows its
+input — compiled expressions, slices' texts, up to the webhook's 7 MiB request — a count alone
+bounds nothing: `max_bytes` with a `weigh(key, value)` estimate also keeps the entries' total
+weight under a byte budget (oldest evicted first; an entry heavier than the whole budget is
+computed and returned but not kept).
+
 Keys are hashed by value. An object that compares by identity (a checked AST, an engine
 environment) is held by the key itself, so it stays alive while its entry does: a key is never
 the `id()` of an object that may have been freed and its address reused.
@@ -21,9 +27,10 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, Generic, NamedTuple, ParamSpec, Protocol, TypeVar, cast
 
 K = TypeVar("K", bound=Hashable)
@@ -61,14 +68,23 @@ class BoundedCache(Generic[K, V]):
     must cost one dict read.
     """
 
-    __slots__ = ("_base", "_data", "_evictions", "_hits", "_lock", "_lru", "_misses", "maxsize",
-                 "name")
+    __slots__ = ("_base", "_data", "_evictions", "_hits", "_lock", "_lru", "_misses", "_weigh",
+                 "_weights", "max_bytes", "maxsize", "name", "weight")
 
-    def __init__(self, name: str, maxsize: int, *, lru: bool = True, register: bool = True) -> None:
+    def __init__(self, name: str, maxsize: int, *, lru: bool = True, register: bool = True,
+                 max_bytes: int | None = None, weigh: Callable[[K, V], int] | None = None) -> None:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
+        if (max_bytes is None) != (weigh is None):
+            raise ValueError("max_bytes and weigh go together")
         self.name = name
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        """Budget for the sum of the entries' `weigh` estimates; None: bounded by count only."""
+        self.weight = 0
+        """The entries' current total weight (0 without `weigh`)."""
+        self._weigh = weigh
+        self._weights: dict[K, int] = {}
         self._lru = lru
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
@@ -110,13 +126,33 @@ class BoundedCache(Generic[K, V]):
         return computed
 
     def put(self, key: K, value: V) -> None:
-        """Store `value`, evicting the oldest entries beyond the bound."""
+        """Store `value`, evicting the oldest entries beyond the bounds (count, and weight)."""
+        if self._weigh is not None:
+            self._put_weighed(key, value, self._weigh(key, value))
+            return
         data = self._data
         with self._lock:
             data[key] = value
             data.move_to_end(key)
             while len(data) > self.maxsize:
                 data.popitem(last=False)
+                next(self._evictions)
+
+    def _put_weighed(self, key: K, value: V, weight: int) -> None:
+        assert self.max_bytes is not None
+        data, weights = self._data, self._weights
+        with self._lock:
+            self.weight -= weights.pop(key, 0)
+            data.pop(key, None)
+            if weight > self.max_bytes:  # would evict everything else and still not fit
+                next(self._evictions)
+                return
+            data[key] = value
+            weights[key] = weight
+            self.weight += weight
+            while len(data) > self.maxsize or self.weight > self.max_bytes:
+                oldest, _ = data.popitem(last=False)
+                self.weight -= weights.pop(oldest)
                 next(self._evictions)
 
     def _touch(self, key: K) -> None:
@@ -151,7 +187,15 @@ class BoundedCache(Generic[K, V]):
         """Drop every entry and start the counters over."""
         with self._lock:
             self._data.clear()
+            self._weights.clear()
+            self.weight = 0
             self._base = self._totals()
+
+
+def text_weight(texts: Iterable[object]) -> int:
+    """Bytes the strings among `texts` occupy (`sys.getsizeof`: a string with one character
+    past U+FFFF takes 4 bytes per character, so a 7 MiB request may hold 28 MiB of text)."""
+    return sum(sys.getsizeof(t) for t in texts if isinstance(t, str))
 
 
 class CachedFunction(Protocol[P, R]):
@@ -167,14 +211,18 @@ class CachedFunction(Protocol[P, R]):
     def cache_clear(self) -> None: ...
 
 
-def cached(name: str, maxsize: int, *, lru: bool = True) -> Callable[[Callable[P, R]], CachedFunction[P, R]]:
+def cached(name: str, maxsize: int, *, lru: bool = True, max_bytes: int | None = None,
+           weigh: Callable[[Any, Any], int] | None = None,
+           ) -> Callable[[Callable[P, R]], CachedFunction[P, R]]:
     """Decorator: memoize a function in a registered `BoundedCache` keyed by its positional
     arguments (the replacement for `functools.lru_cache`; keyword arguments are refused, so
     one call has one key). The wrapper is a closure over the cache's parts: a hit costs a dict
-    read and a counter step, close to lru_cache's C implementation."""
+    read and a counter step, close to lru_cache's C implementation. `weigh` receives the
+    arguments tuple and the result."""
 
     def decorate(function: Callable[P, R]) -> CachedFunction[P, R]:
-        cache: BoundedCache[Any, Any] = BoundedCache(name, maxsize, lru=lru)
+        cache: BoundedCache[Any, Any] = BoundedCache(name, maxsize, lru=lru, max_bytes=max_bytes,
+                                                     weigh=weigh)
         lookup = cache._data.get
         hit = cache._hits.__next__
         miss = cache._misses.__next__

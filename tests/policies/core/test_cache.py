@@ -55,6 +55,35 @@ def test_clear_drops_entries_and_restarts_counters() -> None:
     assert cache.info().misses == 1
 
 
+def test_a_byte_budget_evicts_oldest_first_and_keeps_no_entry_heavier_than_itself() -> None:
+    cache: BoundedCache[str, str] = BoundedCache("test.bytes", 100, lru=False, register=False,
+                                                 max_bytes=10, weigh=lambda _key, value: len(value))
+    cache.put("a", "xxxx")
+    cache.put("b", "xxxx")
+    cache.put("a", "xx")  # replacing an entry re-weighs it (and makes it the youngest)
+    assert cache.weight == 6
+    cache.put("c", "xxxxx")  # 11 > 10: the oldest (b) goes
+    assert "b" not in cache and "a" in cache and "c" in cache and cache.weight == 7
+    cache.put("huge", "x" * 11)  # heavier than the whole budget: not kept, nothing evicted for it
+    assert "huge" not in cache and len(cache) == 2 and cache.weight == 7
+    assert cache.info().evictions == 2
+    cache.clear()
+    assert cache.weight == 0 and len(cache) == 0
+
+
+def test_a_byte_budget_needs_its_weigher() -> None:
+    with pytest.raises(ValueError, match="together"):
+        BoundedCache("test.half", 4, register=False, max_bytes=10)
+
+
+def test_text_weight_counts_wide_strings_at_their_width() -> None:
+    from dra_affinity.policies.core.cache import text_weight
+
+    ascii_text, astral = "x" * 1000, "\U0001F600" + "x" * 999
+    assert text_weight([ascii_text, None, 3]) < 1100
+    assert text_weight([astral]) > 4000  # one character past U+FFFF: 4 bytes each
+
+
 def test_a_bound_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         BoundedCache("test.zero", 0, register=False)
