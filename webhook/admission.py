@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dra_affinity.policies.analysis.slice_cost import analysable
-from dra_affinity.policies.core.cache import BoundedCache
+from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.clip import clip_text, clip_value
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
@@ -313,6 +313,9 @@ class CachedFindings:
     MAX_REPLIES = 16
     """Reply variants kept per entry (api version, decision, pool-check state...): few in
     practice; past the bound the memo starts over."""
+    MAX_REPLY_CHARS = 2048
+    """A longer reply (a long denial) is rendered each time, not kept: with `MAX_REPLIES`,
+    what an entry's memo may grow to after it is weighed (`FindingsCache.weigh`)."""
 
     __slots__ = ("findings", "has_errors", "replies", "rule_severities")
 
@@ -324,6 +327,8 @@ class CachedFindings:
 
     def remember_reply(self, key: tuple[object, ...], parts: tuple[str, str]) -> None:
         # Threads racing here store equal parts; a dict store is atomic under the GIL.
+        if len(parts[0]) + len(parts[1]) > self.MAX_REPLY_CHARS:
+            return
         if len(self.replies) >= self.MAX_REPLIES:
             self.replies = {}
         self.replies[key] = parts
@@ -341,8 +346,28 @@ class FindingsCache:
     no slice rule reads beyond their presence.
     """
 
-    def __init__(self, maxsize: int = 1024) -> None:
-        self.cache: BoundedCache[SliceKey, CachedFindings] = BoundedCache("webhook.findings", maxsize)
+    MAX_BYTES = 40 * 1024 * 1024
+    """Budget of the entries (`weigh`), per worker. The key holds the slice's texts, and a
+    request may carry 7 MiB of them (28 MiB as Python strings with one character past
+    U+FFFF): by count alone, 1,024 entries could hold 28 GiB in a 512 Mi pod. An entry of
+    a small slice weighs ~36 KB (mostly its reply memo's allowance): the 1,024 still fit."""
+
+    def __init__(self, maxsize: int = 1024, max_bytes: int = MAX_BYTES) -> None:
+        self.cache: BoundedCache[SliceKey, CachedFindings] = BoundedCache(
+            "webhook.findings", maxsize, max_bytes=max_bytes, weigh=self.weigh)
+
+    @staticmethod
+    def weigh(key: SliceKey, entry: CachedFindings) -> int:
+        """Estimated bytes of an entry: the key's texts, the findings, and the most its reply
+        memo can grow to (`CachedFindings.MAX_REPLIES` replies of `MAX_REPLY_CHARS`)."""
+        texts: list[object] = [*key[:3]]
+        for part in key[5:7]:  # the (name, expression) pairs, the old object's expressions
+            if isinstance(part, (tuple, frozenset)):
+                for item in part:
+                    texts.extend(item if isinstance(item, tuple) else (item,))
+        findings = entry.findings
+        return (text_weight(texts) + text_weight(f.message for f in findings) + 512 * (1 + len(findings))
+                + CachedFindings.MAX_REPLIES * (CachedFindings.MAX_REPLY_CHARS + 128))
 
     @staticmethod
     def key(new: ResourceSlice, old: ResourceSlice | None, options: EngineOptions) -> SliceKey:
@@ -350,6 +375,7 @@ class FindingsCache:
             frozenset(e.expression for e in old.sharing_affinity) if old is not None else None
         )
         entries = tuple((e.name, e.expression) for e in new.sharing_affinity)
+        # `weigh` reads this layout: texts first, the pairs and the old expressions at 5 and 6.
         return (new.name, new.driver, new.pool_name, new.devices_set, new.sharing_affinity_set,
                 entries, old_expressions, options)
 

@@ -20,7 +20,7 @@ from dra_affinity.policies.analysis.advice import (
     unguarded_selects,
 )
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
-from dra_affinity.policies.cel.compile import CompileResult, compile_expression
+from dra_affinity.policies.cel.compile import CACHE_BYTES, CompileResult, compile_expression, result_weight
 from dra_affinity.policies.cel.cost.estimate import CostReport, estimate_cost
 from dra_affinity.policies.core.cache import cached
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -74,7 +74,8 @@ class ExpressionAnalysis:
         return ast is not None and can_decline(ast)
 
 
-@cached("analysis.expression", ANALYSIS_CACHE_SIZE)
+@cached("analysis.expression", ANALYSIS_CACHE_SIZE, max_bytes=CACHE_BYTES,
+        weigh=lambda _args, analysis: result_weight(analysis.compiled))
 def analyse(expression: str, kubernetes_version: KubernetesVersion) -> ExpressionAnalysis:
     """Analyse `expression` as the API server of `kubernetes_version` would on write."""
     compiled = compile_expression(expression, EnvKey(kubernetes_version, EnvMode.NEW_EXPRESSIONS))

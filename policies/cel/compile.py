@@ -61,7 +61,7 @@ from dra_affinity.policies.cel.common.errors import (
     split_status,
 )
 from dra_affinity.policies.cel.eval.runtime_conversions import CONVERSION_FUNCTIONS
-from dra_affinity.policies.core.cache import BoundedCache, CacheInfo
+from dra_affinity.policies.core.cache import BoundedCache, CacheInfo, text_weight
 
 __all__ = [
     "CEL_GO_MAX_CODE_POINTS",
@@ -92,6 +92,25 @@ ENGINE_MAX_NESTING = 32
 
 DEFAULT_CACHE_SIZE = 2048
 """Compiled expressions kept; a slice holds at most 8, a webhook sees a few hundred."""
+
+CACHE_BYTES = 32 * 1024 * 1024
+"""Budget of the compiled expressions kept (`result_weight`), per process. The count alone
+let a webhook worker fed distinct 10 KiB expressions hold 2,048 x ~2.2 MB, ~4.4 GB, in a
+512 Mi pod; this keeps ~15 of those, and the count still binds for ordinary expressions
+(about 20 nodes, ~13 KB: 2,048 fit in 27 MB)."""
+
+NODE_BYTES = 600
+"""Python memory per checked-AST node, the compile result and its analysis
+(`dra_affinity.policies.analysis.expression`) together: 470-590 bytes measured with
+tracemalloc for 10 KiB expressions of `exists` macros, `==` chains and `has()` chains."""
+
+
+def result_weight(result: CompileResult) -> int:
+    """Estimated bytes a compile result holds: its text, its tree, its error messages."""
+    nodes = result.checked.node_count if result.checked is not None else 0
+    return (1024 + text_weight((result.expression,)) + NODE_BYTES * nodes
+            + text_weight(e.message for e in result.errors))
+
 
 _ENGINE_DEPTH_ERROR = (
     r"Expression recursion limit exceeded\. limit: \d+|"
@@ -826,8 +845,9 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
 # ------------------------------------------------------------------------------------------------
 
 
-_CACHE: BoundedCache[tuple[str, EnvKey], CompileResult] = BoundedCache("cel.compile",
-                                                                    DEFAULT_CACHE_SIZE)
+_CACHE: BoundedCache[tuple[str, EnvKey], CompileResult] = BoundedCache(
+    "cel.compile", DEFAULT_CACHE_SIZE, max_bytes=CACHE_BYTES,
+    weigh=lambda _key, result: result_weight(result))
 """Results by (expression, environment). Failures are cached too: compilation is deterministic
 per environment. Two threads missing on one key may both compile; the later result stays."""
 

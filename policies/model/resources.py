@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.cache import cached
+from dra_affinity.policies.core.cache import cached, text_weight
 from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
 from dra_affinity.policies.core.k8s_names import go_string
@@ -327,7 +327,14 @@ def _device_class(doc: Mapping[str, Any], source: Source) -> DeviceClass:
                        source=source, raw=doc)
 
 
-@cached("model.extractors", 4096, lru=False)
+EXTRACTORS_CACHE_BYTES = 16 * 1024 * 1024
+"""Budget of the extractor lists kept: their texts come straight from requests (up to the
+webhook's 7 MiB body, 28 MiB as Python strings), so the count alone bounded nothing."""
+
+
+@cached("model.extractors", 4096, lru=False, max_bytes=EXTRACTORS_CACHE_BYTES,
+        weigh=lambda args, extractors: 256 * (1 + len(extractors)) + text_weight(
+            text for pair in args[0] for text in pair))
 def _extractors(entries: tuple[tuple[str | None, str | None], ...]) -> tuple[Extractor, ...]:
     """The `Extractor`s of a `sharingAffinity` list of (name, expression) pairs.
 

@@ -547,3 +547,24 @@ def test_worker_tls_reads_its_settings_once_and_retries_a_failed_first_load(
     context = serving.context()  # the next connection finds the files
     assert context.minimum_version == ssl.TLSVersion.TLSv1_3
     assert all(serving.context() is context for _ in range(3))
+
+
+def test_findings_cache_is_bounded_by_bytes_as_well_as_by_count() -> None:
+    """A slice's texts are the findings key: by count alone, 1,024 entries of 7 MiB requests
+    (28 MiB each as strings with an astral character) were unbounded in practice."""
+    from dra_affinity.policies.rules.engine import EngineOptions
+    from dra_affinity.webhook.admission import FindingsCache
+
+    from tests.helpers import model
+
+    small = FindingsCache(maxsize=1024, max_bytes=2 * 1024 * 1024)
+    options = EngineOptions(disabled_rules=frozenset({"SA105", "SA106", "SA107", "SA108"}))
+    for i in range(8):  # each ~1 MB of text in its key (250,000 characters x 4 bytes)
+        text = f'"\U0001F600{i}" == "' + "x" * 250_000 + '"'
+        small.entry(model(slice_doc([entry("k", text)])), None, options)
+    assert 1 <= len(small.cache) <= 2
+    assert small.cache.weight <= 2 * 1024 * 1024
+    ordinary = FindingsCache()  # the default budget still holds the default count of ordinary slices
+    weight = FindingsCache.weigh(ordinary.key(model(slice_doc([entry("a")])), None, options),
+                                 ordinary.entry(model(slice_doc([entry("a")])), None, options))
+    assert weight * 1024 <= FindingsCache.MAX_BYTES

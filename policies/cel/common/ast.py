@@ -272,6 +272,11 @@ class CheckedAst:
         return NodeIndex(tuple(calls), MappingProxyType({k: tuple(v) for k, v in by_function.items()}),
                          tuple(aggregates))
 
+    @property
+    def node_count(self) -> int:
+        """How many nodes the tree has (what its memory grows with)."""
+        return len(self._nodes)
+
     def node(self, node_id: int) -> Node:
         """Node of the main tree by id (KeyError if absent)."""
         return self._nodes[node_id]

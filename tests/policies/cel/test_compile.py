@@ -411,3 +411,33 @@ def test_kubernetes_regex_literal_fails_when_the_program_is_built() -> None:
     good = compile_expression("object.x.findAll('[0-9]')", KEY)
     assert good.ok and good.program is not None
     assert list(good.program.eval(data={"object": {"x": "a1b2"}}).plain_value()) == ["1", "2"]
+
+
+def test_compile_results_are_weighed_near_what_they_hold() -> None:
+    """The cel.compile and analysis.expression byte budgets rest on `result_weight`: for a
+    10 KiB expression (~3,700 nodes) it must not fall short of the Python memory the result
+    and its analysis hold, measured here, nor overstate it past twice."""
+    import gc
+    import tracemalloc
+    import uuid
+
+    from dra_affinity.policies.analysis.expression import analyse
+    from dra_affinity.policies.cel import compile as compile_module
+    from dra_affinity.policies.core.limits import DEFAULT_KUBERNETES_VERSION
+
+    tag = uuid.uuid4().hex
+    text = " || ".join(f'object.exists(x, x == "{tag}-{j}")' for j in range(300))[:10_000]
+    text = text.rsplit(" || ", 1)[0]
+    analyse("1 == 1", DEFAULT_KUBERNETES_VERSION)  # the environment, built outside the measure
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        analysis = analyse(text, DEFAULT_KUBERNETES_VERSION)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    weight = compile_module.result_weight(analysis.compiled)
+    assert analysis.compiled.ok and weight > 1_000_000
+    assert held <= weight <= 2 * held, (held, weight)
