@@ -205,21 +205,35 @@ class ContextRegistry:
     """The reloading contexts of this process, by configuration: an explicit bounded cache.
 
     gunicorn's `ssl_context` hook only receives its config, so the hook looks the context up
-    here; `/readyz` and `/metrics` read the same entries to report what is being served.
+    here; `/readyz` and `/metrics` read the same entries to report what is being served. A
+    configuration whose first load failed has no context, but is remembered as a status
+    that is not loaded (until a load succeeds), so `/readyz` says so instead of reporting
+    ready with no certificate to serve.
     """
 
     def __init__(self, maxsize: int = 4) -> None:
         self._entries: BoundedCache[tuple[TlsFiles, float], ReloadingContext] = BoundedCache(
             "webhook.tls_contexts", maxsize)
+        self._never_loaded: BoundedCache[tuple[TlsFiles, float], tuple[tuple[TlsFiles, float], TlsStatus]] = (
+            BoundedCache("webhook.tls_never_loaded", maxsize))
+        """Configurations whose every load failed so far: (key, status), by key."""
         self._lock = threading.Lock()  # one context per configuration, even when threads race
 
     def get(self, files: TlsFiles, check_interval: float = DEFAULT_CHECK_INTERVAL) -> ReloadingContext:
+        """The configuration's context; `TlsLoadError` (remembered) while it never loaded."""
         key = (files, check_interval)
         with self._lock:
-            return self._entries.get_or_compute(key, lambda: ReloadingContext(files, check_interval))
+            try:
+                return self._entries.get_or_compute(key, lambda: ReloadingContext(files, check_interval))
+            except TlsLoadError as exc:
+                previous = self._never_loaded.get(key)
+                failures = 1 + (previous[1].failures if previous is not None else 0)
+                self._never_loaded.put(key, (key, TlsStatus(False, None, None, 0, failures, str(exc))))
+                raise
 
     def statuses(self) -> list[TlsStatus]:
-        return [entry.status() for entry in self._entries.values()]
+        loaded = [entry.status() for entry in self._entries.values()]
+        return loaded + [status for key, status in self._never_loaded.values() if key not in self._entries]
 
 
 REGISTRY = ContextRegistry()

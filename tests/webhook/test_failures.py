@@ -246,6 +246,10 @@ def test_a_worker_booted_without_a_loadable_certificate_drops_connections_until_
                 with contextlib.suppress(ConnectionResetError):  # reset: its bytes unread
                     assert raw.recv(1024) == b""  # dropped
         assert _workers(server) == workers  # the same worker, still up
+        ready = server.plain_request("GET", "/readyz")
+        assert ready.status == 503 and "serving certificate not loaded" in ready.json()["problems"]
+        (tls_state,) = ready.json()["tls"]
+        assert tls_state["loaded"] is False and "cannot load" in tls_state["last_error"]
 
         certs.write_dir(certs.generate(SERVICE, NAMESPACE), cert_dir)
 
