@@ -256,9 +256,11 @@ class ExtractionMemo:
 
     Why: a cluster's pools usually publish the same extractors and its claims come from a
     few templates, so most (claim, request, pool) triples repeat an extraction already done.
-    A hit is relabelled with the asking claim and pool; a slice error names its pool and
-    generation, so it is only shared within one pool. Entries are few (distinct contents),
-    and the memo lives as long as the one dry run or simulation that owns it.
+    A hit is relabelled with the asking claim and pool (`extract`; `shared` gives it as memoised,
+    for callers that read only its outcome and map); a slice error names its pool and
+    generation, so it is only shared within one pool. Entries are few (distinct contents), and
+    the memo lives as long as the dry run, simulation or `LockBook` that owns it. `misses`:
+    extractions run; `evaluations`: the CEL evaluations they ran.
     """
 
     def __init__(self, kubernetes_version: KubernetesVersion | None = None) -> None:
@@ -266,18 +268,20 @@ class ExtractionMemo:
         self._results: dict[tuple[Hashable, ...], ExtractionResult] = {}
         self._scopes: dict[tuple[str, str], tuple[Hashable, ...] | None] = {}
         """(request, driver) -> content, for the claim `_scoped` only."""
-        self._scoped: str | None = None
+        self._scoped: ResourceClaim | None = None
+        """The claim object `_scopes` are of (by identity: a claim put again under its name, as a
+        `LockBook` is given it, may read differently)."""
         self._contents: dict[tuple[Hashable, ...], tuple[Hashable, ...]] = {}
         self._pools: dict[PoolRef, tuple[ExtractionPool, tuple[Hashable, ...]]] = {}
         """pool -> (its summary, `pool_key`): computed once, not per claim."""
         self.misses = 0
+        self.evaluations = 0
 
     def content(self, claim: ResourceClaim, request: str, driver: str) -> tuple[Hashable, ...] | None:
         """What extraction reads of the claim for `request` on `driver`'s pools (None: unkeyable)."""
-        name = claim.qualified_name
-        if name != self._scoped:  # one claim's scopes at a time: 100,000 claims keep no entry each
+        if claim is not self._scoped:  # one claim's scopes at a time: 100,000 claims keep no entry each
             self._scopes.clear()
-            self._scoped = name
+            self._scoped = claim
         scope_key = (request, driver)
         if scope_key in self._scopes:
             return self._scopes[scope_key]
@@ -288,25 +292,38 @@ class ExtractionMemo:
         return content
 
     def extract(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
+        """`extract(claim, request, pool)`, from the memo when the contents were seen."""
+        return relabel(self.shared(claim, request, pool), claim.qualified_name, pool.ref)
+
+    def shared(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
+        """`extract`'s result as memoised: its outcome, map and evaluations are this claim's, its
+        claim and pool names may be another's (one object per distinct content, not per claim)."""
         content = self.content(claim, request, pool.ref.driver)
         if content is None:
-            self.misses += 1
-            return extract(claim, request, pool, kubernetes_version=self._version)
+            return self._run(claim, request, pool)
         keyed = self._pools.get(pool.ref)
         if keyed is None or keyed[0] is not pool:
             keyed = (pool, pool_key(pool))
             self._pools[pool.ref] = keyed
         key: tuple[Hashable, ...] = (keyed[1], request, content)
         hit = self._results.get(key)
-        if hit is not None and hit.outcome is Outcome.SLICE_ERROR and hit.pool != pool.ref:
+        if hit is not None and hit.outcome is Outcome.SLICE_ERROR:
+            # its message names the pool and generation: shared by that pool at that generation only
+            # (a `LockBook` reloads a pool under its name)
             key = (*key, pool.ref, pool.generation)
             hit = self._results.get(key)
         if hit is None:
-            self.misses += 1
-            hit = extract(claim, request, pool, kubernetes_version=self._version)
+            hit = self._run(claim, request, pool)
             self._results[key] = hit
-            return hit
-        return relabel(hit, claim.qualified_name, pool.ref)
+            if hit.outcome is Outcome.SLICE_ERROR and len(key) == 3:
+                self._results[(*key, pool.ref, pool.generation)] = hit
+        return hit
+
+    def _run(self, claim: ResourceClaim, request: str, pool: ExtractionPool) -> ExtractionResult:
+        self.misses += 1
+        result = extract(claim, request, pool, kubernetes_version=self._version)
+        self.evaluations += len(result.evaluations)
+        return result
 
 
 def relabel(result: ExtractionResult, claim: str, pool: PoolRef) -> ExtractionResult:

@@ -7,16 +7,16 @@ put or removed — recomputing only the devices the change touches, so the expor
 follow watch events and `locks`, `explain` and `simulate` all start from the same
 reconstruction.
 
-Extraction is memoised by content: bound claims that share their in-scope config contents
-and a pool's extractors (every node of a driver usually publishes the same ones) are
-evaluated once. Only outcomes whose text names no pool (ok, not satisfied, claim
-inconsistent) are shared; a slice error is evaluated per pool, as its message names it.
+Extraction is memoised by content, through the `ExtractionMemo` dry-run and simulate use: bound
+claims that share their in-scope config contents and a pool's extractors (every node of a driver
+usually publishes the same ones) are evaluated once; a slice error, whose message names its pool
+and generation, only within that pool at that generation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
@@ -33,21 +33,13 @@ from dra_affinity.policies.scheduler.candidates import match_pool
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand
 from dra_affinity.policies.scheduler.dryrun import to_extraction_pool
 from dra_affinity.policies.scheduler.extraction import (
+    ExtractionMemo,
     ExtractionPool,
     ExtractionResult,
-    Outcome,
-    content_key,
-    extract,
-    in_scope_configs,
-    pool_key,
+    relabel,
 )
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Holder, LockStatus
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
-
-_SHAREABLE_OUTCOMES = frozenset({Outcome.OK, Outcome.NOT_SATISFIED, Outcome.CLAIM_INCONSISTENT})
-"""Outcomes whose result names no pool: one evaluation serves every pool with the same extractors."""
-
-_MemoKey = tuple[object, ...]
 
 
 def device_requests(claim: ResourceClaim) -> dict[str, DeviceRequest]:
@@ -97,16 +89,12 @@ class LockBook:
     pools: dict[PoolRef, Pool] = field(default_factory=dict)
     claims: dict[str, ResourceClaim] = field(default_factory=dict)
     classes: dict[str, DeviceClass] = field(default_factory=dict)
-    evaluations: int = 0
-    """CEL evaluations run so far (the KEP's `sharing_affinity_extractor_evaluations_total`)."""
     scope: frozenset[PoolRef] | None = None
     """The pools whose locks are reconstructed (None: every pool). A book built for `focus`
     claims holds only the claims allocated in its scope: other pools' devices show no holders."""
     _slices: dict[str, ResourceSlice] = field(default_factory=dict)
     _members: dict[PoolRef, dict[str, ResourceSlice]] = field(default_factory=dict)
     _summaries: dict[PoolRef, ExtractionPool] = field(default_factory=dict)
-    _pool_keys: dict[PoolRef, Hashable] = field(default_factory=dict)
-    """pool -> `pool_key` of its summary (part of every memo key; computed once per pool load)."""
     _pool_devices: dict[PoolRef, tuple[DeviceRef, ...]] = field(default_factory=dict)
     _nodes: dict[PoolRef, str] = field(default_factory=dict)
     _bound: dict[DeviceRef, dict[str, tuple[Holder, ...]]] = field(default_factory=dict)
@@ -114,7 +102,15 @@ class LockBook:
     _claim_refs: dict[str, tuple[DeviceRef, ...]] = field(default_factory=dict)
     _extractions: dict[str, dict[tuple[str, PoolRef], ExtractionResult]] = field(default_factory=dict)
     """claim -> (request, pool) -> its extraction: dropped with the claim or the pool's change."""
-    _memo: dict[_MemoKey, ExtractionResult] = field(default_factory=dict)
+    _memo: ExtractionMemo = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._memo = ExtractionMemo(self.kubernetes_version)
+
+    @property
+    def evaluations(self) -> int:
+        """CEL evaluations run so far (the KEP's `sharing_affinity_extractor_evaluations_total`)."""
+        return self._memo.evaluations
 
     # -- building -------------------------------------------------------------------------------
 
@@ -245,10 +241,7 @@ class LockBook:
 
     def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
         """SPEC §5 for (claim, request, pool), once per triple and once per content."""
-        result = self._shared_extraction(claim, request, ref)
-        if result.claim == claim.qualified_name and result.pool == ref:
-            return result
-        return replace(result, claim=claim.qualified_name, pool=ref)
+        return relabel(self._shared_extraction(claim, request, ref), claim.qualified_name, ref)
 
     def _shared_extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
         """The extraction as memoised: its outcome and map are this claim's, its names may be
@@ -258,15 +251,7 @@ class LockBook:
         cached = per_claim.get(key)
         if cached is not None:
             return cached
-        memo_key = _memo_key(claim, request, ref.driver, self._pool_keys[ref])
-        shared = self._memo.get(memo_key) if memo_key is not None else None
-        if shared is not None:
-            result = shared
-        else:
-            result = extract(claim, request, self._summaries[ref], kubernetes_version=self.kubernetes_version)
-            self.evaluations += len(result.evaluations)
-            if memo_key is not None and result.outcome in _SHAREABLE_OUTCOMES:
-                self._memo[memo_key] = result
+        result = self._memo.shared(claim, request, self._summaries[ref])
         per_claim[key] = result
         return result
 
@@ -277,7 +262,6 @@ class LockBook:
         if not members:
             self.pools.pop(ref, None)
             self._summaries.pop(ref, None)
-            self._pool_keys.pop(ref, None)
             self._pool_devices.pop(ref, None)
             self._nodes.pop(ref, None)
             return
@@ -285,7 +269,6 @@ class LockBook:
         pool = build_pools(members.values(), limits)[ref]
         self.pools[ref] = pool
         self._summaries[ref] = to_extraction_pool(pool)
-        self._pool_keys[ref] = pool_key(self._summaries[ref])
         self._nodes[ref] = pool_node(pool)
         refs: list[DeviceRef] = []
         for device, _ in pool.devices:
@@ -355,16 +338,6 @@ class LockBook:
             return
         self.states[ref] = locks.reconstruct(
             [(h, self._shared_extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
-
-
-def _memo_key(claim: ResourceClaim, request: str, driver: str, pool: Hashable) -> _MemoKey | None:
-    """What an extraction result depends on besides the names it carries (the key
-    `ExtractionMemo` uses; `pool`: the pool's `pool_key`); None when the parameters have no
-    canonical form: no sharing."""
-    content = content_key(in_scope_configs(claim, request, driver))
-    if content is None:
-        return None
-    return (driver, request, pool, content)
 
 
 def bound_consumption(claim: ResourceClaim, index: int, request: str,

@@ -206,3 +206,22 @@ def test_relabel_keeps_every_field_but_the_claim_and_the_pool() -> None:
     moved = relabel(result, "c/d", PoolRef(DRIVER, "q"))
     assert moved == dataclasses.replace(result, claim="c/d", pool=PoolRef(DRIVER, "q"))
     assert relabel(result, "a/b", PoolRef(DRIVER, "p")) is result
+
+
+def test_the_memo_shares_a_slice_error_only_within_its_pool_and_generation() -> None:
+    from dra_affinity.policies.scheduler.extraction import ExtractionMemo
+
+    asking = claim(opaque(NIC))
+    bad = (PoolExtractor(Extractor(0, "subnet", "object.nope"), "meta"),)
+    memo = ExtractionMemo()
+
+    def message(name: str, generation: int) -> str:
+        result = memo.extract(asking, "nic", ExtractionPool(PoolRef(DRIVER, name), generation, bad))
+        assert result.outcome is Outcome.SLICE_ERROR and result.error is not None and result.evaluations
+        return result.error.message
+
+    assert '"node-a" generation 1' in message("node-a", 1)
+    assert '"node-a" generation 1' in message("node-a", 1) and memo.misses == 1
+    assert '"node-b" generation 1' in message("node-b", 1) and memo.misses == 2
+    assert '"node-a" generation 2' in message("node-a", 2) and memo.misses == 3  # the pool reloaded
+    assert memo.evaluations == 3  # one per extraction run, none for the hit

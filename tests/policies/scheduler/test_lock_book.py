@@ -136,3 +136,26 @@ def test_a_focused_book_reconstructs_the_claims_candidate_pools_exactly() -> Non
         assert all(any(PoolRef(a.driver, a.pool) in book.scope for a in c.allocation)
                    for name, c in book.claims.items() if name != target.qualified_name)
         assert len(book.claims) < len(full.claims)
+
+
+def test_a_claim_put_again_under_its_name_is_extracted_from_its_new_configs() -> None:
+    """The book's extractions go through `ExtractionMemo`: a claim re-put with other configs (no
+    removal between) gets the new lock, equal contents are evaluated once, and each claim's
+    extraction carries its own name."""
+    meta, devices = pool_slices(0, 2)
+    book = LockBook.build([_model(meta), _model(devices)], [])
+    first, second = sorted(book.states)
+    book.put_claim(_model(claim("c", "x", driver_of(0), {"subnet": "a", "tenant": "t"},
+                                ("node-0000", "nic-000"))))
+    once = book.evaluations
+    assert once > 0 and book.states[first].lock == {"subnet": "a", "tenant": "t"}
+    book.put_claim(_model(claim("c", "x", driver_of(0), {"subnet": "b", "tenant": "t"},
+                                ("node-0000", "nic-000"))))
+    assert book.states[first].lock == {"subnet": "b", "tenant": "t"}
+    twice = book.evaluations
+    assert twice == 2 * once
+    book.put_claim(_model(claim("d", "x", driver_of(0), {"subnet": "b", "tenant": "t"},
+                                ("node-0000", "nic-001"))))
+    assert book.states[second].lock == {"subnet": "b", "tenant": "t"}
+    assert book.evaluations == twice  # the same contents as c's: shared, not evaluated again
+    assert book.extraction(book.claims["x/d"], "nic", first.pool_ref).claim == "x/d"
