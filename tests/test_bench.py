@@ -24,7 +24,8 @@ def test_bench_runs_writes_json_and_compares(tmp_path: Path) -> None:
     assert "load average before" in proc.stdout
     doc = json.loads(first.read_text())
     rows = {r["key"]: r for r in doc["rows"]}
-    assert set(rows) == {"simulate/--summary --format json/30", "dry-run/--summary --format json/30"}
+    assert set(rows) == {"simulate/--summary --format json/30", "dry-run/--summary --format json/30",
+                         "dry-run/--format json/30"}
     assert all(r["code"] == 0 and r["rss_mb"] > 0 and r["per_unit_ms"] > 0 for r in rows.values())
     again = _bench("--quick", "--only", "simulate", "--size", "30", "--json", str(tmp_path / "b.json"),
                    "--compare", str(first))

@@ -109,10 +109,9 @@ def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str
         _TAILS.put(key, found)
     inner = newline + "  "
     pool = inner + "  "
-    return ("{" + inner + '"claim": ' + _string(result.claim) + "," + inner + '"request": '
-            + _string(result.request) + "," + inner + '"pool": {' + pool + '"driver": '
-            + _string(result.pool.driver) + "," + pool + '"name": ' + _string(result.pool.name)
-            + inner + "}," + inner + found[0] + newline + "}")
+    return (f'{{{inner}"claim": {_string(result.claim)},{inner}"request": {_string(result.request)},'
+            f'{inner}"pool": {{{pool}"driver": {_string(result.pool.driver)},{pool}"name": '
+            f'{_string(result.pool.name)}{inner}}},{inner}{found[0]}{newline}}}')
 
 
 def _detail(result: ExtractionResult) -> str:
