@@ -92,8 +92,10 @@ _TAILS: BoundedCache[tuple[object, ...], tuple[str, object, object, object]] = B
     "lint.dry-run.result-tails", 4096, lru=False)
 """The rendered text of `_result_tail`, by the tail's parts: the affinity, error and evaluations
 by identity (a relabelled result shares its plan item's objects; the entry holds them, so an
-id in a live key is never another object's), the rest by value. 50 pools x 80 affinity values
-of issue 15's cluster are ~4,000 distinct tails for 500,000 results; hits are lock-free."""
+id in a live key is never another object's), the rest by value. Issue 15's 10,000-claim cluster
+has 80 distinct tails for 500,000 results (its 50 pools publish the same extractors, so they
+share one extraction per affinity value; pools with their own would make 4,000); hits are
+lock-free."""
 
 
 def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
