@@ -89,13 +89,15 @@ def _result_tail(result: ExtractionResult) -> dict[str, Any]:
 
 
 _TAILS: BoundedCache[tuple[object, ...], tuple[str, object, object, object]] = BoundedCache(
-    "lint.dry-run.result-tails", 4096, lru=False)
+    "lint.dry-run.result-tails", 4096, lru=False, max_bytes=32 << 20,
+    weigh=lambda key, entry: 2 * len(entry[0]))
 """The rendered text of `_result_tail`, by the tail's parts: the affinity, error and evaluations
 by identity (a relabelled result shares its plan item's objects; the entry holds them, so an
 id in a live key is never another object's), the rest by value. Issue 15's 10,000-claim cluster
 has 80 distinct tails for 500,000 results (its 50 pools publish the same extractors, so they
 share one extraction per affinity value; pools with their own would make 4,000); hits are
-lock-free."""
+lock-free. Bounded in bytes too (the text, and about as much again for the objects it was
+rendered from): a claim's evaluations can carry large values."""
 
 
 def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:

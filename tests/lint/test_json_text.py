@@ -78,7 +78,8 @@ def test_members_stream_iterators_as_lists_and_are_asked_for_in_order(doc: dict[
 def test_members_texts_splice_into_the_objects_text(head: dict[str, Any], tail: dict[str, Any]) -> None:
     """What dry-run's cached result tails rely on: an object's members rendered in two parts
     and joined read as the whole object, at any indentation."""
-    tail = {k: v for k, v in tail.items() if k not in head} or {"\x00": None}
+    head = {"h" + k: v for k, v in head.items()}  # disjoint keys: {**head, **tail} keeps both
+    tail = {"t" + k: v for k, v in tail.items()}
     for newline in ("\n", "\n    "):
         inner = newline + "  "
         spliced = ("{" + inner + members_text(head.items(), newline) + "," + inner
