@@ -14,7 +14,7 @@ from dra_affinity.policies.core.source import FieldPath, render_path
 from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from dra_affinity.policies.scheduler.candidates import missing_class
-from dra_affinity.policies.scheduler.extraction import request_names
+from dra_affinity.policies.scheduler.extraction import device_requests, request_names
 
 
 def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:
@@ -57,8 +57,7 @@ def missing_class_problems(claim: ResourceClaim, classes: Collection[str]) -> It
     (`candidates.missing_class`: none when no classes are given)."""
     if not classes:
         return
-    for request in claim.requests:
-        for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-            reason = missing_class(sub, classes)
-            if reason is not None:
-                yield missing_class_finding(claim, sub, reason)
+    for request in device_requests(claim).values():
+        reason = missing_class(request, classes)
+        if reason is not None:
+            yield missing_class_finding(claim, request, reason)

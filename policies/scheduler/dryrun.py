@@ -26,6 +26,7 @@ from dra_affinity.policies.scheduler.extraction import (
     ExtractionResult,
     Outcome,
     PoolExtractor,
+    device_requests,
     relabel,
     request_names,
 )
@@ -91,14 +92,6 @@ def to_extraction_pool(pool: Pool) -> ExtractionPool:
         duplicate_keys=pool.duplicate_keys,
         total_cost=pool.total_cost,
     )
-
-
-def _device_requests(claim: ResourceClaim) -> Iterable[DeviceRequest]:
-    for request in claim.requests:
-        if request.first_available:
-            yield from request.first_available
-        elif request.exactly is not None:
-            yield request.exactly
 
 
 def dry_run(
@@ -196,7 +189,7 @@ class DryRun:
             self.findings.extend(claim_problems(claim))
             if not filters.claim_ok(claim):
                 continue
-            requests = {r.name: r for r in _device_requests(claim)}
+            requests = device_requests(claim)
             for name in request_names(claim):
                 if not filters.request_ok(name):
                     continue

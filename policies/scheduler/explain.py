@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
-from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
-from dra_affinity.policies.scheduler.lock_book import LockBook, device_requests, untracked_reason
+from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome, device_requests
+from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
 from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, Rejection, render_map
 from dra_affinity.policies.scheduler.simulation import Evaluated, StepResult, try_allocate
 

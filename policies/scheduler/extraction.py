@@ -18,7 +18,7 @@ from typing import Any
 from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
-from dra_affinity.policies.model.resources import ClaimConfig, Extractor, ResourceClaim
+from dra_affinity.policies.model.resources import ClaimConfig, DeviceRequest, Extractor, ResourceClaim
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 
 KIND_NON_STRING = "cel expression returned non-string"
@@ -130,6 +130,16 @@ def in_scope_configs(claim: ResourceClaim, request: str, driver: str) -> tuple[C
         if c.opaque is not None and c.opaque.driver == driver
         and (not c.requests or names & set(c.requests))
     )
+
+
+def device_requests(claim: ResourceClaim) -> dict[str, DeviceRequest]:
+    """Every request a device can be allocated under (`req`, or `req/sub`), by that name: the
+    one walk of `exactly` and `firstAvailable` for candidates, classes, extraction and locks."""
+    out: dict[str, DeviceRequest] = {}
+    for request in claim.requests:
+        for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
+            out[sub.name] = sub
+    return out
 
 
 def request_names(claim: ResourceClaim) -> tuple[str, ...]:

@@ -24,7 +24,6 @@ from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 from dra_affinity.policies.model.resources import (
     Device,
     DeviceClass,
-    DeviceRequest,
     ResourceClaim,
     ResourceSlice,
 )
@@ -36,19 +35,11 @@ from dra_affinity.policies.scheduler.extraction import (
     ExtractionMemo,
     ExtractionPool,
     ExtractionResult,
+    device_requests,
     relabel,
 )
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Holder, LockStatus
 from dra_affinity.policies.scheduler.pools import Pool, build_pools
-
-
-def device_requests(claim: ResourceClaim) -> dict[str, DeviceRequest]:
-    """Every request a device can be allocated under (`req`, or `req/sub`), by that name."""
-    out: dict[str, DeviceRequest] = {}
-    for request in claim.requests:
-        for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-            out[sub.name] = sub
-    return out
 
 
 def untracked_reason(pool: Pool, feature_gate: bool) -> str:

@@ -11,6 +11,7 @@ from dra_affinity.policies.scheduler.extraction import (
     ExtractionPool,
     Outcome,
     PoolExtractor,
+    device_requests,
     extract,
     in_scope_configs,
     request_names,
@@ -184,6 +185,11 @@ def test_first_available_sub_requests_are_named_parent_slash_sub() -> None:
     c = claim(requests=[{"name": "nic", "firstAvailable": [
         {"name": "fast", "deviceClassName": "a"}, {"name": "slow", "deviceClassName": "b"}]}])
     assert request_names(c) == ("nic/fast", "nic/slow")
+    both = claim(requests=[{"name": "gpu", "exactly": {"deviceClassName": "g"}},
+                           {"name": "nic", "firstAvailable": [{"name": "fast", "deviceClassName": "a"},
+                                                              {"name": "slow", "deviceClassName": "b"}]}])
+    assert {name: r.device_class_name for name, r in device_requests(both).items()} == {
+        "gpu": "g", "nic/fast": "a", "nic/slow": "b"}
 
 
 def test_relabel_keeps_every_field_but_the_claim_and_the_pool() -> None:
