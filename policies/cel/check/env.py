@@ -412,14 +412,15 @@ def _config_yaml(extensions: Sequence[tuple[str, int | None]],
 
     Written as JSON (a YAML document too, read as the same mapping): PyYAML's emitter took
     ~17 ms of a one-file `lint` for the ~15 KB checker config, `json` takes 0.3 ms and
-    cel-cpp parses it faster. The entries are the code's own declarations (names, ids, ints).
+    cel-cpp parses it faster (compact JSON: ~2 ms instead of ~4 ms for block-style YAML).
+    The entries are the code's own declarations (names, ids, ints).
     """
     document: dict[str, Any] = {
         "extensions": [{"name": name} if version is None else {"name": name, "version": version}
                        for name, version in extensions],
     }
     document.update(extra or {})
-    return json.dumps(document)
+    return json.dumps(document, separators=(",", ":"))
 
 
 def build_environment(
