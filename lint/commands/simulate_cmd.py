@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from json.encoder import encode_basestring_ascii as _string
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -12,6 +13,7 @@ import click
 from dra_affinity.lint.inputs import exclude_option, load_objects, walk_filter
 from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.policies.core.cache import BoundedCache
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -68,6 +70,15 @@ def step_to_json(s: StepResult, summary: bool = False) -> dict[str, Any]:
     if s.step.action is Action.RELEASE:
         out["released"] = [device_to_json(r) for r in s.released]
         return out
+    out.update(_decided(s, summary))
+    if not summary:
+        out["candidates"] = [_candidate(e) for e in s.evaluated]
+    return out
+
+
+def _decided(s: StepResult, summary: bool) -> dict[str, Any]:
+    """An allocation step's members after the claim, but the candidates (`step_to_json`)."""
+    out: dict[str, Any] = {}
     out["placed"] = s.placed
     out["allocations"] = [
         {"request": p.request, "device": device_to_json(p.device), "before": p.before.value,
@@ -81,13 +92,59 @@ def step_to_json(s: StepResult, summary: bool = False) -> dict[str, Any]:
     if summary:
         out["rejected"] = [{"request": r.request, "reason": r.reason.value, "count": r.count}
                            for r in s.rejected]
-        return out
-    out["candidates"] = [
-        {"request": e.request, "device": device_to_json(e.device), "state": e.status.value,
-         "viable": e.viable, "rejections": [_rejection(r) for r in e.rejections]}
-        for e in s.evaluated
-    ]
     return out
+
+
+def _candidate(e: Evaluated) -> dict[str, Any]:
+    return {"request": e.request, "device": device_to_json(e.device), "state": e.status.value,
+            "viable": e.viable, "rejections": [_rejection(r) for r in e.rejections]}
+
+
+_CANDIDATES: BoundedCache[int, tuple[str, Evaluated]] = BoundedCache(
+    "lint.simulate.candidates", 1 << 16, lru=False)
+"""`json.dumps(_candidate(e))` by id(e), the entry holding `e` (so a live key's id is its own).
+The simulation hands out one `Evaluated` per (device state, verdict, request), so first-fit's
+walk over the same full devices, claim after claim, is rendered once per device state."""
+
+_FAILED: BoundedCache[tuple[object, ...], tuple[str, StepResult]] = BoundedCache(
+    "lint.simulate.failed-steps", 64, lru=False)
+"""The text after the claim of a failed allocation step, by what it is made of (the candidates
+by identity, held by the entry's step): the claims of a full cluster fail alike, sharing their
+outcome's objects (`simulation._FailedPlacement`), and are rendered once."""
+
+
+def _failed_key(s: StepResult, summary: bool) -> tuple[object, ...]:
+    return (summary, s.failed_request, s.failure, s.rejected, None if summary else id(s.evaluated))
+
+
+def step_text(s: StepResult, summary: bool = False) -> str:
+    """`json.dumps(step_to_json(s, summary))`: what is the same for many steps rendered once."""
+    if s.step.action is Action.RELEASE:
+        return json.dumps(step_to_json(s, summary))
+    head = '{"action": "allocate", "claim": ' + _string(s.step.claim) + ", "
+    if not s.placed:
+        key = _failed_key(s, summary)
+        found = _FAILED.get(key)
+        if found is None:
+            found = (_decided_text(s, summary), s)
+            _FAILED.put(key, found)
+        return head + found[0]
+    return head + _decided_text(s, summary)
+
+
+def _decided_text(s: StepResult, summary: bool) -> str:
+    text = json.dumps(_decided(s, summary))[1:-1]
+    if summary:
+        return text + "}"
+    return text + ', "candidates": [' + ", ".join([_candidate_text(e) for e in s.evaluated]) + "]}"
+
+
+def _candidate_text(e: Evaluated) -> str:
+    found = _CANDIDATES.get(id(e))
+    if found is None or found[1] is not e:
+        found = (json.dumps(_candidate(e)), e)
+        _CANDIDATES.put(id(e), found)
+    return found[0]
 
 
 def report_to_json(report: SimulationReport) -> dict[str, Any]:
@@ -144,15 +201,40 @@ def _step_lines(n: int, s: StepResult) -> list[str]:
     if s.step.action is Action.RELEASE:
         freed = ", ".join(str(r) for r in s.released) or "nothing"
         return [f"{head}: releases {freed}"]
-    lines = [head + ("" if s.placed else f": UNSCHEDULABLE ({', '.join(r.value for r in s.reasons)})")]
-    for group in _groups(s.evaluated):
-        first, rest = group[0].rejections[0], group[0].rejections[1:]
-        also = f" (also: {', '.join(r.reason.value for r in rest)})" if rest else ""
-        ref = group[0].device
-        what = (str(ref) if len(group) == 1
-                else f"{ref.driver}/{ref.pool} ({len(group)} devices)")
-        lines.append(f"   - {what} [{group[0].request}] not viable: {first.reason.value}: "
-                     f"{first.message}{also}")
+    return [_head(n, s), *_body_lines(s)]
+
+
+def _head(n: int, s: StepResult) -> str:
+    """An allocation step's first line."""
+    head = f"{n}. {s.step.action.value} {s.step.claim}"
+    return head + ("" if s.placed else f": UNSCHEDULABLE ({', '.join(r.value for r in s.reasons)})")
+
+
+def _group_line(group: list[Evaluated]) -> str:
+    """One line for a non-viable device, or for a pool's devices with one pool-wide reason."""
+    if len(group) == 1:
+        found = _LINES.get(id(group[0]))
+        if found is not None and found[1] is group[0]:
+            return found[0]
+    first, rest = group[0].rejections[0], group[0].rejections[1:]
+    also = f" (also: {', '.join(r.reason.value for r in rest)})" if rest else ""
+    ref = group[0].device
+    what = (str(ref) if len(group) == 1
+            else f"{ref.driver}/{ref.pool} ({len(group)} devices)")
+    line = f"   - {what} [{group[0].request}] not viable: {first.reason.value}: {first.message}{also}"
+    if len(group) == 1:
+        _LINES.put(id(group[0]), (line, group[0]))
+    return line
+
+
+_LINES: BoundedCache[int, tuple[str, Evaluated]] = BoundedCache("lint.simulate.candidate-lines", 1 << 16,
+                                                                lru=False)
+"""`_group_line` of one device, by id of its `Evaluated` (held): `_CANDIDATES` for the text report."""
+
+
+def _body_lines(s: StepResult) -> list[str]:
+    """An allocation step's lines after its first."""
+    lines = [_group_line(group) for group in _groups(s.evaluated)]
     for p in s.placements:
         if p.reused:
             what = f"joins its lock {render_map(p.lock)}"
@@ -166,11 +248,27 @@ def _step_lines(n: int, s: StepResult) -> list[str]:
     return lines
 
 
-def _summary_lines(n: int, s: StepResult) -> list[str]:
-    """A step with counts instead of one line per device (`--summary`)."""
-    lines = _step_lines(n, s)
-    rejected = [f"   - {r.count} device(s) [{r.request}] not viable: {r.reason.value}" for r in s.rejected]
-    return lines[:1] + rejected + lines[1:]
+def _rejected_lines(s: StepResult) -> list[str]:
+    """The `--summary` lines after a step's first: devices not viable, counted by reason."""
+    return [f"   - {r.count} device(s) [{r.request}] not viable: {r.reason.value}" for r in s.rejected]
+
+
+def _step_block(n: int, s: StepResult, summary: bool) -> str:
+    """A step's lines of the text report, indented, each ending in a newline; the lines after
+    a failed step's first are rendered once for the steps that failed alike (`_FAILED`)."""
+    if s.step.action is Action.RELEASE:
+        return "".join(f"  {line}\n" for line in _step_lines(n, s))
+    head = f"  {_head(n, s)}\n"
+    if s.placed:
+        body = (_rejected_lines(s) if summary else []) + _body_lines(s)
+        return head + "".join(f"  {line}\n" for line in body)
+    key = ("text", *_failed_key(s, summary))
+    found = _FAILED.get(key)
+    if found is None:
+        body = (_rejected_lines(s) if summary else []) + _body_lines(s)
+        found = ("".join(f"  {line}\n" for line in body), s)
+        _FAILED.put(key, found)
+    return head + found[0]
 
 
 def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iterable[tuple[int, StepResult]],
@@ -185,7 +283,7 @@ def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iter
     printed = False
     for n, s in steps:
         printed = True
-        write("".join(f"  {line}\n" for line in (_summary_lines if summary else _step_lines)(n, s)))
+        write(_step_block(n, s, summary))
     if not printed:
         write("  (no unallocated claims)\n")
     write("\nDevices:\n" + "".join(f"  {line}\n" for line in _devices_table(run.devices())))
@@ -197,18 +295,21 @@ def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iter
 def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iterable[tuple[int, StepResult]],
                  summary: bool, findings: list[dict[str, Any]]) -> None:
     """One JSON document (README `### simulate`), each step written as soon as it is decided."""
-    def items(values: Iterable[Any]) -> None:
+    def texts(rendered: Iterable[str]) -> None:
         first = True
-        for value in values:
-            write(("\n    " if first else ",\n    ") + json.dumps(value))
+        for text in rendered:
+            write(("\n    " if first else ",\n    ") + text)
             first = False
         write("\n  ]" if not first else "]")
+
+    def items(values: Iterable[Any]) -> None:
+        texts(json.dumps(value) for value in values)
 
     write(f'{{\n  "mode": {json.dumps(run.mode.value)},\n  "featureGate": {json.dumps(run.feature_gate)},\n')
     write('  "reconstructed": [')
     items(_state(d) for d in run.reconstructed)
     write(',\n  "steps": [')
-    items(step_to_json(s, summary) for _, s in steps)
+    texts(step_text(s, summary) for _, s in steps)
     write(',\n  "devices": [')
     items(_state(d) for d in run.devices())
     write(f',\n  "metrics": {json.dumps(run.metrics().as_dict())},')
