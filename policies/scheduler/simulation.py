@@ -34,7 +34,7 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import SelectorError, pool_is_candidate
+from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits, render
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
@@ -736,7 +736,7 @@ class _Run:
                     and (not self.classes or self.candidate(request, self.classes, pool))]
         key = (request.device_class_name, request.name, request.selectors)
         cached = self.candidates.get(key)
-        if cached is None and self.classes and request.device_class_name not in self.classes:
+        if cached is None and missing_class(request, self.classes) is not None:
             cached = []  # a class that does not exist selects no device
             self.candidates[key] = cached
         if cached is None:
@@ -1058,11 +1058,9 @@ class _Run:
 
     def _summary(self, request: DeviceRequest, counts: Mapping[Reason, int], examined: int, wanted: int,
                  viable: int) -> Rejection:
-        if not examined and self.classes and request.device_class_name not in self.classes:
-            # the class does not exist for the scheduler: the claim stays pending
-            return Rejection(Reason.NO_CANDIDATES,
-                             f"request {request.name!r}: DeviceClass {request.device_class_name!r} is not in "
-                             "the input (the scheduler leaves the claim pending)")
+        absent = missing_class(request, self.classes) if not examined else None
+        if absent is not None:  # the class does not exist for the scheduler: the claim stays pending
+            return Rejection(Reason.NO_CANDIDATES, absent)
         if not examined:
             return Rejection(Reason.NO_CANDIDATES,
                              f"request {request.name!r}: no device in the input can serve it")
