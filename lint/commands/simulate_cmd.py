@@ -271,6 +271,11 @@ def _step_block(n: int, s: StepResult, summary: bool) -> str:
     return head + found[0]
 
 
+_BATCH = 1 << 16
+"""Characters of steps collected before one write: few writes, and little text held (a step of
+a full cluster without --summary is ~0.5 MB by itself)."""
+
+
 def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iterable[tuple[int, StepResult]],
                  summary: bool) -> None:
     gate = "on" if run.feature_gate else "off"
@@ -281,9 +286,17 @@ def _stream_text(write: Callable[[str], object], run: SimulationRun, steps: Iter
         write("".join(f"  {line}\n" for line in _devices_table(held)))
     write("\nSteps:\n")
     printed = False
+    batch: list[str] = []  # written in pieces of about `_BATCH` characters (as `_stream_json`)
+    size = 0
     for n, s in steps:
         printed = True
-        write(_step_block(n, s, summary))
+        block = _step_block(n, s, summary)
+        batch.append(block)
+        size += len(block)
+        if size >= _BATCH:
+            write("".join(batch))
+            batch, size = [], 0
+    write("".join(batch))
     if not printed:
         write("  (no unallocated claims)\n")
     write("\nDevices:\n" + "".join(f"  {line}\n" for line in _devices_table(run.devices())))
@@ -296,11 +309,18 @@ def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iter
                  summary: bool, findings: list[dict[str, Any]]) -> None:
     """One JSON document (README `### simulate`), each step written as soon as it is decided."""
     def texts(rendered: Iterable[str]) -> None:
-        first = True
+        batch: list[str] = []  # written in pieces of about `_BATCH` characters: one write per
+        written = False        # step was 10 % of a 100,000-step --summary
+        size = 0
         for text in rendered:
-            write(("\n    " if first else ",\n    ") + text)
-            first = False
-        write("\n  ]" if not first else "]")
+            batch.append(text)
+            size += len(text)
+            if size >= _BATCH:
+                write(("," if written else "") + "\n    " + ",\n    ".join(batch))
+                written, batch, size = True, [], 0
+        if batch:
+            write(("," if written else "") + "\n    " + ",\n    ".join(batch))
+        write("\n  ]" if written or batch else "]")
 
     def items(values: Iterable[Any]) -> None:
         texts(json.dumps(value) for value in values)
