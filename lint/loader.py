@@ -324,6 +324,11 @@ class _JsonStream:
 
 _YAML_BREAKS = ("\x85", "\u2028", "\u2029")
 
+FAST_YAML_CHARS = 512 * 1024
+"""From this size on, the commands that keep every document (`lazy_positions`) try `yaml_fast`
+first: under it libyaml's composition costs little, and a small file's behaviour stays libyaml's
+by construction."""
+
 
 class _FilePositions:
     """The positions of one file's documents, composed by the YAML parser on first use.
@@ -707,6 +712,8 @@ class _Loader:
             if is_json_name:
                 self._file_finding(name, stream.message, stream.error)
                 return
+        if self._lazy and len(text) >= FAST_YAML_CHARS and self._load_fast_yaml(name, text):
+            return
         self._positions = _FilePositions(name, text, json_numbers=False) if self._lazy else None
         try:
             self._load_yaml(name, text, json_numbers=False)
@@ -745,6 +752,21 @@ class _Loader:
             del self.result.findings[before[1] :]
         for index, (value, position) in enumerate(stream.values):
             self._add_plain(name, index, value, position)
+
+    def _load_fast_yaml(self, name: str, text: str) -> bool:
+        """A large YAML file through `yaml_fast`, if it vouches for the values and they hold
+        nothing to report (as `_JsonStream.plain` decides for JSON); positions composed by
+        libyaml on first use. False: nothing was loaded, compose the file."""
+        from dra_affinity.lint import yaml_fast
+
+        fast = yaml_fast.values(text)
+        if fast is None:
+            return False
+        value, position, repeated = fast
+        if not _JsonStream([(value, position)], yaml_differs=repeated).plain(text):
+            return False
+        self._add_plain(name, 0, value, position, _FilePositions(name, text, json_numbers=False))
+        return True
 
     def _load_yaml(self, name: str, text: str, *, json_numbers: bool, strict: bool = False) -> int:
         """Parse a multi-document stream; return the number of documents, -1 if `strict` failed.

@@ -429,3 +429,19 @@ class NodeBuilder:
                 Issue(f'cannot read "{node.value}" as !!{short}', path, self.position(node))
             )
             return node.value
+
+
+def plain_scalar(text: str, tag: str) -> tuple[object, bool]:
+    """What a plain scalar with this text and resolved tag builds to (as a value), and
+    whether it built cleanly; for `yaml_fast`, which must give exactly what this module
+    gives without composing nodes."""
+    builder = NodeBuilder()
+    value = builder._scalar(ScalarNode(tag, text, style=""), ())
+    return value, not builder._issues
+
+
+def plain_key(text: str, tag: str) -> tuple[str | None, bool]:
+    """What a plain scalar with this text and resolved tag builds to as a mapping key."""
+    builder = NodeBuilder()
+    key = builder._key(ScalarNode(tag, text, style=""), ())
+    return key, not builder._issues

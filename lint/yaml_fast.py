@@ -1,0 +1,367 @@
+"""The values of a large, plain YAML file without composing it node by node (issues 15, 16).
+
+Why: a `kubectl get ... -o yaml` dump of a cluster (100,000 claims, 60 MB) takes libyaml
+about 13 CPU seconds to compose and 3 GB to hold as one `List` node tree — more than the whole
+of `locks`, `explain` or `simulate` may take. rapidyaml parses the same text in about a second
+in C++ and writes it out as JSON, which the C JSON decoder reads in two. Where that gives
+exactly what `yaml_positions.NodeBuilder` would have built, the commands that hold every
+document and need positions only for the rare finding (`lazy_positions`) take it; in every
+other case (`None`) the loader composes the file with libyaml as before, so every error,
+warning and position is still libyaml's and the builder's.
+
+"Exactly" is kept by refusing, not by emulating:
+
+* The text must be one document with no node properties: no tag (`!!str 5` would lose its
+  tag), anchor or alias, no explicit key (`? `), no directive, no `---`/`...` marker, no
+  comment, no tab, no carriage return, no character libyaml rejects or reads as a line break
+  (NEL, LS, PS), no reserved indicator (`@`, a backquote) or flow end (`,`, `]`, `}`) where a
+  block node starts, no block scalar header libyaml would not take, no empty key, and no
+  implicit key of 1,024 characters or more (libyaml's limit). rapidyaml is more lenient than
+  libyaml in each of these places (or, after a comment, misreads indentation); a
+  `kubectl -o yaml` dump has none of them.
+* Plain scalars are typed by YAML 1.1 here (the builder's rule), not by rapidyaml: a number
+  rapidyaml writes bare is built from its text as the builder builds a plain scalar (`1e5`
+  stays a string), and a string the JSON holds that YAML 1.1 would read as something else
+  when plain (`"on"`, `"0x1F"`, `"~"`) is refused unless rapidyaml writes that scalar bare
+  when it is plain — then the JSON string was quoted in the file. A key is refused when the
+  builder would turn its plain form into other text (`1.50` → `"1.5"`).
+* A repeated key is refused (the builder reports it), as is anything rapidyaml cannot parse
+  (its message goes nowhere: libyaml's error is the one reported).
+
+`tests/lint/test_yaml_fast.py` compares both paths on every scalar form in every quoting, on
+generated documents in every dumper style, on mutated dumps (broken YAML must be refused), and
+on every YAML file the repository ships.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import yaml.resolver
+from dra_affinity.lint.yaml_positions import plain_key, plain_scalar
+from dra_affinity.policies.core.source import Position
+from yaml.nodes import ScalarNode
+
+try:
+    import ryml
+except ImportError:  # pragma: no cover - a dependency; its absence only costs speed
+    ryml = None
+
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+_REFUSED_CHARACTER = re.compile(
+    "[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
+)
+"""Tabs, carriage returns, characters libyaml rejects, and those it reads as line breaks."""
+_REFUSED_LINE = re.compile(r"^(?:%|---(?:[ \n]|$)|\.\.\.(?:[ \n]|$))", re.MULTILINE)
+"""Directives and document markers."""
+_INDICATORS = "!&*?@`%|>"
+"""A tag, anchor or alias (`!`, `&`, `*`), an explicit key (`?`), or a reserved indicator
+(`@`, a backquote, `%`: libyaml refuses them), or a block scalar's header (`|`, `>`) that
+is not one libyaml takes, if a node starts there."""
+_BLOCK_HEADER = re.compile(r"[|>](?:[-+][1-9]?|[1-9][-+]?)?(?: +#[^\n]*| *)(?:\n|$)")
+_FLOW_ENDS = ",]}"
+"""Flow indicators, which libyaml refuses where a block node starts (rapidyaml reads on)."""
+_COMMENT_START = re.compile(r"(?:^| )$")
+"""Where a comment starts: rapidyaml misreads the indentation of a key on the line after some
+comments (`"  exactly"` for `exactly`), and a dump has none."""
+_BLOCK_NODE_START = re.compile(r"^ *$|^(?:- +)+$|[:?\-] +$")
+_NODE_START = re.compile(r"(?:^|[\[{,]) *$|[:?\-] +$|^(?:- +)+$")
+"""What precedes (on its line) a place where a node may start: nothing but indentation or
+sequence entries, a flow indicator, or a key/entry indicator and a space."""
+_BAD_ASCII = "".join(chr(code) for code in range(32) if code != 10) + "\x7f"
+
+
+def _refused(text: str) -> bool:
+    """Whether the text holds what this path does not take (module docstring).
+
+    Over-cautious on purpose: an indicator inside a quoted string that looks like a node start
+    only costs speed. Each test is a substring search where one will do (a pattern over 60 MB
+    costs a third of a second each): the indicators are rare in a dump (CEL's `!=` and `&&`
+    follow an operand), so each is looked at alone."""
+    if any(c in text for c in _BAD_ASCII) if text.isascii() else _REFUSED_CHARACTER.search(text):
+        return True
+    markers = ("%", "---", "...")
+    if (text.startswith(markers) or any(f"\n{m}" in text for m in markers)) \
+            and _REFUSED_LINE.search(text):
+        return True
+    for indicators, context in ((_INDICATORS, _NODE_START), (_FLOW_ENDS, _BLOCK_NODE_START),
+                                ("#", _COMMENT_START)):
+        for indicator in indicators:
+            start = text.find(indicator)
+            while start >= 0:
+                if indicator != "?" or text[start + 1 : start + 2] in ("", " ", "\n"):
+                    line = text[text.rfind("\n", 0, start) + 1 : start]
+                    if context.search(line) and not (
+                            indicator in "|>" and _BLOCK_HEADER.match(text, start)):
+                        return True
+                start = text.find(indicator, start + 1)
+    return False
+
+
+_LONG_LINE = re.compile(r"^.{1024,}", re.MULTILINE)
+
+_CANDIDATE = re.compile(
+    r'"([-+.0-9][-+.0-9_:A-Za-z]*|~|<<|=|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF'
+    r'|True|TRUE|False|FALSE|Null|NULL)"(\s*:)?'
+)
+"""A JSON string that YAML 1.1 might type otherwise when plain: the first characters of the
+resolver's int, float, bool, null and merge forms (PyYAML's implicit resolvers), and the
+words those forms allow; with whether it is a key."""
+
+
+_LEADING_ZERO = re.compile(r"([-+]?)0(\.[0-9])")
+
+
+def _origins(text: str) -> list[str]:
+    """The other plain scalars rapidyaml writes as this bare number (`Typing.number`)."""
+    origins = [text[:-1]] if text.endswith(".0") else []
+    if _LEADING_ZERO.match(text):
+        origins.append(_LEADING_ZERO.sub(r"\1\2", text, count=1))
+    return origins
+
+
+def _same(left: object, right: object) -> bool:
+    """Equal values of the same type (`1 == 1.0 == True` in Python, not in a document)."""
+    return type(left) is type(right) and left == right
+
+
+class _Unsure(Exception):
+    """Raised inside the JSON decoder's hooks: this path cannot vouch for the value."""
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """rapidyaml's C++ error handler writes its message to file descriptor 2 before raising;
+    an input libyaml is about to report must not print a second, different message."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _emitted_json(data: bytes) -> str | None:
+    """rapidyaml's JSON for one YAML document, or None if it does not parse it as one."""
+    assert ryml is not None
+    try:
+        with _quiet_stderr():
+            tree = ryml.parse_in_arena(data)
+            root = tree.root_id()
+            if tree.is_stream(root):
+                return None
+            out = ryml.emit_json_malloc(tree, root)
+    except Exception:  # rapidyaml's ExceptionParse and friends: libyaml will say what is wrong
+        return None
+    text = out if isinstance(out, str) else bytes(out).decode("utf-8", "surrogateescape")
+    return text
+
+
+class _Typing:
+    """YAML 1.1 typing of plain scalars, asked once per distinct text of one file."""
+
+    def __init__(self) -> None:
+        self._resolver = yaml.resolver.Resolver()
+        self._numbers: dict[str, object] = {}
+        self._bare: dict[str, bool] = {}
+
+    def tag(self, text: str) -> str:
+        return self._resolver.resolve(ScalarNode, text, (True, False))
+
+    def number(self, text: str) -> object:
+        """The builder's value for a plain scalar rapidyaml wrote as a bare JSON number.
+
+        rapidyaml writes `1.` as `1.0` and `.5`, `-.5` as `0.5`, `-0.5` (and changes no other
+        number): where the text could be such a rewrite, every scalar it could come from must
+        build to the same value (`-.5` is a string to YAML 1.1, `-0.5` a float)."""
+        found = self._numbers.get(text)
+        if found is None:
+            found = self._numbers[text] = self._built(text)
+            for origin in _origins(text):
+                if not _same(self._built(origin), found):
+                    raise _Unsure(text)
+        return found
+
+    def _built(self, text: str) -> object:
+        value, clean = plain_scalar(text, self.tag(text))
+        if not clean:
+            raise _Unsure(text)
+        return value
+
+    def ambiguous(self, text: str, *, key: bool) -> bool:
+        """Whether a JSON string `text` could stand for a plain scalar the builder types
+        otherwise (module docstring)."""
+        tag = self.tag(text)
+        if tag == _STR:
+            return False
+        if tag == _MERGE:
+            return True  # `<<` merges when plain: the builder's merge, not a key
+        if key:
+            built, clean = plain_key(text, tag)
+            return not clean or built != text
+        value, clean = plain_scalar(text, tag)
+        if clean and value == text and isinstance(value, str):
+            return False
+        return not self._written_bare(text)
+
+    def _written_bare(self, text: str) -> bool:
+        bare = self._bare.get(text)
+        if bare is None:
+            emitted = _emitted_json(b"k: " + text.encode())
+            bare = self._bare[text] = emitted is not None and '"k": "' not in emitted
+        return bare
+
+
+class _Decoder:
+    """Parts of one file turned into values: rapidyaml's JSON, checked and typed (`_Typing`)."""
+
+    def __init__(self) -> None:
+        self.typing = _Typing()
+        self.repeated = False
+        """Some mapping repeats a key: the builder reports it, so the caller composes."""
+        self._json = json.JSONDecoder(object_pairs_hook=self._pairs, parse_int=self.typing.number,
+                                      parse_float=self.typing.number,
+                                      parse_constant=self._constant)
+
+    def _pairs(self, items: list[tuple[str, object]]) -> dict[str, object]:
+        value = dict(items)
+        if len(value) != len(items):
+            self.repeated = True
+        return value
+
+    @staticmethod
+    def _constant(name: str) -> object:
+        raise _Unsure(name)
+
+    def decode(self, part: str) -> object:
+        """The value of one YAML text; `_Unsure` if this path cannot vouch for it."""
+        emitted = _emitted_json(part.encode("utf-8"))
+        if emitted is None:
+            raise _Unsure("not parsed")
+        if '"": ' in emitted:
+            raise _Unsure("an empty key")  # libyaml refuses an empty plain key, takes ""
+        for candidate, key in set(_CANDIDATE.findall(emitted)):
+            if self.typing.ambiguous(candidate, key=bool(key)):
+                raise _Unsure(candidate)
+        try:
+            return self._json.decode(emitted)
+        except (ValueError, RecursionError) as error:
+            raise _Unsure(str(error)) from None
+
+
+def values(text: str) -> tuple[Any, Position, bool] | None:
+    """The one document of `text` as `NodeBuilder` builds it, where it starts, and whether a
+    mapping repeats a key (the caller then composes the file); None where this path cannot
+    vouch for the result (module docstring).
+
+    A `List` is parsed a batch of items at a time (`_split_items`): rapidyaml's tree of a
+    whole 60 MB dump is 640 MB, more than the values built from it."""
+    if ryml is None or _refused(text) or _long_key(text):
+        return None
+    decoder = _Decoder()
+    head, batches = _split_items(text)
+    try:
+        value = decoder.decode(head)
+        if batches:
+            if not isinstance(value, dict) or value.get("items", False) is not None:
+                return None
+            items: list[object] = []
+            for start, end in batches:
+                part = decoder.decode(text[start:end])
+                if not isinstance(part, list):
+                    return None
+                items += part
+            value["items"] = items
+    except _Unsure:
+        return None
+    if not isinstance(value, dict):
+        return None  # a scalar or list document: the builder's finding, at its position
+    return value, _start(text), decoder.repeated
+
+
+_COLUMN_ZERO = re.compile(r"^[^ \n]", re.MULTILINE)
+_ITEMS_KEY = re.compile(r"items:[ ]*(?:#[^\n]*)?(?:\n|$)")
+BATCH_CHARS = 2 * 1024 * 1024
+"""About how much of a List's items one rapidyaml tree holds at a time."""
+
+
+def _split_items(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The document without its top-level `items:` block sequence, and that sequence cut
+    into batches of whole items (offsets into `text`); the whole text and no batches when the
+    layout is not that plain one.
+
+    Why cutting at lines is sound: in a block mapping at column 0, a line that starts at
+    column 0 begins a key, an item of the indentless `items:` sequence (`- `), or a comment;
+    nothing an item holds (block scalars, continuation lines) starts there, and a quoted
+    scalar cut in two leaves a batch rapidyaml refuses. Anything else at column 0 (a `-` not
+    under `items:`, a second `items:`) keeps the text whole."""
+    starts = [match.start() for match in _COLUMN_ZERO.finditer(text)]
+    region: tuple[int, int] | None = None
+    items_keys = 0
+    for start in starts:
+        char = text[start]
+        if char == "#":
+            continue
+        if char == "-" and text[start + 1 : start + 2] in (" ", "\n", ""):
+            if region is None or region[1] != -1:
+                return text, []  # an item outside the one items: sequence
+            continue
+        if region is not None and region[1] == -1:
+            region = (region[0], start)
+        if _ITEMS_KEY.match(text, start):
+            items_keys += 1
+            line_end = text.find("\n", start)
+            region = (len(text) if line_end < 0 else line_end + 1, -1)
+    if region is None or items_keys != 1:
+        return text, []
+    first, last = region[0], len(text) if region[1] == -1 else region[1]
+    batches: list[tuple[int, int]] = []
+    begin = first
+    for start in starts:
+        if start <= first or start >= last or text[start] != "-":
+            continue
+        if start - begin >= BATCH_CHARS:
+            batches.append((begin, start))
+            begin = start
+    if last > begin:
+        batches.append((begin, last))
+    return text[:first] + text[last:], batches
+
+
+def _long_key(text: str) -> bool:
+    """Whether some line may hold an implicit key of 1,024 characters or more, which libyaml
+    refuses ("could not find expected ':'") and rapidyaml takes."""
+    for match in _LONG_LINE.finditer(text):
+        line = match.group()
+        colon = line.find(": ")
+        if colon < 0 and line.endswith(":"):
+            colon = len(line) - 1
+        if colon >= 1000 or (colon < 0 and ":" in line[1000:]):
+            return True
+    return False
+
+
+_CONTENT = re.compile(r"^[ ]*([^ \n#])", re.MULTILINE)
+
+
+def _start(text: str) -> Position:
+    """Where the document's root node starts: its first character that is not blank or in a
+    comment (the root's start mark in libyaml)."""
+    match = _CONTENT.search(text)
+    if match is None:
+        return Position(1, 1)
+    offset = match.start(1)
+    return Position(text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset))
