@@ -759,13 +759,16 @@ class _Loader:
         libyaml on first use. False: nothing was loaded, compose the file."""
         from dra_affinity.lint import yaml_fast
 
-        fast = yaml_fast.values(text)
+        fast = yaml_fast.documents(text)
         if fast is None:
             return False
-        value, position, repeated = fast
-        if not _JsonStream([(value, position)], yaml_differs=repeated).plain(text):
+        documents, repeated = fast
+        stream = _JsonStream([(value, start) for _, value, start in documents], yaml_differs=repeated)
+        if not stream.plain(text):
             return False
-        self._add_plain(name, 0, value, position, _FilePositions(name, text, json_numbers=False))
+        positions = _FilePositions(name, text, json_numbers=False)
+        for index, value, start in documents:
+            self._add_plain(name, index, value, start, positions)
         return True
 
     def _load_yaml(self, name: str, text: str, *, json_numbers: bool, strict: bool = False) -> int:

@@ -59,8 +59,9 @@ _REFUSED_CHARACTER = re.compile(
     "[\t\r\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]"
 )
 """Tabs, carriage returns, characters libyaml rejects, and those it reads as line breaks."""
-_REFUSED_LINE = re.compile(r"^(?:%|---(?:[ \n]|$)|\.\.\.(?:[ \n]|$))", re.MULTILINE)
-"""Directives and document markers."""
+_REFUSED_LINE = re.compile(r"^(?:%|--- *[^ \n]|\.\.\.(?:[ \n]|$))", re.MULTILINE)
+"""Directives, a `---` line with content after it, and `...` markers (a bare `---` line
+starts a document: `_segments`)."""
 _INDICATORS = "!&*?@`%|>"
 """A tag, anchor or alias (`!`, `&`, `*`), an explicit key (`?`), or a reserved indicator
 (`@`, a backquote, `%`: libyaml refuses them), or a block scalar's header (`|`, `>`) that
@@ -170,13 +171,59 @@ def _emitted_json(data: bytes) -> str | None:
     return text
 
 
+def _emitted_documents(data: bytes, count: int) -> list[str] | None:
+    """rapidyaml's JSON for each document of a stream that should hold `count` mappings."""
+    assert ryml is not None
+    try:
+        with _quiet_stderr():
+            tree = ryml.parse_in_arena(data)
+            root = tree.root_id()
+            if not tree.is_stream(root) or tree.num_children(root) != count:
+                return None
+            out = []
+            for child in ryml.children(tree, root):
+                if not tree.is_map(child):
+                    return None
+                emitted = ryml.emit_json_malloc(tree, child)
+                out.append(emitted if isinstance(emitted, str) else bytes(emitted).decode("utf-8"))
+    except Exception:  # rapidyaml's ExceptionParse and friends: libyaml will say what is wrong
+        return None
+    return out
+
+
+_REWRITTEN = (".inf", ".nan")
+"""The strings rapidyaml writes for other plain scalars (`inf` and `.Inf` as `.inf`): which
+one the file held cannot be told, so such a string is never vouched for."""
+
+MAX_AMBIGUOUS = 256
+"""Distinct strings a file may hold that YAML 1.1 types otherwise when plain (each costs a
+search of the source); past this, the file is composed."""
+
+
+def _occurs_plain(source: str, text: str) -> bool:
+    """`_Typing._plain_somewhere`: an occurrence of `text` neither inside a longer word nor
+    between the same quote on both sides."""
+    size = len(text)
+    at = source.find(text)
+    while at >= 0:
+        before = source[at - 1] if at else "\n"
+        after = source[at + size : at + size + 1]
+        if not (before in "'\"" and after == before) and before in " \n[{,?-:" \
+                and after in ("", "\n", " ", ",", "]", "}", ":"):
+            return True
+        at = source.find(text, at + 1)
+    return False
+
+
 class _Typing:
     """YAML 1.1 typing of plain scalars, asked once per distinct text of one file."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str) -> None:
+        self._source = source
         self._resolver = yaml.resolver.Resolver()
         self._numbers: dict[str, object] = {}
         self._bare: dict[str, bool] = {}
+        self._plain: dict[str, bool] = {}
 
     def tag(self, text: str) -> str:
         return self._resolver.resolve(ScalarNode, text, (True, False))
@@ -207,15 +254,29 @@ class _Typing:
         tag = self.tag(text)
         if tag == _STR:
             return False
+        if text.lstrip("+-") in _REWRITTEN:
+            return True  # rapidyaml writes plain `inf`, `.Inf`, `nan`, `.NaN` like this
         if tag == _MERGE:
-            return True  # `<<` merges when plain: the builder's merge, not a key
-        if key:
+            differs = True  # `<<` merges when plain: the builder's merge, not a key
+        elif key:
             built, clean = plain_key(text, tag)
-            return not clean or built != text
-        value, clean = plain_scalar(text, tag)
-        if clean and value == text and isinstance(value, str):
-            return False
-        return not self._written_bare(text)
+            differs = not clean or built != text
+        else:
+            value, clean = plain_scalar(text, tag)
+            differs = not (clean and value == text and isinstance(value, str)) \
+                and not self._written_bare(text)
+        return differs and self._plain_somewhere(text)
+
+    def _plain_somewhere(self, text: str) -> bool:
+        """Whether the source holds `text` other than between matching quotes, delimited as a
+        whole plain scalar could be (`'0x8003'` everywhere: every such string was quoted).
+        Over-cautious: `a 0x8003 b` inside a quoted string counts as plain."""
+        found = self._plain.get(text)
+        if found is None:
+            if len(self._plain) >= MAX_AMBIGUOUS:
+                raise _Unsure(text)
+            found = self._plain[text] = _occurs_plain(self._source, text)
+        return found
 
     def _written_bare(self, text: str) -> bool:
         bare = self._bare.get(text)
@@ -228,8 +289,8 @@ class _Typing:
 class _Decoder:
     """Parts of one file turned into values: rapidyaml's JSON, checked and typed (`_Typing`)."""
 
-    def __init__(self) -> None:
-        self.typing = _Typing()
+    def __init__(self, source: str) -> None:
+        self.typing = _Typing(source)
         self.repeated = False
         """Some mapping repeats a key: the builder reports it, so the caller composes."""
         self._json = json.JSONDecoder(object_pairs_hook=self._pairs, parse_int=self.typing.number,
@@ -251,6 +312,22 @@ class _Decoder:
         emitted = _emitted_json(part.encode("utf-8"))
         if emitted is None:
             raise _Unsure("not parsed")
+        return self._typed(emitted)
+
+    def decode_stream(self, parts: list[str]) -> list[object]:
+        """The values of several small documents, parsed as one stream and decoded as one
+        JSON array: one call into rapidyaml and the decoder for many documents."""
+        stream = "".join("---\n" + part + ("" if part.endswith("\n") else "\n") for part in parts)
+        emitted = _emitted_documents(stream.encode("utf-8"), len(parts))
+        if emitted is None:
+            raise _Unsure("not parsed")
+        values = self._typed("[" + ",".join(emitted) + "]")
+        if not isinstance(values, list):
+            raise _Unsure("not a stream")
+        return values
+
+    def _typed(self, emitted: str) -> object:
+        """The decoded JSON, typed by YAML 1.1 (module docstring)."""
         if '"": ' in emitted:
             raise _Unsure("an empty key")  # libyaml refuses an empty plain key, takes ""
         for candidate, key in set(_CANDIDATE.findall(emitted)):
@@ -262,34 +339,88 @@ class _Decoder:
             raise _Unsure(str(error)) from None
 
 
-def values(text: str) -> tuple[Any, Position, bool] | None:
-    """The one document of `text` as `NodeBuilder` builds it, where it starts, and whether a
-    mapping repeats a key (the caller then composes the file); None where this path cannot
-    vouch for the result (module docstring).
+def documents(text: str) -> tuple[list[tuple[int, Any, Position]], bool] | None:
+    """The documents of `text` as `NodeBuilder` builds them — (index in the stream, value,
+    where it starts), empty ones left out — and whether a mapping repeats a key (the caller
+    then composes the file); None where this path cannot vouch for the result (module
+    docstring).
 
-    A `List` is parsed a batch of items at a time (`_split_items`): rapidyaml's tree of a
-    whole 60 MB dump is 640 MB, more than the values built from it."""
+    Small documents are parsed many to a stream (one call for a batch); a large `List` a
+    batch of items at a time (`_split_items`): rapidyaml's tree of a whole 60 MB dump is
+    640 MB, more than the values built from it."""
     if ryml is None or _refused(text) or _long_key(text):
         return None
-    decoder = _Decoder()
-    head, batches = _split_items(text)
+    decoder = _Decoder(text)
+    out: list[tuple[int, Any, Position]] = []
+    small: list[tuple[int, int, int, int]] = []
+
+    def flush() -> None:
+        if small:
+            values = decoder.decode_stream([text[start:end] for _, start, end, _ in small])
+            if len(values) != len(small):
+                raise _Unsure("documents")
+            for (index, start, end, line), value in zip(small, values):
+                out.append((index, value, _start(text[start:end], line)))
+            small.clear()
+
     try:
-        value = decoder.decode(head)
-        if batches:
-            if not isinstance(value, dict) or value.get("items", False) is not None:
-                return None
-            items: list[object] = []
-            for start, end in batches:
-                part = decoder.decode(text[start:end])
-                if not isinstance(part, list):
-                    return None
-                items += part
-            value["items"] = items
+        for index, start, end, line in _segments(text):
+            if end - start >= BATCH_CHARS:
+                flush()
+                out.append((index, _document(decoder, text[start:end]), _start(text[start:end], line)))
+            else:
+                small.append((index, start, end, line))
+                if end - small[0][1] >= BATCH_CHARS:
+                    flush()
+        flush()
     except _Unsure:
         return None
-    if not isinstance(value, dict):
+    if not all(isinstance(value, dict) for _, value, _ in out):
         return None  # a scalar or list document: the builder's finding, at its position
-    return value, _start(text), decoder.repeated
+    return out, decoder.repeated
+
+
+def _document(decoder: _Decoder, text: str) -> object:
+    """One large document, a `List`'s items a batch at a time."""
+    head, batches = _split_items(text)
+    value = decoder.decode(head)
+    if not batches:
+        return value
+    if not isinstance(value, dict) or value.get("items", False) is not None:
+        raise _Unsure("items")
+    items: list[object] = []
+    for start, end in batches:
+        part = decoder.decode(text[start:end])
+        if not isinstance(part, list):
+            raise _Unsure("items")
+        items += part
+    value["items"] = items
+    return value
+
+
+def _segments(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """(index in the stream, start, end, first line) of each document that is not empty,
+    cut at its `---` lines (`_refused` leaves no other marker). Text before the first `---`
+    is a document only if it holds something, as in libyaml; an explicit empty one still
+    takes its index."""
+    markers = [0] if text.startswith("---") and text[3:4] in ("", " ", "\n") else []
+    at = text.find("\n---")
+    while at >= 0:
+        if text[at + 4 : at + 5] in ("", " ", "\n"):
+            markers.append(at + 1)
+        at = text.find("\n---", at + 1)
+    index, start, line = 0, 0, 1
+    for number, end in enumerate([*markers, len(text)]):
+        if text[start:end].strip():
+            yield index, start, end, line
+            index += 1
+        elif number:
+            index += 1  # an explicit empty document
+        if end == len(text):
+            return
+        after = text.find("\n", end)
+        line += text.count("\n", start, end) + 1
+        start = len(text) if after < 0 else after + 1
 
 
 _COLUMN_ZERO = re.compile(r"^[^ \n]", re.MULTILINE)
@@ -357,11 +488,11 @@ def _long_key(text: str) -> bool:
 _CONTENT = re.compile(r"^[ ]*([^ \n#])", re.MULTILINE)
 
 
-def _start(text: str) -> Position:
-    """Where the document's root node starts: its first character that is not blank or in a
-    comment (the root's start mark in libyaml)."""
+def _start(text: str, line: int = 1) -> Position:
+    """Where a document's root node starts, its text beginning at `line`: its first character
+    that is not blank (the root's start mark in libyaml)."""
     match = _CONTENT.search(text)
     if match is None:
-        return Position(1, 1)
+        return Position(line, 1)
     offset = match.start(1)
-    return Position(text.count("\n", 0, offset) + 1, offset - text.rfind("\n", 0, offset))
+    return Position(line + text.count("\n", 0, offset), offset - text.rfind("\n", 0, offset))

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
+import gen_slices  # noqa: E402
 from gen_cluster import generate  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
@@ -42,7 +43,7 @@ def _both(text: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[A
     fast = load_paths([str(path)], lazy_positions=True)
     monkeypatch.setattr(loader_module, "FAST_YAML_CHARS", len(text) + 1)
     slow = load_paths([str(path)], lazy_positions=True)
-    return _view(fast), _view(slow), yaml_fast.values(text) is not None
+    return _view(fast), _view(slow), yaml_fast.documents(text) is not None
 
 
 def _view(result: Any) -> Any:
@@ -161,7 +162,7 @@ def test_mutated_dumps_give_the_same_or_are_refused(monkeypatch: pytest.MonkeyPa
 
 def test_a_file_under_the_threshold_is_composed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(yaml_fast, "values", lambda text: calls.append(len(text)))
+    monkeypatch.setattr(yaml_fast, "documents", lambda text: calls.append(len(text)))
     path = tmp_path / "small.yaml"
     path.write_text(_dump(generate(20, 2, 30)))
     assert path.stat().st_size < FAST_YAML_CHARS
@@ -180,7 +181,7 @@ def test_a_large_yaml_dump_answers_as_its_json_twin(command: list[str], tmp_path
     as_yaml.write_text(_dump(doc))
     as_json.write_text(json.dumps(doc, indent=2))
     assert as_yaml.stat().st_size > FAST_YAML_CHARS
-    assert yaml_fast.values(as_yaml.read_text()) is not None
+    assert yaml_fast.documents(as_yaml.read_text()) is not None
     by_yaml = run(*(str(as_yaml) if arg == "{}" else arg for arg in command))
     by_json = run(*(str(as_json) if arg == "{}" else arg for arg in command))
     assert by_yaml.out
@@ -195,8 +196,50 @@ def test_a_finding_in_a_large_yaml_dump_names_its_line(tmp_path: Path) -> None:
     path = tmp_path / "cluster.yaml"
     text = _dump(doc)
     path.write_text(text)
-    assert yaml_fast.values(text) is not None
+    assert yaml_fast.documents(text) is not None
     result = run("locks", str(path), "--format", "json")
     line = next(n for n, row in enumerate(text.splitlines(), 1) if "spec: not an object" in row)
     findings = result.json()["findings"]
     assert [f["line"] for f in findings] == [line], findings
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(docs=st.lists(st.dictionaries(_keys, _values, max_size=4) | st.none(), max_size=6),
+       explicit=st.booleans(), trailing=st.booleans())
+def test_generated_streams_of_documents(docs: list[Any], explicit: bool, trailing: bool,
+                                        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Several documents, empty ones among them (their index still counts), with and without a
+    leading `---` and a trailing empty document."""
+    text = yaml.dump_all(docs, Dumper=_NoAliases, sort_keys=False, explicit_start=explicit)
+    if trailing:
+        text += "---\n"
+    fast, slow, _ = _both(text, monkeypatch, tmp_path)
+    assert fast == slow
+
+
+def test_a_stream_in_several_batches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What `bench/gen_slices.py` writes for `simulate`: one claim a document, `|` blocks."""
+    monkeypatch.setattr(yaml_fast, "BATCH_CHARS", 16 * 1024)
+    folder = tmp_path / "cluster"
+    gen_slices.generate_cluster(600, folder, devices=100, pools=10)
+    for name in ("slices.yaml", "claims.yaml"):
+        text = (folder / name).read_text()
+        fast, slow, vouched = _both(text, monkeypatch, tmp_path)
+        assert vouched, name
+        assert fast == slow
+    assert len(fast[0]) == 600
+
+
+def test_mutated_streams_give_the_same_or_are_refused(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    base = yaml.dump_all(generate(20, 2, 30)["items"], Dumper=_NoAliases, sort_keys=False)
+    rng = random.Random(16)
+    for _ in range(200):
+        text = base
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice([*_MUTATIONS, "\n---\n", "---", "\n--- a\n", "\n...\n"]) \
+                + text[at + rng.choice([0, 0, 1, 2]):]
+        fast, slow, _ = _both(text, monkeypatch, tmp_path)
+        assert fast == slow, text
