@@ -101,6 +101,17 @@ def generate(devices: int = 10_000, pools: int = 500, claims: int = 100_000, pen
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
+def _kubectl_dumper(yaml: Any) -> Any:
+    """PyYAML's dumper writing what kubectl writes: a shared Python object is written again
+    each time, never as an anchor and alias (`&id001`), which kubectl never prints."""
+
+    class Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        def ignore_aliases(self, data: object) -> bool:
+            return True
+
+    return Dumper
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
@@ -115,7 +126,7 @@ def main() -> None:
         import yaml
 
         with args.out.open("w") as out:
-            yaml.dump(doc, out, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False)
+            yaml.dump(doc, out, Dumper=_kubectl_dumper(yaml), sort_keys=False)
     else:
         args.out.write_text(json.dumps(doc))
     print(f"wrote {len(doc['items'])} objects to {args.out}")

@@ -286,7 +286,7 @@ class _Typing:
         return bare
 
 
-class _Decoder:
+class _DumpDecoder:
     """Parts of one file turned into values: rapidyaml's JSON, checked and typed (`_Typing`)."""
 
     def __init__(self, source: str) -> None:
@@ -350,7 +350,7 @@ def documents(text: str) -> tuple[list[tuple[int, Any, Position]], bool] | None:
     640 MB, more than the values built from it."""
     if ryml is None or _refused(text) or _long_key(text):
         return None
-    decoder = _Decoder(text)
+    decoder = _DumpDecoder(text)
     out: list[tuple[int, Any, Position]] = []
     small: list[tuple[int, int, int, int]] = []
 
@@ -359,7 +359,7 @@ def documents(text: str) -> tuple[list[tuple[int, Any, Position]], bool] | None:
             values = decoder.decode_stream([text[start:end] for _, start, end, _ in small])
             if len(values) != len(small):
                 raise _Unsure("documents")
-            for (index, start, end, line), value in zip(small, values):
+            for (index, start, end, line), value in zip(small, values, strict=True):
                 out.append((index, value, _start(text[start:end], line)))
             small.clear()
 
@@ -380,7 +380,7 @@ def documents(text: str) -> tuple[list[tuple[int, Any, Position]], bool] | None:
     return out, decoder.repeated
 
 
-def _document(decoder: _Decoder, text: str) -> object:
+def _document(decoder: _DumpDecoder, text: str) -> object:
     """One large document, a `List`'s items a batch at a time."""
     head, batches = _split_items(text)
     value = decoder.decode(head)
