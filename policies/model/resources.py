@@ -18,7 +18,8 @@ from dra_affinity.policies.core.cache import cached, text_weight
 from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
 from dra_affinity.policies.core.k8s_names import go_string
-from dra_affinity.policies.core.source import Source, render_path
+from dra_affinity.policies.core.limits import limits_for
+from dra_affinity.policies.core.source import FieldPath, Source, render_path
 from dra_affinity.policies.model import schema
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 
@@ -196,6 +197,53 @@ def _input_errors(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Fi
     )
 
 
+_CONFIG_PATHS: Mapping[str, tuple[str, ...]] = {
+    "ResourceClaim": ("spec", "devices", "config"),
+    "ResourceClaimTemplate": ("spec", "spec", "devices", "config"),
+    "DeviceClass": ("spec", "config"),
+}
+"""Where each kind keeps its device configurations (upstream validates each one's opaque
+parameters the same way)."""
+
+
+def _opaque_too_long(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Finding, ...]:
+    """The API server refuses opaque parameters longer than `OpaqueParametersMaxLength` (10 Ki)
+    bytes of JSON, so such an object can never be in a cluster; counted as kubectl sends them
+    (compact JSON from the YAML, `&`, `<`, `>`, U+2028 and U+2029 escaped as Go does), after the
+    structural check has passed."""
+    path = _CONFIG_PATHS.get(kind)
+    configs: Any = doc
+    for key in path or ():
+        configs = configs.get(key) if isinstance(configs, Mapping) else None
+    if not isinstance(configs, list):
+        return ()
+    limit = limits_for().max_opaque_parameters_bytes
+    found = []
+    for index, config in enumerate(configs):
+        opaque = config.get("opaque") if isinstance(config, Mapping) else None
+        if not isinstance(opaque, Mapping) or "parameters" not in opaque:
+            continue
+        size = go_json_size(opaque["parameters"])
+        if size > limit:
+            where: FieldPath = (*(path or ()), index, "opaque", "parameters")
+            found.append(INPUT_ERROR.finding(
+                f"{_render(where)}: Too long: must have at most {limit} bytes (these are {size})",
+                Location.at(source, where, ObjectRef(kind, _name(doc)))))
+    return tuple(found)
+
+
+def go_json_size(value: object) -> int:
+    """Bytes of `value` as Go's `encoding/json` writes it compactly (what `kubectl` turns YAML
+    into): Python's compact UTF-8 text plus five bytes for each `&`, `<`, `>` (`\\u0026`) and
+    three for each U+2028/U+2029 that Go escapes."""
+    import json
+
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    escaped = sum(text.count(c) for c in "&<>")
+    return len(text.encode("utf-8", "surrogatepass")) + 5 * escaped + 3 * (
+        text.count("\u2028") + text.count("\u2029"))
+
+
 def _render(path: tuple[str | int, ...]) -> str:
 
     return render_path(path) or "<object>"
@@ -256,7 +304,7 @@ def parse(
             return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)
         except (KeyError, TypeError, AttributeError, ValueError):
             pass  # not what the API server would have let through: say precisely why below
-    errors = _input_errors(str(kind), doc, source)
+    errors = _input_errors(str(kind), doc, source) or _opaque_too_long(str(kind), doc, source)
     if errors:
         return ParseResult(None, errors, recognised=True)
     return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)

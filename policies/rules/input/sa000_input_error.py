@@ -13,7 +13,9 @@ RULE = InputRule(
         "Nothing else can be checked on an object that cannot be read, so this is always an "
         "error. The finding names the file, line and column the parser stopped at, and the "
         "field path for structural problems (`spec.pool.generation: Invalid value: \"7\": must "
-        "be of type integer`). Other documents and files are still checked."
+        "be of type integer`). A claim, claim template or DeviceClass whose opaque "
+        "`parameters` exceed the API server's 10,240 bytes of JSON (`OpaqueParametersMaxLength`) "
+        "is one too: no cluster can hold it. Other documents and files are still checked."
     ),
     bad_example=(
         "pool:\n"

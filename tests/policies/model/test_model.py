@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+import pytest
+from dra_affinity.policies.model.resources import (
+    DeviceClass,
+    ResourceClaim,
+    ResourceSlice,
+    go_json_size,
+    parse,
+)
 
 from tests.helpers import entry, slice_doc
 
@@ -87,3 +94,42 @@ def test_a_claim_view_names_every_part_where_it_came_from() -> None:
         driver="nic.example.com", parameters={"subnet": "a"})),)
     assert claim.allocation == (AllocatedDevice(request="nic", driver="nic.example.com", pool="p",
                                                 device="eth0"),)
+
+
+def _claim_with_parameters(parameters: object, kind: str = "ResourceClaim") -> dict[str, object]:
+    config = [{"requests": ["nic"], "opaque": {"driver": "nic.example.com", "parameters": parameters}}]
+    devices = {"requests": [{"name": "nic", "exactly": {"deviceClassName": "nic"}}], "config": config}
+    if kind == "DeviceClass":
+        return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": {"name": "nic"},
+                "spec": {"config": [{"opaque": config[0]["opaque"]}]}}
+    spec: dict[str, object] = {"devices": devices}
+    if kind == "ResourceClaimTemplate":
+        spec = {"spec": spec}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "c", "namespace": "ns"}, "spec": spec}
+
+
+@pytest.mark.parametrize("kind", ["ResourceClaim", "ResourceClaimTemplate", "DeviceClass"])
+def test_opaque_parameters_over_10_ki_are_what_the_api_server_refuses(kind: str) -> None:
+    """`OpaqueParametersMaxLength`: 10,240 bytes of compact JSON pass, one more is refused,
+    counted as Go writes it (`&` is `\\u0026`, six bytes)."""
+    at_limit = {"s": "x" * (10 * 1024 - len('{"s":""}'))}
+    assert go_json_size(at_limit) == 10 * 1024
+    assert parse(_claim_with_parameters(at_limit, kind)).findings == ()
+    over = {"s": "x" * (10 * 1024 - len('{"s":""}') - 5) + "&"}
+    assert go_json_size(over) == 10 * 1024 + 1
+    result = parse(_claim_with_parameters(over, kind))
+    assert result.obj is None
+    [finding] = result.findings
+    assert finding.rule == "SA000"
+    assert finding.message.endswith(
+        "opaque.parameters: Too long: must have at most 10240 bytes (these are 10241)")
+    assert finding.primary.field[-2:] == ("opaque", "parameters")
+    assert parse(_claim_with_parameters(over, kind), trusted=True).findings == ()
+
+
+def test_go_json_size_counts_what_go_escapes() -> None:
+    assert go_json_size({"a": [1, True, None]}) == len('{"a":[1,true,null]}')
+    assert go_json_size("é") == len('"é"'.encode())
+    assert go_json_size("<>&") == len('"\\u003c\\u003e\\u0026"')
+    assert go_json_size("\u2028") == len('"\\u2028"')
