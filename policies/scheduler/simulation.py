@@ -558,8 +558,9 @@ class _Run:
     failures_at: int = 0
     checked: dict[tuple[int, str, str], _Checked] = field(default_factory=dict)
     """(id(verdicts), request, demand) -> those verdicts and their devices' checks (`_checked`)."""
-    remember_failures: bool = True
-    """False: every failed placement is decided again (the oracle the memo is tested against)."""
+    remember: bool = True
+    """False: every failed placement and every device check is decided again (the oracle the
+    memos are tested against)."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -810,7 +811,7 @@ class _Run:
         evaluated: list[Evaluated] = []
         demand_key = _demand_key(request)
         remembered: tuple[Hashable, ...] | None = None
-        if (self.remember_failures and not working.pools and id(verdicts) in self.stable
+        if (self.remember and not working.pools and id(verdicts) in self.stable
                 and self.candidate is None):
             remembered = (id(verdicts), request.name, request.device_class_name, demand_key,
                           wanted_count, every)
@@ -886,7 +887,8 @@ class _Run:
         position = 0
         first_fit = self.mode is Mode.ALPHA and not every and not self.exhaustive
         state_of = working.__getitem__ if working.changes else working.base.__getitem__
-        checked = self._checked(verdicts, request.name, demand_key)
+        checked: dict[int, tuple[DeviceState, Evaluated]] = (
+            self._checked(verdicts, request.name, demand_key) if self.remember else {})
         for pool in pools:
             verdict = verdicts[pool.ref]
             index = self.index[pool.ref]

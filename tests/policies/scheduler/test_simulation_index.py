@@ -139,7 +139,8 @@ def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]
                                                       claims: list[tuple[Any, ...]], mode: Mode,
                                                       detail: Detail, releases: list[int]) -> None:
     """A claim that fails as an earlier one did, with no device changed since, reuses that
-    outcome; it must be the one Filter would decide again (and count the same metrics)."""
+    outcome, and a device checked again in the same state reuses its check; both must be what
+    Filter would decide again (the same devices looked at, reasons and metrics)."""
     slices = _slices(pools)
     objects = [_claim(n, subnet, pods, None) for n, (subnet, pods, _) in enumerate(claims)]
     names = [c.qualified_name for c in objects]
@@ -149,7 +150,7 @@ def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]
             steps += [Step(Action.RELEASE, names[r]), Step(Action.ALLOCATE, names[r])]
     runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
             for _ in range(2)]
-    runs[1].remember_failures = False
+    runs[1].remember = False
     remembered, fresh = (_drive(run, steps) for run in runs)
     assert [(_outcome(s), s.evaluated) for s in remembered] == [(_outcome(s), s.evaluated) for s in fresh]
     assert runs[0].counters == runs[1].counters
