@@ -243,3 +243,19 @@ def test_mutated_streams_give_the_same_or_are_refused(monkeypatch: pytest.Monkey
                 + text[at + rng.choice([0, 0, 1, 2]):]
         fast, slow, _ = _both(text, monkeypatch, tmp_path)
         assert fast == slow, text
+
+
+def test_what_kubectl_prints_for_a_claim_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """`kubectl get resourceclaims -o yaml`'s layout: managedFields keys such as
+    `k:{"resource":"pods",...}:` and `.: {}`, a `|` annotation holding JSON, quoted timestamps,
+    resourceVersion and `"0x8001"`; the one item repeated past the threshold."""
+    one = (ROOT / "tests" / "data" / "kubectl-get-claims.yaml").read_text()
+    head, rest = one.split("items:\n", 1)
+    item, tail = rest.split("kind: List\n", 1)
+    text = head + "items:\n" + item * 1500 + "kind: List\n" + tail
+    assert len(text) > FAST_YAML_CHARS
+    fast, slow, vouched = _both(text, monkeypatch, tmp_path)
+    assert vouched
+    assert fast == slow
+    assert len(fast[0]) == 1500 and not fast[1]
