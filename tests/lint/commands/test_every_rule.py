@@ -161,3 +161,37 @@ def test_sp302_pool_over_budget_is_a_slice_error_of_every_request(tmp_path: Path
     assert result["outcome"] == "slice-error" and result["affinity"] is None
     assert result["error"]["kind"] == "cel evaluation cost exceeded"
     assert result["error"]["extractor"] is None and result["error"]["config"] is None
+
+
+def test_sa105_at_the_10_ki_limit_and_one_byte_over(tmp_path: Path) -> None:
+    """SPEC: an expression one byte over 10,240 bytes (UTF-8) is an error, one at the limit is
+    not; counted in bytes, so a multi-byte character counts for its bytes."""
+    def expression(size: int) -> str:
+        head = '"é" + "'
+        return head + "x" * (size - len(head.encode()) - 1) + '"'
+
+    docs = [slice_doc([entry("k", expression(10_240))], name="at", pool="at"),
+            slice_doc([entry("k", expression(10_241))], name="over", pool="over")]
+    assert [len(d["spec"]["sharingAffinity"][0]["expression"].encode()) for d in docs] == [10_240, 10_241]
+    path = tmp_path / "slices.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False, width=100_000, allow_unicode=True))
+    result = run("lint", "--format", "json", "--no-pools", str(path))
+    sa105 = [f for f in result.json()["findings"] if f["rule"] == "SA105"]
+    assert [(f["object"]["name"], f["field"], f["severity"]) for f in sa105] == [
+        ("over", "spec.sharingAffinity[0].expression", "error")]
+    assert result.code == 1
+
+
+def test_sp304_is_a_warning_unless_pools_are_known_complete(tmp_path: Path) -> None:
+    docs = [
+        slice_doc([entry("k")], name="meta", count=2),
+        slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}],
+                  name="dev", count=3),
+    ]
+    path = tmp_path / "pool.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    result = run("lint", "--format", "json", str(path))
+    [finding] = [f for f in result.json()["findings"] if f["rule"] == "SP304"]
+    assert finding["severity"] == "warning"
+    assert result.code == 0
+    assert run("lint", "--format", "json", "--strict", str(path)).code == 1

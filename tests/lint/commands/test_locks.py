@@ -256,3 +256,24 @@ def test_locks_and_explain_read_the_cluster(cluster: tuple[FakeApiServer, Path])
     doc = explain_json("pod/web/frontend", "--cluster", "--kubeconfig", str(kubeconfig), code=1)
     assert doc["claim"] == "web/frontend-nic-x7k2p" and doc["schedulable"] is False
     assert run("explain", "pod/web/nope", "--cluster", "--kubeconfig", str(kubeconfig)).code == 2
+
+
+def test_json_findings_name_the_rule_file_line_and_field(tmp_path: Path) -> None:
+    """An object of the dump the model cannot build is a finding in `findings` (SA000, with its
+    place), exit 1; the rest of the dump is still reconstructed."""
+    docs = list(yaml.safe_load_all((REPO / DUMP).read_text()))
+    text = yaml.safe_dump_all(docs, sort_keys=False)
+    broken = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+              "metadata": {"name": "broken", "namespace": "ns"}, "spec": "not an object"}
+    path = tmp_path / "dump.yaml"
+    path.write_text(text + "---\n" + yaml.safe_dump(broken, sort_keys=False))
+    result = run("locks", str(path), "--format", "json")
+    assert result.code == 1
+    data = result.json()
+    [finding] = data["findings"]
+    line = path.read_text().splitlines().index("spec: not an object") + 1
+    assert (finding["rule"], finding["severity"], finding["file"], finding["line"], finding["field"]) == (
+        "SA000", "error", str(path), line, "spec")
+    assert finding["object"] == {"kind": "ResourceClaim", "name": "broken"}
+    assert finding["message"] == 'spec: Invalid value: "not an object": must be of type object'
+    assert data["devices"]
