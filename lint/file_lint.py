@@ -169,13 +169,20 @@ class _Checker:
         return out
 
 
+_POOL_PREFIXES = {path[:end]: None for path in POOL_PATHS for end in range(len(path) + 1)}
+"""`POOL_PATHS` and every prefix of them (the root included), built once, not per slice."""
+
+
 def pool_entry(slice_: ResourceSlice) -> ResourceSlice:
     """The slice as the pool rules read it: no raw document, devices without attributes or
-    capacity, positions only where pool findings point (`POOL_PATHS`, and depth <= 2)."""
+    capacity, positions only where pool findings point (`POOL_PATHS` and their prefixes, and
+    each extractor's name)."""
     devices = tuple(Device(d.index, d.name, d.allow_multiple_allocations) for d in slice_.devices)
     source = slice_.source
-    wanted = [*POOL_PATHS, *(("spec", "sharingAffinity", e.index, "name") for e in slice_.sharing_affinity)]
-    paths = {path[:end]: None for path in wanted for end in range(len(path) + 1)}
+    paths = dict(_POOL_PREFIXES)
+    for e in slice_.sharing_affinity:
+        name = ("spec", "sharingAffinity", e.index, "name")
+        paths.update((name[:end], None) for end in range(len(name) + 1))
     return dataclasses.replace(slice_, raw={}, devices=devices, source=Source(
         file=source.file, document=source.document,
         positions=_pool_positions(source.positions, paths),

@@ -39,7 +39,7 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import yaml.resolver
@@ -80,6 +80,14 @@ _PRINTABLE_ASCII = bytes(range(32, 127)) + b"\n"
 """What an ASCII text may hold (deleting these from its bytes leaves nothing)."""
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u[dD][89a-fA-F]|U0000[dD][89a-fA-F])")
+"""A double-quoted escape of a surrogate: libyaml refuses it, rapidyaml writes its bytes."""
+_ESCAPED_BREAK_BEFORE_EMPTY = re.compile(r"\\\n[ ]*\n")
+"""An escaped line break followed by an empty line, which rapidyaml folds to a space where
+libyaml keeps the line break."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _refused(text: str) -> bool:
     """Whether the text holds what this path does not take (module docstring).
 
@@ -87,6 +95,10 @@ def _refused(text: str) -> bool:
     only costs speed. Each test is a substring search where one will do (a pattern over 60 MB
     costs a third of a second each): the indicators are rare in a dump (CEL's `!=` and `&&`
     follow an operand), so each is looked at alone."""
+    if ("\\u" in text or "\\U" in text) and _SURROGATE_ESCAPE.search(text):
+        return True
+    if "\\\n" in text and _ESCAPED_BREAK_BEFORE_EMPTY.search(text):
+        return True
     if text.isascii():
         if text.encode("ascii").translate(None, _PRINTABLE_ASCII):
             return True
@@ -161,40 +173,19 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _emitted_json(data: bytes) -> str | None:
-    """rapidyaml's JSON for one YAML document, or None if it does not parse it as one."""
+def _emitted(data: bytes) -> list[str] | None:
+    """rapidyaml's JSON for each document of `data` (one for a text without `---`), or None
+    if it does not parse it."""
     assert ryml is not None
     try:
         with _quiet_stderr():
             tree = ryml.parse_in_arena(data)
             root = tree.root_id()
-            if tree.is_stream(root):
-                return None
-            out = ryml.emit_json_malloc(tree, root)
+            nodes = list(ryml.children(tree, root)) if tree.is_stream(root) else [root]
+            out = [ryml.emit_json_malloc(tree, node) for node in nodes]
     except Exception:  # rapidyaml's ExceptionParse and friends: libyaml will say what is wrong
         return None
-    text = out if isinstance(out, str) else bytes(out).decode("utf-8", "surrogateescape")
-    return text
-
-
-def _emitted_documents(data: bytes, count: int) -> list[str] | None:
-    """rapidyaml's JSON for each document of a stream that should hold `count` mappings."""
-    assert ryml is not None
-    try:
-        with _quiet_stderr():
-            tree = ryml.parse_in_arena(data)
-            root = tree.root_id()
-            if not tree.is_stream(root) or tree.num_children(root) != count:
-                return None
-            out = []
-            for child in ryml.children(tree, root):
-                if not tree.is_map(child):
-                    return None
-                emitted = ryml.emit_json_malloc(tree, child)
-                out.append(emitted if isinstance(emitted, str) else bytes(emitted).decode("utf-8"))
-    except Exception:  # rapidyaml's ExceptionParse and friends: libyaml will say what is wrong
-        return None
-    return out
+    return [text if isinstance(text, str) else bytes(text).decode("utf-8") for text in out]
 
 
 _REWRITTEN = (".inf", ".nan")
@@ -284,11 +275,27 @@ class _Typing:
             found = self._plain[text] = _occurs_plain(self._source, text)
         return found
 
+    def learn_bare(self, texts: Iterable[str]) -> None:
+        """`_written_bare` for many texts in one rapidyaml parse (a dump quotes a distinct
+        `resourceVersion: "123456"` on every object: one parse each cost 2.7 s at 100,000);
+        texts that break the batch are asked one by one later."""
+        new = [text for text in texts if text not in self._bare]
+        if not new:
+            return
+        emitted = _emitted("".join(f"k{i}: {text}\n" for i, text in enumerate(new)).encode())
+        try:
+            values = json.loads(emitted[0]) if emitted is not None and len(emitted) == 1 else None
+        except ValueError:
+            values = None
+        if isinstance(values, dict) and len(values) == len(new):
+            for i, text in enumerate(new):
+                self._bare[text] = not isinstance(values.get(f"k{i}"), str)
+
     def _written_bare(self, text: str) -> bool:
         bare = self._bare.get(text)
         if bare is None:
-            emitted = _emitted_json(b"k: " + text.encode())
-            bare = self._bare[text] = emitted is not None and '"k": "' not in emitted
+            emitted = _emitted(b"k: " + text.encode())
+            bare = self._bare[text] = emitted is not None and '"k": "' not in emitted[0]
         return bare
 
 
@@ -315,17 +322,17 @@ class _DumpDecoder:
 
     def decode(self, part: str) -> object:
         """The value of one YAML text; `_Unsure` if this path cannot vouch for it."""
-        emitted = _emitted_json(part.encode("utf-8"))
-        if emitted is None:
+        emitted = _emitted(part.encode("utf-8"))
+        if emitted is None or len(emitted) != 1:
             raise _Unsure("not parsed")
-        return self._typed(emitted)
+        return self._typed(emitted[0])
 
     def decode_stream(self, parts: list[str]) -> list[object]:
         """The values of several small documents, parsed as one stream and decoded as one
         JSON array: one call into rapidyaml and the decoder for many documents."""
         stream = "".join("---\n" + part + ("" if part.endswith("\n") else "\n") for part in parts)
-        emitted = _emitted_documents(stream.encode("utf-8"), len(parts))
-        if emitted is None:
+        emitted = _emitted(stream.encode("utf-8"))
+        if emitted is None or len(emitted) != len(parts):
             raise _Unsure("not parsed")
         values = self._typed("[" + ",".join(emitted) + "]")
         if not isinstance(values, list):
@@ -334,9 +341,13 @@ class _DumpDecoder:
 
     def _typed(self, emitted: str) -> object:
         """The decoded JSON, typed by YAML 1.1 (module docstring)."""
+        if not emitted.isascii() and _SURROGATE.search(emitted):
+            raise _Unsure("not UTF-8")  # bytes rapidyaml wrote that no text of libyaml's holds
         if '"": ' in emitted:
             raise _Unsure("an empty key")  # libyaml refuses an empty plain key, takes ""
-        for candidate, key in set(_CANDIDATE.findall(emitted)):
+        candidates = set(_CANDIDATE.findall(emitted))
+        self.typing.learn_bare(text for text, key in candidates if not key)
+        for candidate, key in candidates:
             if self.typing.ambiguous(candidate, key=bool(key)):
                 raise _Unsure(candidate)
         try:
@@ -363,17 +374,15 @@ def documents(text: str) -> tuple[list[tuple[int, Any, Position]], bool] | None:
     def flush() -> None:
         if small:
             values = decoder.decode_stream([text[start:end] for _, start, end, _ in small])
-            if len(values) != len(small):
-                raise _Unsure("documents")
-            for (index, start, end, line), value in zip(small, values, strict=True):
-                out.append((index, value, _start(text[start:end], line)))
+            for (index, start, _, line), value in zip(small, values, strict=True):
+                out.append((index, value, _start(text, start, line)))
             small.clear()
 
     try:
         for index, start, end, line in _segments(text):
             if end - start >= BATCH_CHARS:
                 flush()
-                out.append((index, _document(decoder, text[start:end]), _start(text[start:end], line)))
+                out.append((index, _document(decoder, text[start:end]), _start(text, start, line)))
             else:
                 small.append((index, start, end, line))
                 if end - small[0][1] >= BATCH_CHARS:
@@ -451,9 +460,7 @@ def _split_items(text: str) -> tuple[str, list[tuple[int, int]]]:
     region: tuple[int, int] | None = None
     items_keys = 0
     for start in starts:
-        char = text[start]
-        if char == "#":
-            continue
+        char = text[start]  # never `#`: a comment refuses the text (`_refused`)
         if char == "-" and text[start + 1 : start + 2] in (" ", "\n", ""):
             if region is None or region[1] != -1:
                 return text, []  # an item outside the one items: sequence
@@ -500,11 +507,11 @@ def _long_key(text: str) -> bool:
 _CONTENT = re.compile(r"^[ ]*([^ \n#])", re.MULTILINE)
 
 
-def _start(text: str, line: int = 1) -> Position:
-    """Where a document's root node starts, its text beginning at `line`: its first character
-    that is not blank (the root's start mark in libyaml)."""
-    match = _CONTENT.search(text)
+def _start(text: str, start: int = 0, line: int = 1) -> Position:
+    """Where the document beginning at `start` (a line start, on `line`) has its root node:
+    its first character that is not blank (the root's start mark in libyaml)."""
+    match = _CONTENT.search(text, start)
     if match is None:
         return Position(line, 1)
     offset = match.start(1)
-    return Position(line + text.count("\n", 0, offset), offset - text.rfind("\n", 0, offset))
+    return Position(line + text.count("\n", start, offset), offset - text.rfind("\n", 0, offset))

@@ -28,7 +28,7 @@ from dra_affinity.lint.settings import Params, ReportSettings, config_for, repor
 from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
 from dra_affinity.lint.walk import WalkFilter
-from dra_affinity.policies.core.cache import BoundedCache
+from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.rules.base import Scope
@@ -59,7 +59,8 @@ def result_to_json(result: ExtractionResult) -> dict[str, Any]:
 
 def _result_head(result: ExtractionResult) -> dict[str, Any]:
     """The members that name the claim request and pool (per result; `result_text` writes
-    them by hand, and tests/lint/commands/test_dryrun_json.py compares the two)."""
+    them by hand, and tests/lint/commands/test_dryrun.py
+    (`test_result_text_is_the_json_modules_text_of_the_result`) compares the two)."""
     return {"claim": result.claim, "request": result.request,
             "pool": {"driver": result.pool.driver, "name": result.pool.name}}
 
@@ -90,7 +91,7 @@ def _result_tail(result: ExtractionResult) -> dict[str, Any]:
 
 _TAILS: BoundedCache[tuple[object, ...], tuple[str, object, object, object]] = BoundedCache(
     "lint.dry-run.result-tails", 4096, lru=False, max_bytes=32 << 20,
-    weigh=lambda key, entry: 2 * len(entry[0]))
+    weigh=lambda key, entry: text_weight((entry[0],)))
 """The rendered text of `_result_tail`, by the tail's parts: the affinity, error and evaluations
 by identity (a relabelled result shares its plan item's objects; the entry holds them, so an
 id in a live key is never another object's), the rest by value. Issue 15's 10,000-claim cluster

@@ -13,7 +13,7 @@ import click
 from dra_affinity.lint.inputs import exclude_option, load_objects, walk_filter
 from dra_affinity.lint.options import kubernetes_version_option, load_settings
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
-from dra_affinity.policies.core.cache import BoundedCache
+from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -100,14 +100,24 @@ def _candidate(e: Evaluated) -> dict[str, Any]:
             "viable": e.viable, "rejections": [_rejection(r) for r in e.rejections]}
 
 
+RENDERED_BYTES = 32 * 1024 * 1024
+"""Budget of each cache of rendered text below: a device's rejection messages, and so a step's
+text, grow with the input (a full cluster's failed step lists every device)."""
+
+
+def _rendered_weight(key: object, entry: tuple[str, object]) -> int:
+    """The rendered text's bytes, and an allowance for the object the entry holds."""
+    return text_weight((entry[0],)) + 256
+
+
 _CANDIDATES: BoundedCache[int, tuple[str, Evaluated]] = BoundedCache(
-    "lint.simulate.candidates", 1 << 16, lru=False)
+    "lint.simulate.candidates", 1 << 16, lru=False, max_bytes=RENDERED_BYTES, weigh=_rendered_weight)
 """`json.dumps(_candidate(e))` by id(e), the entry holding `e` (so a live key's id is its own).
 The simulation hands out one `Evaluated` per (device state, verdict, request), so first-fit's
 walk over the same full devices, claim after claim, is rendered once per device state."""
 
 _FAILED: BoundedCache[tuple[object, ...], tuple[str, StepResult]] = BoundedCache(
-    "lint.simulate.failed-steps", 64, lru=False)
+    "lint.simulate.failed-steps", 64, lru=False, max_bytes=RENDERED_BYTES, weigh=_rendered_weight)
 """The text after the claim of a failed allocation step, by what it is made of (the candidates
 by identity, held by the entry's step): the claims of a full cluster fail alike, sharing their
 outcome's objects (`simulation._FailedPlacement`), and are rendered once."""
@@ -227,8 +237,8 @@ def _group_line(group: list[Evaluated]) -> str:
     return line
 
 
-_LINES: BoundedCache[int, tuple[str, Evaluated]] = BoundedCache("lint.simulate.candidate-lines", 1 << 16,
-                                                                lru=False)
+_LINES: BoundedCache[int, tuple[str, Evaluated]] = BoundedCache(
+    "lint.simulate.candidate-lines", 1 << 16, lru=False, max_bytes=RENDERED_BYTES, weigh=_rendered_weight)
 """`_group_line` of one device, by id of its `Evaluated` (held): `_CANDIDATES` for the text report."""
 
 

@@ -9,6 +9,7 @@ need to know whether a field was present at all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,7 @@ from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.cache import cached, text_weight
 from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
-from dra_affinity.policies.core.k8s_names import go_string
+from dra_affinity.policies.core.k8s_names import go_string, utf8_len
 from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.core.source import FieldPath, Source, render_path
 from dra_affinity.policies.model import schema
@@ -212,8 +213,10 @@ def _opaque_too_long(kind: str, doc: Mapping[str, Any], source: Source) -> tuple
     (compact JSON from the YAML, `&`, `<`, `>`, U+2028 and U+2029 escaped as Go does), after the
     structural check has passed."""
     path = _CONFIG_PATHS.get(kind)
+    if path is None:
+        return ()
     configs: Any = doc
-    for key in path or ():
+    for key in path:
         configs = configs.get(key) if isinstance(configs, Mapping) else None
     if not isinstance(configs, list):
         return ()
@@ -225,7 +228,7 @@ def _opaque_too_long(kind: str, doc: Mapping[str, Any], source: Source) -> tuple
             continue
         size = go_json_size(opaque["parameters"])
         if size > limit:
-            where: FieldPath = (*(path or ()), index, "opaque", "parameters")
+            where: FieldPath = (*path, index, "opaque", "parameters")
             found.append(INPUT_ERROR.finding(
                 f"{_render(where)}: Too long: must have at most {limit} bytes (these are {size})",
                 Location.at(source, where, ObjectRef(kind, _name(doc)))))
@@ -235,13 +238,11 @@ def _opaque_too_long(kind: str, doc: Mapping[str, Any], source: Source) -> tuple
 def go_json_size(value: object) -> int:
     """Bytes of `value` as Go's `encoding/json` writes it compactly (what `kubectl` turns YAML
     into): Python's compact UTF-8 text plus five bytes for each `&`, `<`, `>` (`\\u0026`) and
-    three for each U+2028/U+2029 that Go escapes."""
-    import json
-
+    three for each U+2028/U+2029 that Go escapes. A float is counted as Python writes it,
+    which can differ from Go by a few bytes (`1.0` is `1` to Go, `1e-06` is `0.000001`)."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     escaped = sum(text.count(c) for c in "&<>")
-    return len(text.encode("utf-8", "surrogatepass")) + 5 * escaped + 3 * (
-        text.count("\u2028") + text.count("\u2029"))
+    return utf8_len(text) + 5 * escaped + 3 * (text.count("\u2028") + text.count("\u2029"))
 
 
 def _render(path: tuple[str | int, ...]) -> str:

@@ -140,7 +140,7 @@ def test_generated_documents_in_every_dumper_style(items: list[dict[str, Any]], 
 
 _MUTATIONS = [":", ": ", "-", "- ", "#", " #", "'", '"', "|", ">", "[", "]", "{", "}", ",", " ",
               "  ", "\\", "\\x", "\\u00", "?", "? ", "%", "---", "\n", "\n  ", "é", "\x07", "\t",
-              "&a ", "*a", "!!str ", "<<: ", "~"]
+              "&a ", "*a", "!!str ", "<<: ", "~", "\\ud800", "\\\n\n"]
 
 
 def test_mutated_dumps_give_the_same_or_are_refused(monkeypatch: pytest.MonkeyPatch,
@@ -259,3 +259,29 @@ def test_what_kubectl_prints_for_a_claim_takes_the_fast_path(monkeypatch: pytest
     assert vouched
     assert fast == slow
     assert len(fast[0]) == 1500 and not fast[1]
+
+
+@pytest.mark.parametrize("text", ['a: "\\ud800"\n', 'a: "\\ud83d\\ude00"\n', 'k: "x\\\n\n  y"\n',
+                                  'k: "x\\\n   \n  y"\n'])
+def test_escapes_libyaml_reads_otherwise_are_refused(text: str, monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """A surrogate escape (libyaml refuses it; rapidyaml writes its bytes) and an escaped line
+    break before an empty line (rapidyaml folds it to a space, libyaml keeps the break)."""
+    assert yaml_fast.documents(text) is None
+    fast, slow, _ = _both(text, monkeypatch, tmp_path)
+    assert fast == slow
+
+
+def test_mutated_large_documents_in_small_batches(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """The batch path of one `List` (`_split_items`) under mutation, not only on clean dumps."""
+    monkeypatch.setattr(yaml_fast, "BATCH_CHARS", 2048)
+    base = _dump(generate(20, 2, 30))
+    rng = random.Random(15)
+    for _ in range(150):
+        text = base
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(text))
+            text = text[:at] + rng.choice(_MUTATIONS) + text[at + rng.choice([0, 0, 1, 2]):]
+        fast, slow, _ = _both(text, monkeypatch, tmp_path)
+        assert fast == slow, text
