@@ -40,7 +40,8 @@ def test_every_expression_rule_is_reported_at_its_entry(tmp_path: Path) -> None:
         assert finding["field"].startswith("spec.sharingAffinity")
 
 
-def test_count_mismatch_sp304(tmp_path: Path) -> None:
+def _count_mismatch_pool(tmp_path: Path) -> Path:
+    """A pool whose two slices disagree on `resourceSliceCount` (2 and 3)."""
     docs = [
         slice_doc([entry("k")], name="meta", count=2),
         slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}],
@@ -48,6 +49,11 @@ def test_count_mismatch_sp304(tmp_path: Path) -> None:
     ]
     path = tmp_path / "pool.yaml"
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+def test_count_mismatch_sp304(tmp_path: Path) -> None:
+    path = _count_mismatch_pool(tmp_path)
     result = run("lint", "--format", "json", "--complete-pools", str(path))
     [finding] = [f for f in result.json()["findings"] if f["rule"] == "SP304"]
     assert finding["severity"] == "error"
@@ -183,13 +189,7 @@ def test_sa105_at_the_10_ki_limit_and_one_byte_over(tmp_path: Path) -> None:
 
 
 def test_sp304_is_a_warning_unless_pools_are_known_complete(tmp_path: Path) -> None:
-    docs = [
-        slice_doc([entry("k")], name="meta", count=2),
-        slice_doc(None, devices=[{"name": "eth0", "allowMultipleAllocations": True}],
-                  name="dev", count=3),
-    ]
-    path = tmp_path / "pool.yaml"
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    path = _count_mismatch_pool(tmp_path)
     result = run("lint", "--format", "json", str(path))
     [finding] = [f for f in result.json()["findings"] if f["rule"] == "SP304"]
     assert finding["severity"] == "warning"
