@@ -16,6 +16,8 @@ bounded (decision, operation, rule id — never a uid or object name). Latency b
 
 from __future__ import annotations
 
+import glob
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -163,8 +165,28 @@ class Metrics:
             return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
         merged = CollectorRegistry()
-        multiprocess.MultiProcessCollector(merged, path=directory)
+        _WrittenFiles(merged, path=directory)
         return generate_latest(merged), CONTENT_TYPE_LATEST
+
+
+class _WrittenFiles(multiprocess.MultiProcessCollector):
+    """The multiprocess collector, leaving out a value file that holds no header yet.
+
+    prometheus_client creates a worker's file and only then sizes it; a scrape in between
+    (a worker booting, or one killed at that moment) read an empty file and failed the whole
+    `/metrics` with `struct.error` (seen in the worker-killed test). Such a file holds no
+    sample, so leaving it out loses none."""
+
+    def collect(self) -> Any:
+        files = [f for f in glob.glob(os.path.join(self._path, "*.db")) if _has_header(f)]
+        return self.merge(files, accumulate=True)
+
+
+def _has_header(path: str) -> bool:
+    try:
+        return os.path.getsize(path) >= 8
+    except OSError:
+        return False  # removed since it was listed
 
 
 def _counts(name: str) -> CacheCounts:
