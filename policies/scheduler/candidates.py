@@ -179,10 +179,12 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
         device_value,
         evaluate_selector,
     )
-    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
+    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode, dra_list_attributes
 
     version = kubernetes_version or DEFAULT_VERSION
+    # the scheduler compiles stored expressions, which from 1.37 no DRA gate changes
     key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
+    list_attributes = dra_list_attributes(version)
     cost_limit = limits_for(version).runtime_cost_per_evaluation
     device_class = classes[request.device_class_name]
     selectors: list[tuple[Source, str, DeviceSelector]] = [
@@ -203,7 +205,7 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
                                           compiled.detail or "", pool.ref)
                 return CandidateMatch(False, failure=failure, evaluations=evaluations)
             if value is None:
-                value = device_value(device, slice_.driver)
+                value = device_value(device, slice_.driver, list_attributes=list_attributes)
             if isinstance(value, DeviceValueProblem):
                 failure = SelectorProblem(source, owner, selector.index, "runtime", value.message,
                                           pool.ref, f"{slice_.driver}/{slice_.pool_name}/{device.name}")
