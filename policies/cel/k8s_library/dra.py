@@ -19,10 +19,12 @@ from dra_affinity.policies.cel.k8s_library import lists
 from dra_affinity.policies.cel.k8s_library._types import (
     BOOL,
     DYN,
+    TAG_SEMVER,
     CelError,
     Decl,
     LibrarySpec,
     Runtime,
+    cel_equal,
 )
 
 NAME = "dra.includes"
@@ -33,7 +35,16 @@ MAX_INCLUDES_VALUES = 48
 
 
 _LISTS_V1_INCLUDES = next(r for r in lists.spec(1).runtimes if r.function == "includes")
-_list_includes = _LISTS_V1_INCLUDES.impl
+_CARRIER_MARK = TAG_SEMVER[0]
+"""Library values (a Semver, an optional) reach Python as lists tagged by a private-use mark."""
+
+
+def _list_includes(target: Any, item: Any) -> bool:
+    """The lists library's `includes`, with a library value taken as the scalar it is."""
+    if type(target) is list and target and type(target[0]) is str \
+            and target[0].startswith(_CARRIER_MARK):
+        return cel_equal(target, item)
+    return bool(_LISTS_V1_INCLUDES.impl(target, item))
 
 
 def _dra_includes(target: Any, item: Any) -> bool:
@@ -50,7 +61,8 @@ def spec(overload_id: str) -> LibrarySpec:
     """`includes` under `overload_id` (`dra_includes_dyn_dyn` or `list_includes_dyn_dyn`)."""
     if overload_id == LIST_INCLUDES_ID:
         return LibrarySpec(NAME, (Decl("includes", overload_id, (DYN,), BOOL, DYN),),
-                           (_LISTS_V1_INCLUDES,))
+                           (Runtime("includes", overload_id, (cel.Type.DYN, cel.Type.DYN),
+                                    cel.Type.BOOL, _list_includes, True),))
     return LibrarySpec(
         NAME,
         (Decl("includes", overload_id, (DYN,), BOOL, DYN),),

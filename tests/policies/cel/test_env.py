@@ -15,8 +15,8 @@ from dra_affinity.policies.cel.check.env import (
     InvalidVersionError,
     build_environment,
     compatibility_version,
-    environment_note,
     env_cache_info,
+    environment_note,
     get_env,
     parse_version,
 )
