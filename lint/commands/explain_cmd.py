@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from dra_affinity.lint.commands.locks_cmd import build_book, lock_input_options, read_lock_input
+from dra_affinity.lint.options import GateSettings
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import Mode, render_map
 
@@ -122,7 +123,7 @@ def render_text(e: Explanation) -> str:
               show_default=True, help="Device choice: alpha first-fit, or beta's affinity-aware preference.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
-            kube_context: str | None, chunk_size: int | None, gate: str,
+            kube_context: str | None, chunk_size: int | None, gate: GateSettings,
             kubernetes_version: KubernetesVersion, mode: str, fmt: str) -> None:
     """Explain why a claim (namespace/name) or a pod's claims are pending, or where they are.
 

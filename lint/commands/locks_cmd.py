@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from dra_affinity.lint.json_text import write_indented
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.options import (
+    GateSettings,
+    feature_gate_option,
+    feature_gates,
+    kubernetes_version_option,
+)
+from dra_affinity.policies.core.features import SHARING_AFFINITY
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import render_map
@@ -36,10 +42,7 @@ def lock_input_options(func: F) -> F:
                      help="Kubeconfig context for --cluster (default: the current context)."),
         click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Objects per list request with --cluster (default 500, like kubectl)."),
-        click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on",
-                     show_default=True,
-                     help="DRASharingAffinity in the scheduler; off: no device of an affinity pool "
-                          "is tracked (all unallocatable)."),
+        feature_gate_option,
         kubernetes_version_option,
     )
     for decorator in reversed(decorators):
@@ -57,20 +60,21 @@ class LockInput:
 
 
 def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
-                    kube_context: str | None, chunk_size: int | None, gate: str,
+                    kube_context: str | None, chunk_size: int | None, gate: GateSettings,
                     kubernetes_version: KubernetesVersion) -> LockInput:
     """Read and reconstruct every pool; usage errors (exit 2) and input findings go to stderr."""
     objects, target = read_lock_input(command, paths, cluster, kubeconfig, kube_context, chunk_size)
     return LockInput(objects, build_book(objects, gate, kubernetes_version), target)
 
 
-def build_book(objects: Objects, gate: str, kubernetes_version: KubernetesVersion,
+def build_book(objects: Objects, gate: GateSettings, kubernetes_version: KubernetesVersion,
                focus: Collection[str] = ()) -> LockBook:
     """The reconstruction (`LockBook.build`; `focus`: only what explaining those claims reads)."""
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
     with gc_paused(freeze=True):  # the book lives until the command exits
-        return LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
+        return LockBook.build(objects.slices, objects.claims, objects.classes,
+                              feature_gate=feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY),
                               kubernetes_version=kubernetes_version, focus=focus)
 
 
@@ -277,7 +281,7 @@ def render_html(report: LockReport) -> str:
               show_default=True,
               help="html: one self-contained page (device grid coloured by lock value, holders on hover).")
 def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
-          chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
+          chunk_size: int | None, gate: GateSettings, kubernetes_version: KubernetesVersion,
           pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],
           claims: tuple[str, ...], show_all: bool, fmt: str) -> None:
     """Show every device's sharing-affinity lock, reconstructed from bound claims.

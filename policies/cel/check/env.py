@@ -67,7 +67,6 @@ __all__ = [
     "ENV_KINDS",
     "MAX_VERSION",
     "MIN_VERSION",
-    "NEWEST_PUBLISHED_VERSION",
     "CelEnvironment",
     "DeviceDeclaration",
     "DeviceFeatures",
@@ -84,7 +83,6 @@ __all__ = [
     "dra_device_includes",
     "dra_list_attributes",
     "env_cache_info",
-    "environment_note",
     "format_version",
     "get_env",
     "parse_version",
@@ -99,24 +97,8 @@ MIN_VERSION: Version = (1, 24)
 """Oldest target we model: its compatibility version 1.23 is the base env's epoch ("1.0")."""
 
 MAX_VERSION: Version = (1, 38)
-"""Newest target accepted: the KEP's alpha release."""
-
-NEWEST_PUBLISHED_VERSION: Version = (1, 37)
-"""Newest release whose CEL environment (option table, DRA compiler) is published and modelled.
-
-A newer target gets the same tables (every option this build knows, none it does not): its own
-additions are not published yet. `environment_note` says so wherever a report names a version.
-"""
-
-
-def environment_note(target: Version) -> str | None:
-    """Why `target`'s CEL environment is an approximation, or None when it is modelled."""
-    if target <= NEWEST_PUBLISHED_VERSION:
-        return None
-    newest = format_version(NEWEST_PUBLISHED_VERSION)
-    return (f"Kubernetes {format_version(target)}'s CEL environment is not published yet; "
-            f"the newest known one ({newest}) is used")
-
+"""Newest target accepted: the KEP's alpha release. Its own options are not published yet
+(`policies.core.limits.NEWEST_PUBLISHED_KUBERNETES_VERSION`): it gets every option known."""
 
 class InvalidVersionError(ValueError):
     """A Kubernetes version string that is malformed or outside what we model."""

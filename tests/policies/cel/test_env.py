@@ -16,10 +16,10 @@ from dra_affinity.policies.cel.check.env import (
     build_environment,
     compatibility_version,
     env_cache_info,
-    environment_note,
     get_env,
     parse_version,
 )
+from dra_affinity.policies.core.limits import cel_environment_note
 
 NEW = EnvMode.NEW_EXPRESSIONS
 STORED = EnvMode.STORED_EXPRESSIONS
@@ -68,8 +68,8 @@ def test_parse_version_rejects_versions_we_do_not_model(text: str) -> None:
 
 def test_1_38_uses_the_newest_published_environment_and_says_so() -> None:
     assert parse_version("1.38") == (1, 38)
-    assert environment_note((1, 37)) is None
-    note = environment_note((1, 38))
+    assert cel_environment_note((1, 37)) is None
+    note = cel_environment_note((1, 38))
     assert note == ("Kubernetes 1.38's CEL environment is not published yet; the newest known "
                     "one (1.37) is used")
     stored_137 = get_env(EnvKey((1, 37), STORED)).options
