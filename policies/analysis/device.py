@@ -24,8 +24,16 @@ check, `compile_selector`
 * gives the runtime program back the Quantity type of capacity values (a type-map entry appended
   to the checked AST), so `==` on a capacity value compares quantities, not their spelling.
 
-Not restored: type errors *downstream* of a field (`device.driver > 1` compiles here: the
-engine saw `dyn`), and cel-go's errors for other whole-`device` misuse (`device.size()`).
+Type errors *downstream* of a field (`!device.driver`, `device.driver <= 8`) come from a second
+check of the text with every `device.<field>` rewritten into a variable of the field's type
+(`device_driver`: the same length, so positions and messages are cel-go's); see `_typed_check`.
+Not restored: downstream types of a field reached through an alias (`cel.bind(d, device,
+d.driver)`, checked as `dyn`), and cel-go's errors for other whole-`device` misuse
+(`device.size()`).
+
+List-type attributes (KEP-5491): `ints`/`bools`/`strings`/`versions` become CEL lists (from 1.37
+whatever the gate; in 1.36 with DRAListTypeAttributes), and `includes` is declared per release,
+mode and gate (`dra_device_includes`) and priced as DRA's cost estimator prices it.
 
 Runtime semantics (`DeviceMatches`): `device` is `{driver, allowMultipleAllocations (default
 false), attributes, capacity}`; attribute names without a domain take the driver's; looking up an
@@ -299,7 +307,7 @@ class _Analysis:
         self.uses = {_ATTRIBUTES: _MapUse(), _CAPACITY: _MapUse()}
         self.field_uses: list[tuple[int, str]] = []
         """(code-point offset of `device`, field) of every `device.<declared field>` written
-        as such; `typed_check` rewrites them into typed variables."""
+        as such; `_typed_check` rewrites them into typed variables."""
         self.untypable = False
         """`device` also reaches a field through an alias (`cel.bind(d, device, d.driver)`)."""
 

@@ -100,6 +100,7 @@ MAX_VERSION: Version = (1, 38)
 """Newest target accepted: the KEP's alpha release. Its own options are not published yet
 (`policies.core.limits.NEWEST_PUBLISHED_KUBERNETES_VERSION`): it gets every option known."""
 
+
 class InvalidVersionError(ValueError):
     """A Kubernetes version string that is malformed or outside what we model."""
 
