@@ -171,19 +171,3 @@ class FeatureGates:
         spec = KNOWN_GATES[name]
         stage = spec.stage(self.version)
         return stage.default if stage is not None else False
-
-    def states(self) -> dict[str, bool]:
-        """Every gate the release has, by name, with its state in this run."""
-        return {name: self.enabled(name) for name, spec in sorted(KNOWN_GATES.items())
-                if spec.stage(self.version) is not None}
-
-    def describe(self) -> dict[str, dict[str, object]]:
-        """`states()` with where each value came from (for JSON reports)."""
-        explicit = dict(self.overrides)
-        out: dict[str, dict[str, object]] = {}
-        for name, enabled in self.states().items():
-            stage = KNOWN_GATES[name].stage(self.version)
-            assert stage is not None
-            out[name] = {"enabled": enabled, "maturity": stage.maturity,
-                         "source": "flag" if name in explicit else "release default"}
-        return out
