@@ -146,3 +146,43 @@ def test_the_sharing_affinity_gate_changes_the_lock_model(tmp_path: Path) -> Non
     # the bare form keeps its meaning
     bare = run("locks", "--all", "--format", "json", "--feature-gate", "off", *files)
     assert bare.json()["pools"] == off.json()["pools"]
+
+
+SUITE = """\
+name: gates
+kubernetesVersion: "{version}"
+resources: [{resources}]
+cases:
+  - name: with the release's gates the claim locks the NIC
+    allocate:
+      - claim: ml/pod-a
+        device: eth1
+        lock: {{subnet: subnet-A}}
+  - name: DRASharingAffinity off leaves the affinity pool unallocatable
+    featureGates: {{DRASharingAffinity: off, DRAListTypeAttributes: on}}
+    allocate:
+      - claim: ml/pod-a
+        unschedulable: true
+"""
+
+
+def test_suite_cases_set_feature_gates(tmp_path: Path) -> None:
+    files = write_inputs(tmp_path, f'device.attributes["{DRIVER}"].vlans.includes(20)')
+    resources = ", ".join(Path(f).name for f in files)
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE.format(version="1.38", resources=resources))
+    result = run("test", "--format", "json", str(suite))
+    assert result.code == 0, result.out + result.err
+
+    locked = SUITE.format(version="1.37", resources=resources).replace(
+        "DRAListTypeAttributes: on", "DRAPrioritizedList: off")
+    suite.write_text(locked)
+    refused = run("test", "--format", "json", str(suite))
+    assert refused.code == 1
+    assert "featureGates: cannot set feature gate DRAPrioritizedList to false" in refused.out
+
+    suite.write_text(SUITE.format(version="1.37", resources=resources).replace(
+        "DRAListTypeAttributes: on", "DRANope: on"))
+    unknown = run("test", str(suite))
+    assert unknown.code == 2
+    assert "DRANope" in unknown.err
