@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.reporters.json_reporter import kubernetes_to_json
 from dra_affinity.lint.values import json_value
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 
@@ -236,6 +237,7 @@ def check(expression: str | None, file: str | None, obj: str | None, stored: boo
     text = _read_expression(expression, file)
     value = _read_object(obj) if obj is not None else None
     doc, error_text = check_expression(text, kubernetes_version, value, stored)
+    doc["kubernetes"] = kubernetes_to_json(kubernetes_version)
     click.echo(json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text))
     failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
               or (doc["result"] is not None and doc["result"]["scheduler"]))

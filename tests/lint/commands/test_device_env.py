@@ -186,3 +186,10 @@ def test_suite_cases_set_feature_gates(tmp_path: Path) -> None:
     unknown = run("test", str(suite))
     assert unknown.code == 2
     assert "DRANope" in unknown.err
+
+
+def test_cel_check_names_the_cel_environment_of_1_38() -> None:
+    result = run("cel", "check", "--kubernetes-version", "1.38", "--format", "json", "object.a")
+    assert result.code == 0, result.err
+    assert result.json()["kubernetes"]["celEnvironment"] == "1.37"
+    assert "not published yet" in result.json()["kubernetes"]["note"]
