@@ -148,6 +148,7 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
         "cost": None,
         "result": None,
         "verdicts": lint_verdicts(expression, version),
+        "kubernetes": kubernetes_to_json(version),
     }
     if compiled.engine_limited:
         out["engineLimited"] = compiled.engine_limit_reason
@@ -237,7 +238,6 @@ def check(expression: str | None, file: str | None, obj: str | None, stored: boo
     text = _read_expression(expression, file)
     value = _read_object(obj) if obj is not None else None
     doc, error_text = check_expression(text, kubernetes_version, value, stored)
-    doc["kubernetes"] = kubernetes_to_json(kubernetes_version)
     click.echo(json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text))
     failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
               or (doc["result"] is not None and doc["result"]["scheduler"]))
