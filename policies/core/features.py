@@ -13,8 +13,9 @@ Only gates whose state changes a verdict of this tool are known:
   deliberate difference from the release default (an alpha gate is off upstream).
 * `DRAConsumableCapacity` — `device.allowMultipleAllocations` in selectors, shared allocation.
 * `DRAListTypeAttributes` — KEP-5491's list-valued attributes and `includes` in new selectors.
-* `DRAFractionalCapacityRange` — fractional `requestPolicy.validRange` steps (beta 1.37; on by
-  default once the compatibility version reaches 1.37, i.e. from 1.38).
+* `DRAFractionalCapacityRange` — milli-unit `min`/`max`/`step` in a capacity request policy's
+  `validRange` (KEP-5075; beta 1.37, on by default once the compatibility version reaches 1.37,
+  i.e. from 1.38).
 * `DRAPrioritizedList` — `firstAvailable` subrequests (locked on from 1.37).
 
 A gate locked to its default refuses the other value, as kube-scheduler does.
@@ -66,11 +67,10 @@ class GateStage:
 
 @dataclass(frozen=True, slots=True)
 class GateSpec:
-    """One gate: its stages oldest first, and what it changes in this tool."""
+    """One gate: its stages, oldest first."""
 
     name: str
     stages: tuple[GateStage, ...]
-    changes: str
 
     def stage(self, version: KubernetesVersion) -> GateStage | None:
         """The stage in force at `version` (None before the gate exists)."""
@@ -82,23 +82,16 @@ class GateSpec:
 
 
 KNOWN_GATES: Mapping[str, GateSpec] = MappingProxyType({spec.name: spec for spec in (
-    GateSpec(SHARING_AFFINITY, (GateStage((1, 37), True, "alpha (assumed on)"),),
-             "the scheduler runs sharingAffinity extractors and keeps locks; off, every device "
-             "of a pool that declares sharingAffinity is unallocatable"),
+    GateSpec(SHARING_AFFINITY, (GateStage((1, 37), True, "alpha (assumed on)"),)),
     GateSpec(CONSUMABLE_CAPACITY, (GateStage((1, 34), False, "alpha"),
-                                   GateStage((1, 36), True, "beta")),
-             "device.allowMultipleAllocations in new selectors"),
-    GateSpec(LIST_TYPE_ATTRIBUTES, (GateStage((1, 36), False, "alpha"),),
-             "list-valued attributes and includes() in new selectors (stored selectors and "
-             "the scheduler accept them from 1.37 whatever the gate)"),
+                                   GateStage((1, 36), True, "beta"))),
+    GateSpec(LIST_TYPE_ATTRIBUTES, (GateStage((1, 36), False, "alpha"),)),
     GateSpec(FRACTIONAL_CAPACITY_RANGE, (GateStage((1, 37), False, "beta"),
-                                         GateStage((1, 38), True, "beta")),
-             "fractional capacity request policy steps"),
+                                         GateStage((1, 38), True, "beta"))),
     GateSpec(PRIORITIZED_LIST, (GateStage((1, 33), False, "alpha"),
                                 GateStage((1, 34), True, "beta"),
                                 GateStage((1, 36), True, "GA"),
-                                GateStage((1, 37), True, "GA", locked=True)),
-             "firstAvailable subrequests"),
+                                GateStage((1, 37), True, "GA", locked=True))),
 )})
 """Every gate `--feature-gate` accepts (kube_features.go, newest known release 1.37)."""
 
