@@ -337,7 +337,7 @@ def test_compile_test_vectors(expression: str, attributes: dict[str, Any],
         assert not result.matched
 
 
-# Vectors of list-valued attributes: the estimate only (device values hold scalars).
+# Vectors of list-valued attributes: the estimate (their evaluation: test_device_oracle.py).
 @pytest.mark.parametrize(("expression", "cost"), [
     ('device.attributes["dra.example.com"].names.size() == 2', 6),
     ('1 in device.attributes["dra.example.com"].names', 4 + 64),
