@@ -138,6 +138,9 @@ def _package_version() -> str:
     return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
 
 
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
 def _images(objects: list[Obj]) -> list[tuple[str, str]]:
     """(object, image) of every container, init container and ephemeral container rendered."""
     found: list[tuple[str, str]] = []
@@ -145,7 +148,7 @@ def _images(objects: list[Obj]) -> list[tuple[str, str]]:
     def visit(node: Any, owner: str) -> None:
         if isinstance(node, dict):
             for name, value in node.items():
-                if name in ("containers", "initContainers", "ephemeralContainers") and isinstance(value, list):
+                if name in _CONTAINER_LISTS and isinstance(value, list):
                     found.extend((owner, c.get("image", "")) for c in value if isinstance(c, dict))
                 visit(value, owner)
         elif isinstance(node, list):
