@@ -9,8 +9,10 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from tests.cli import run
-from tests.lint.html.browser import colours, render
+import pytest
+
+from tests.cli import REPO, run
+from tests.lint.html.browser import INSTALL, browser, colours, render
 from tests.lint.html.browser import colours as colours_of
 
 
@@ -97,3 +99,15 @@ def test_the_locks_page_renders_in_chromium(tmp_path: Path) -> None:
     assert len(dom.having("table")) == 2
     distinct, inked = colours_of(shown.png)
     assert distinct > 10 and inked > 0.02, (distinct, inked)
+
+
+def test_without_chromium_the_tests_skip_naming_the_readmes_install_line(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no browser on PATH
+    with pytest.raises(pytest.skip.Exception, match="apt-get install -y chromium") as skipped:
+        browser()
+    assert "README.md" in str(skipped.value)
+    package = INSTALL.split()[-1]
+    quick_start = (REPO / "README.md").read_text().split("\n## ", 2)[1]
+    assert f"sudo apt-get install -y git {package}" in quick_start.replace("\n", " ")
+    assert f"apt-get install -y -q {package}" in (REPO / ".ci" / "run").read_text()
