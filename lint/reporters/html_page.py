@@ -56,8 +56,8 @@ th{background:#f0f0f0;text-align:left}td.num{text-align:right;font-variant-numer
 margin-right:4px}
 .chart{display:block;margin:6px 0 18px}.note{color:#555;font-size:13px}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:8px;margin:4px 0 14px}
-.device.card{width:auto;height:auto;border:1px solid #bbb;border-radius:4px;padding:6px 8px 6px 14px;position:relative;font-size:12px;
-overflow-wrap:anywhere;background:#fff}
+.device.card{width:auto;height:auto;border:1px solid #bbb;border-radius:4px;padding:6px 8px 6px 14px;
+position:relative;font-size:12px;overflow-wrap:anywhere;background:#fff}
 .card .bar{position:absolute;left:0;top:0;bottom:0;width:8px;border-radius:4px 0 0 4px}
 .card .name{font-weight:600;font-size:13px}.card .line{color:#333;margin-top:2px}
 .pool-head{font-size:14px;margin:14px 0 4px}.pool-head .note{font-weight:normal}
