@@ -287,7 +287,7 @@ def render_html(report: LockReport) -> str:
               help="Also list the devices of pools that keep no lock (untracked).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus", "html"]), default="table",
               show_default=True,
-              help="html: one self-contained page (device grid coloured by lock value, holders on hover).")
+              help="html: one self-contained page (a card per device: state, lock, holders, consumption).")
 def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
           chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
           pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],
