@@ -13,6 +13,10 @@ the suites the driver's `.dra-affinity.yaml` lists under `test: suites:`.
 The driver repository holds slices (staged, unstaged, one with an error, one in a directory its
 config excludes), a `.venv/` with broken JSON in it (what made `lint .` fail before), a
 git-ignored directory with broken YAML, a workflow file and a suite.
+
+A second run (`committed`) is what a driver's `.pre-commit-config.yaml` does: it pins a commit
+of a snapshot of this checkout and narrows the file hooks with `exclude: ^charts/`, so the
+hooks' own filename handling is tested with pre-commit's filters (one more environment install).
 """
 
 from __future__ import annotations
