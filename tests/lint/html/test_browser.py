@@ -1,4 +1,4 @@
-"""`--format html` pages rendered by a real headless Chromium: elements, console, pixels.
+"""`--format html` pages rendered by a real headless Chromium: elements, console, layout, pixels.
 
 The page is made by the installed console script from the repository's worked example (the
 NIC pools with 20 subnets, alpha vs beta), then opened from disk with no network.
