@@ -232,6 +232,31 @@ def lint_plan(plan: Plan, job: LintJob, jobs: int) -> Iterator[FileLinted]:
     yield _walk_reports(plan.after)
 
 
+def pool_siblings(given: Sequence[FileLinted], tasks: Sequence[FileTask], job: LintJob,
+                  jobs: int) -> list[FileLinted]:
+    """The other slices of every pool that `given` holds, read from `tasks` (a walk of the
+    repository, the given files left out): pool entries, and the suppressions of the files
+    that hold them, nothing else.
+
+    Why: a pre-commit hook is given the staged files only (after its `files:`/`exclude:`),
+    but a pool's rules need every slice of it. The rest of the repository is read for those
+    slices alone, so a file there that is no input at all (a Helm template the hook's
+    `exclude:` left out) is neither reported nor counted, and a pool no given file touches is
+    not checked.
+    """
+    touched = {s.pool for r in given for s in r.pool_slices}
+    if not touched or not job.pools:
+        return []
+    entries_only = dataclasses.replace(job, slices=False, cases=False)
+    found = []
+    for linted in lint_tasks(tasks, entries_only, jobs):
+        entries = [s for s in linted.pool_slices if s.pool in touched]
+        if entries:
+            found.append(FileLinted(pool_slices=entries, document_files=linted.document_files,
+                                    suppressions=linted.suppressions))
+    return found
+
+
 def _walk_reports(loaded: LoadResult) -> FileLinted:
     return FileLinted(input_findings=list(loaded.findings), usage_errors=list(loaded.usage_errors),
                       files=loaded.files)

@@ -44,6 +44,15 @@ def test_the_readme_is_a_newcomers_page() -> None:
     ci_command = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert "pytest" in ci_command and f"\n{ci_command}\n" in quick_start
     assert len(readme.splitlines()) < 200
+    # it works in a fresh shell: the set-up commands run the virtualenv's script by its path,
+    # and the first bare `dra-affinity` example says the virtualenv is to be active
+    blocks = page_blocks(quick_start)
+    setups = [b.script for b in blocks if b.script.startswith("python3 -m venv .venv")]
+    assert len(setups) == 2
+    for script in setups:
+        assert {m for m in re.findall(r"(\S*?)dra-affinity\b", script)} <= {".venv/bin/"}, script
+    examples = [b.script for b in blocks if b.script.startswith("dra-affinity ")]
+    assert examples and ". .venv/bin/activate" in quick_start[:quick_start.index(examples[0])]
     for page in sorted(DOCS.glob("*.md")):
         assert f"docs/{page.name}" in readme, f"README links every page of docs/: {page.name}"
     assert "SPEC §" not in readme + "".join(p.read_text() for p in DOCS.glob("*.md"))

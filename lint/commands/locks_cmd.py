@@ -225,19 +225,29 @@ def render_table(report: LockReport) -> str:
 
 
 def render_html(report: LockReport) -> str:
-    """One self-contained page (the renderer `simulate --workload --format html` uses): totals,
-    pools with their lock values and locked-free capacity, and every device coloured by its lock."""
+    """One self-contained page (the renderer `simulate --workload --format html` uses): totals
+    once, pools with their lock values and locked-free capacity, and every device as a card
+    with its state, lock, holders and consumption written out, coloured by its lock.
+
+    Devices of pools that keep no lock are neither shown nor counted unless `--all` lists them:
+    a total that counts devices the page never shows cannot be checked against it.
+    """
     from dra_affinity.lint.reporters.html_page import Grid, Page, Table, device_cells
 
     t = report.totals
+    shows_untracked = any(p.untracked for p in report.pools)
     page = Page("Sharing-affinity locks")
     page.paragraph("Every device's lock as a restarted scheduler reconstructs it from the claims' "
                    "status.allocation (KEP-5981).")
     page.heading("Totals")
-    rows = [("sharing_affinity_locked_devices", str(t.locked_devices)),
-            ("sharing_affinity_unreconstructable_devices", str(t.unreconstructable_devices)),
-            *((f"{state} devices", str(n)) for state, n in t.states.items())]
-    page.table(Table(("", "value"), tuple(rows), (False, True)))
+    gauges = {"locked": "sharing_affinity_locked_devices",
+              "unreconstructable": "sharing_affinity_unreconstructable_devices"}
+    rows = tuple((state, str(n), gauges.get(state, "")) for state, n in t.states.items()
+                 if state != "untracked" or shows_untracked)
+    page.table(Table(("devices", "in the cluster", "metric"), rows, (False, True, False)))
+    if t.states.get("untracked") and not shows_untracked:
+        page.paragraph("Devices of pools that keep no lock (untracked) are not shown or counted here: "
+                       "--all adds them.")
     if report.pools:
         page.heading("Pools")
         page.table(Table(
@@ -251,9 +261,11 @@ def render_html(report: LockReport) -> str:
             (False, False, True, True, True, False, False)))
     page.heading("Devices")
     if report.devices:
-        page.paragraph("One square per device, coloured by its lock value; hover for holders and capacity.")
-        page.grids([Grid("devices", device_cells((d.ref, d.state, d.capacity, d.consumed)
-                                                 for d in report.devices))])
+        page.paragraph("One card per device, by pool: its state and lock, the claims holding it and "
+                       "the capacity they consume; the bar on the left is the lock value's colour.")
+        nodes = {f"{p.ref.driver}/{p.ref.name}": p.node for p in report.pools}
+        page.grids([Grid("devices", device_cells(((d.ref, d.state, d.capacity, d.consumed)
+                                                  for d in report.devices), nodes))], cards=True)
     else:
         page.paragraph("No device matches.")
     for note in report.notes:
@@ -275,7 +287,7 @@ def render_html(report: LockReport) -> str:
               help="Also list the devices of pools that keep no lock (untracked).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus", "html"]), default="table",
               show_default=True,
-              help="html: one self-contained page (device grid coloured by lock value, holders on hover).")
+              help="html: one self-contained page (a card per device: state, lock, holders, consumption).")
 def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
           chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
           pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],

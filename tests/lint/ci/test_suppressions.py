@@ -103,7 +103,7 @@ def test_config_ignores_by_rule_path_and_object(tmp_path: Path) -> None:
             reason: single-kind driver
         """)
     data = _lint(tmp_path / "mine", ".", "../vendor")  # run from a subdirectory: globs stay config-relative
-    assert [(f["rule"], f["file"]) for f in data["findings"]] == [("SA201", "./s.yaml")]
+    assert [(f["rule"], f["file"]) for f in data["findings"]] == [("SA201", "s.yaml")]
     kinds = {(s["object"]["name"], s["rule"]): s["suppression"]["kind"] for s in data["suppressed"]}
     assert kinds == {("vendored", "SA201"): "config", ("vendored", "SA202"): "config",
                      ("mine", "SA202"): "config"}
