@@ -28,6 +28,7 @@ from dra_affinity.lint.inputs import (
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
+    complete_pools_option,
     kubernetes_version_option,
     report_options,
     rule_selection_options,
@@ -161,9 +162,13 @@ def lint_input(
         linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
+    from dra_affinity.lint.terminal import verbose, with_progress
+
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
-    linted = merge(lint_plan(plan, job, jobs), job, complete_pools=complete_pools,
-                   not_walked=plan.not_walked)
+    verbose(f"{len(plan.tasks)} file(s) to check in {jobs} process(es)")
+    checked = with_progress(lint_plan(plan, job, jobs), len(plan.tasks), "Checking files",
+                            step=lambda linted: linted.files)
+    linted = merge(checked, job, complete_pools=complete_pools, not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
     return linted
@@ -180,9 +185,7 @@ def lint_input(
 @click.option("--pools-only", is_flag=True, help="Run only the pool rules (SP301–SP306).")
 @click.option("--no-pools", is_flag=True,
               help="Skip the pool rules: check each slice alone, as the API server does.")
-@click.option("--complete-pools", is_flag=True,
-              help="The input holds every slice of every pool (a full dump): incomplete pools "
-                   "(SP303/SP304) are errors instead of warnings.")
+@complete_pools_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Check files in N worker processes (default: the cores available to this "
                    "process); the report is the same with any N.")
@@ -199,6 +202,10 @@ def lint(settings: LintSettings) -> None:
     every slice involved. Findings can be suppressed, with a reason, by a
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
+
+    Exit code 0 when no finding is at or above --fail-on; 1 when one is; 2 on usage errors,
+    an unreadable path or config, a report that cannot be written, or (with
+    --fail-if-no-resources) no ResourceSlice in the input.
     """
 
     run = settings.report
