@@ -78,7 +78,8 @@ EXIT_CODES = (
     "shows: pending claims, locks, unschedulable claims); 1 a check failed: a finding at or above "
     "--fail-on (default error, so an invalid input object), a failing dry-run outcome, test case "
     "or cel check; 2 a usage error, unreadable input or config, or a report that cannot be "
-    "written. Each command's --help states its own."
+    "written. The servers (serve, exporter) exit 0 when stopped and 2 when they cannot start "
+    "(serve: gunicorn's 3 or 4 when its workers cannot boot). Each command's --help states its own."
 )
 
 

@@ -315,8 +315,9 @@ def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
 @report_options(DRY_RUN_FORMATS, "text")
 @ci_options
 @suppression_options
-@click.option("--claim", help="Only this claim (namespace/name; a bare name means namespace default).")
-@click.option("--pool", help="Only this pool (driver/name, or name).")
+@click.option("--claim", metavar="NS/NAME",
+              help="Only this claim (a bare name means namespace default).")
+@click.option("--pool", metavar="POOL", help="Only this pool (driver/name, or name).")
 @click.option("--request", "request_name", help="Only this request (or sub-request parent/sub).")
 @click.option("--explain", "explain_claim", metavar="CLAIM",
               help="Print every step for one claim (namespace/name) in words.")

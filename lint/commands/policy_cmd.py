@@ -66,7 +66,7 @@ def policy() -> None:
 @policy.command("export", short_help="Print the native ValidatingAdmissionPolicy and its binding.")
 @output_option
 @click.option("--action", "actions", multiple=True, type=click.Choice(["Deny", "Warn", "Audit"]),
-              help="validationActions of the binding; repeat for several (default: Deny). "
+              help="The binding's validationActions; repeat for several (default: Deny). "
                    "Use --action Warn --action Audit to observe before enforcing.")
 @click.option("--name", default=None, help="Name of the policy and its binding.")
 @click.option("--show-cost", is_flag=True,

@@ -391,8 +391,9 @@ def render_text(report: SimulationReport) -> str:
               help="Replay a workload file (arrivals, lifetimes, varied affinity values; see "
                    "docs/simulate.md) and print the fragmentation report instead of single steps.")
 @click.option("--mode", "modes", type=click.Choice([m.value for m in Mode]), multiple=True,
-              help="alpha: first-fit in slice/device order; beta: prefer compatibly locked devices. "
-                   "[default: alpha] Give both (with --workload) to compare them on the same arrivals.")
+              help="Device choice: alpha first-fit in slice/device order, or beta's preference for "
+                   "compatibly locked devices (default alpha). Give both (with --workload) to compare "
+                   "them on the same arrivals.")
 @click.option("--compare", is_flag=True, help="Same as --mode alpha --mode beta (needs --workload).")
 @click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="DRASharingAffinity in the scheduler; off makes every device of an affinity pool "
