@@ -262,7 +262,8 @@ def output_specs(
 
     Pairing rule: each `--output FILE` writes the report of the `--format` just before
     it; a `--format` with no `--output` goes to standard output, which at most one
-    format may do; a lone `--output FILE` with no `--format` writes the default format. With no `--format` at all, the config's `format` list applies, else
+    format may do; a lone `--output FILE` with no `--format` writes the default format.
+    With no `--format` at all, the config's `format` list applies, else
     `github` under GitHub Actions (`GITHUB_ACTIONS=true`), else `default`.
     """
     env = os.environ if environ is None else environ

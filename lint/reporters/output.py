@@ -29,7 +29,8 @@ def write_reports(specs: Sequence[OutputSpec], render: Callable[[str], str]) -> 
             rendered[spec.format] = render(spec.format)
         text = rendered[spec.format]
         if to_stdout(spec):
-            click.echo(text)
+            if text:  # an empty report (-q, nothing found) prints no blank line
+                click.echo(text)
             continue
         assert spec.output is not None
         try:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 import pytest
-
 from dra_affinity.lint.cli import main
+
 from tests.cli import run
 
 MULTIPLE_MAY_DIFFER = {

@@ -93,7 +93,8 @@ def test_pool_findings_point_at_every_slice_in_text_and_json(tmp_path: Path, sce
     detail = detail[:next((i for i, line in enumerate(detail) if not line.startswith("    ")), len(detail))]
     also = [line for line in detail if line.startswith("    also at ")]
     assert also == [
-        f"    also at {loc['file']}:{loc['line']}:{loc['column']} ResourceSlice/{loc['object']['name']} {loc['field']}"
+        f"    also at {loc['file']}:{loc['line']}:{loc['column']} "
+        f"ResourceSlice/{loc['object']['name']} {loc['field']}"
         for loc in finding["locations"][1:]
     ]
 
