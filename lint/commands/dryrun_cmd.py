@@ -31,7 +31,7 @@ from dra_affinity.lint.options import (
 from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters import render_ci
 from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
-from dra_affinity.lint.reporters.output import to_stdout, write_reports
+from dra_affinity.lint.reporters.output import emit, to_stdout, write_reports
 from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit
@@ -381,7 +381,7 @@ def dry_run(settings: DryRunSettings) -> None:
     checked, findings = _audited(config, [*inputs.findings, *report.findings], loaded)
     results = list(report.results)
     if settings.explain:
-        click.echo(explain(results))
+        emit("dry-run", explain(results), specs[0].output if len(specs) == 1 else None)
         failures: list[str] = []
     else:
 

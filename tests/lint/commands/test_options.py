@@ -133,6 +133,9 @@ def test_both_names_of_the_human_format_are_accepted(command: tuple[str, ...]) -
     assert result.code == 0, result.out + result.err
 
 
+DRY_RUN = ("examples/networking-node-a.yaml", "examples/claims.yaml")
+
+
 def test_o_writes_the_report_of_every_reporting_command(tmp_path: Path) -> None:
     out = tmp_path / "report"
     cases = [
@@ -143,6 +146,10 @@ def test_o_writes_the_report_of_every_reporting_command(tmp_path: Path) -> None:
         (("rules", "SA105"), "SA105"),
         (("lint", "examples/rdma-pkey.yaml"), "0 errors"),
         (("policy", "export"), "ValidatingAdmissionPolicy"),
+        (("simulate", "--format", "json", "examples/cluster/dump.yaml"), '"steps"'),
+        (("test", "examples/suites/kep.yaml"), " passed, 0 failed"),
+        (("dry-run", *DRY_RUN), "CLAIM"),
+        (("dry-run", "--explain", "ml/training-pod-a", *DRY_RUN), "Claim ml/training-pod-a"),
     ]
     for args, expected in cases:
         result = run(*args, "-o", str(out))
