@@ -88,6 +88,8 @@ def test_quiet_prints_findings_and_nothing_else() -> None:
     assert (clean.returncode, clean.stdout, clean.stderr) == (0, "", "")
     suite = piped("-q", "test", "examples/suites/kep.yaml")
     assert suite.returncode == 0 and suite.stdout.strip() == ""
+    annotations = piped("-q", "lint", BROKEN, GITHUB_ACTIONS="true").stdout.splitlines()
+    assert annotations and all(line.startswith("::") for line in annotations)
 
 
 def test_verbose_says_what_the_run_uses_on_stderr() -> None:
