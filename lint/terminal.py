@@ -12,17 +12,16 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
     from click._termui_impl import ProgressBar
 
-T = TypeVar("T")
 
 COLOR_CHOICES = ("auto", "always", "never")
 PROGRESS_DELAY_ENV = "DRA_AFFINITY_PROGRESS_DELAY"
@@ -80,32 +79,55 @@ def progress_delay(environ: Mapping[str, str] | None = None) -> float:
         return DEFAULT_PROGRESS_DELAY
 
 
-def with_progress(items: Iterable[T], total: int, label: str,
-                  step: Callable[[T], int] = lambda _: 1) -> Iterator[T]:
-    """`items`, drawing a progress bar on stderr once the run has lasted a few seconds.
+class Progress:
+    """A progress bar on stderr for a run that lasts: files done of the total, objects checked.
 
-    `total` is the work to do and `step(item)` the part of it an item completes (a file's
-    result counts its files; a report of what a walk skipped counts none).
-
-    Only on a terminal (a log or a pipe gets no control characters) and not with -q. The bar
-    is click's (`click.progressbar`): click is already what draws the whole command line, so
-    progress costs no new dependency and no start-up import.
+    Drawn only on a terminal (a log or a pipe gets no control characters), not with -q, and
+    only once the run has lasted `DRA_AFFINITY_PROGRESS_DELAY` seconds (default 2), so a short
+    run stays silent. The bar is click's (`click.progressbar`): click already draws the whole
+    command line, so progress costs no new dependency and no start-up import.
     """
-    if total <= 1 or current().quiet or not sys.stderr.isatty():
-        yield from items
-        return
-    start = time.monotonic()
-    delay = progress_delay()
-    bar: ProgressBar[int] | None = None
-    done = 0
-    with ExitStack() as stack:
-        for item in items:
-            yield item
-            advanced = step(item)
-            done += advanced
-            if bar is None and time.monotonic() - start >= delay:
-                bar = stack.enter_context(click.progressbar(
-                    length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True))
-                bar.update(done)
-            elif bar is not None and advanced:
-                bar.update(advanced)
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total = total
+        self.label = label
+        self.enabled = total > 0 and not current().quiet and sys.stderr.isatty()
+        self.done = 0
+        self.objects = 0
+        self._start = time.monotonic()
+        self._delay = progress_delay()
+        self._drawn = 0.0
+        self._bar: ProgressBar[int] | None = None
+        self._stack = ExitStack()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def advance(self, steps: int) -> None:
+        """`steps` more of the total are done (files checked)."""
+        self.done += steps
+        bar = self._shown()
+        if bar is not None and steps:
+            bar.update(steps)
+
+    def tick(self) -> None:
+        """One more object checked: a single large file shows its count grow (redrawn at most
+        ten times a second)."""
+        self.objects += 1
+        now = time.monotonic()
+        if now - self._drawn >= 0.1:
+            self._drawn = now
+            bar = self._shown()
+            if bar is not None:
+                bar.render_progress()
+
+    def _shown(self) -> ProgressBar[int] | None:
+        if self._bar is None and self.enabled and time.monotonic() - self._start >= self._delay:
+            self._bar = self._stack.enter_context(click.progressbar(
+                length=self.total, label=self.label, file=sys.stderr, show_pos=True, show_eta=True,
+                item_show_func=lambda _: f"{self.objects:,} objects" if self.objects else None))
+            self._bar.update(self.done)
+        return self._bar

@@ -9,12 +9,20 @@ live cluster (`--cluster`); the input helpers here are shared with `pools`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-from dra_affinity.lint.file_lint import Linted, LintJob, default_jobs, lint_loaded, lint_plan, merge
+from dra_affinity.lint.file_lint import (
+    FileLinted,
+    Linted,
+    LintJob,
+    default_jobs,
+    lint_loaded,
+    lint_plan,
+    merge,
+)
 from dra_affinity.lint.inputs import (
     NO_PATH_EMPTY,
     Input,
@@ -162,13 +170,18 @@ def lint_input(
         linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
-    from dra_affinity.lint.terminal import verbose, with_progress
+    from dra_affinity.lint.terminal import Progress, verbose
 
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
     verbose(f"{len(plan.tasks)} file(s) to check in {jobs} process(es)")
-    checked = with_progress(lint_plan(plan, job, jobs), len(plan.tasks), "Checking files",
-                            step=lambda linted: linted.files)
-    linted = merge(checked, job, complete_pools=complete_pools, not_walked=plan.not_walked)
+    with Progress(len(plan.tasks), "Checking files") as progress:
+
+        def checked() -> Iterator[FileLinted]:
+            for one in lint_plan(plan, job, jobs, progress.tick if progress.enabled else None):
+                progress.advance(one.files)  # a walk's report counts no file
+                yield one
+
+        linted = merge(checked(), job, complete_pools=complete_pools, not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
     return linted

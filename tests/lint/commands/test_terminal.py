@@ -116,6 +116,18 @@ def test_progress_only_on_a_terminal_and_not_when_quiet() -> None:
     assert "Checking files" not in short
 
 
+def test_progress_of_one_large_file_counts_its_objects(tmp_path: Path) -> None:
+    """A dump in one file is one step of the file count: the objects checked show it moving."""
+    one = (REPO / "examples" / "rdma-pkey.yaml").read_text().strip().removeprefix("---\n")
+    dump = tmp_path / "dump.yaml"
+    dump.write_text("\n---\n".join([one] * 40))
+    objects = run("lint", "--format", "json", str(dump)).json()["summary"]["objects"]
+    assert objects >= 40
+    _, shown = in_terminal("lint", str(dump), DRA_AFFINITY_PROGRESS_DELAY="0")
+    assert "Checking files" in shown and "1/1" in shown, shown
+    assert f"{objects} objects" in shown, shown
+
+
 def test_completion_scripts_for_each_shell() -> None:
     for shell, marker in (("bash", "complete -o nosort -F _dra_affinity_completion dra-affinity"),
                           ("zsh", "#compdef dra-affinity"),
