@@ -71,7 +71,7 @@ def test_quick_start_works_in_a_fresh_clone(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", block.script], cwd=clone, env=env, capture_output=True, text=True,
                           timeout=1200)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the deliberately broken examples
-    assert "error SA102" in proc.stdout and "Traceback" not in proc.stderr
+    assert "SA102 error: " in proc.stdout and "Traceback" not in proc.stderr
 
 
 def test_the_rules_page_lists_every_rule() -> None:

@@ -97,4 +97,4 @@ def test_the_docs_wheel_route_installs_into_a_fresh_virtualenv(tmp_path: Path) -
     assert "0 errors, 0 warnings, 0 infos in" in lint.stdout
     broken = subprocess.run([str(script), "lint", str(checkout / "examples" / "broken-slice.yaml")],
                             cwd=outside, env=env, capture_output=True, text=True, timeout=300)
-    assert broken.returncode == 1 and "error SA102" in broken.stdout, broken.stdout + broken.stderr
+    assert broken.returncode == 1 and "SA102 error: " in broken.stdout, broken.stdout + broken.stderr

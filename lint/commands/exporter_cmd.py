@@ -39,6 +39,9 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     after 410 Gone or a failure). Serves the series of `locks --format prometheus` plus the
     exporter's health (dra_affinity_exporter_*: watch restarts, events, apply time, last
     sync). /healthz is 200 once everything is listed. Stops on SIGTERM or SIGINT.
+
+    Exit code 0 when stopped by SIGTERM or SIGINT; 2 when the cluster cannot be reached or
+    listed, or the address cannot be listened on.
     """
     from dra_affinity.lint.cluster import ClusterTarget, api_client
     from dra_affinity.lint.exporter import LockExporter, ResourceApi, serve
@@ -74,7 +77,7 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
         pass
     except Exception as error:  # the initial list failed: say why, as `locks --cluster` does
         click.echo(f"dra-affinity exporter: initial list failed: {type(error).__name__}: {error}", err=True)
-        sys.exit(1)
+        sys.exit(2)  # unreadable input, as for every command
     finally:
         lock_exporter.stop()
         server.shutdown()

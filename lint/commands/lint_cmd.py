@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,6 +38,7 @@ from dra_affinity.lint.inputs import (
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
+    complete_pools_option,
     kubernetes_version_option,
     report_options,
     rule_selection_options,
@@ -180,12 +181,22 @@ def lint_input(
         linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
+    from dra_affinity.lint.terminal import Progress, verbose
+
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
-    results: Iterable[FileLinted] = lint_plan(plan, job, jobs)
-    if pools_from:
-        given = list(results)
-        results = [*given, *pool_siblings(given, _other_files(plan, pools_from, walk), job, jobs)]
-    linted = merge(results, job, complete_pools=complete_pools, not_walked=plan.not_walked)
+    verbose(f"{len(plan.tasks)} file(s) to check in {jobs} process(es)")
+    with Progress(len(plan.tasks), "Checking files") as progress:
+
+        def checked() -> Iterator[FileLinted]:
+            for one in lint_plan(plan, job, jobs, progress.tick if progress.enabled else None):
+                progress.advance(one.files)  # a walk's report counts no file
+                yield one
+
+        results: Iterable[FileLinted] = checked()
+        if pools_from:
+            given = list(results)
+            results = [*given, *pool_siblings(given, _other_files(plan, pools_from, walk), job, jobs)]
+        linted = merge(results, job, complete_pools=complete_pools, not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
     return linted
@@ -218,9 +229,7 @@ def _other_files(given: Plan, directories: Sequence[str], walk: WalkFilter | Non
 @click.option("--pools-only", is_flag=True, help="Run only the pool rules (SP301–SP306).")
 @click.option("--no-pools", is_flag=True,
               help="Skip the pool rules: check each slice alone, as the API server does.")
-@click.option("--complete-pools", is_flag=True,
-              help="The input holds every slice of every pool (a full dump): incomplete pools "
-                   "(SP303/SP304) are errors instead of warnings.")
+@complete_pools_option
 @click.option("--pools-from", "pools_from", multiple=True, metavar="DIR",
               type=click.Path(exists=True, file_okay=False),
               help="Read the rest of each pool the FILES hold from DIR (walked as a directory "
@@ -242,6 +251,10 @@ def lint(settings: LintSettings) -> None:
     every slice involved. Findings can be suppressed, with a reason, by a
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
+
+    Exit code 0 when no finding is at or above --fail-on; 1 when one is; 2 on usage errors,
+    an unreadable path or config, a report that cannot be written, or (with
+    --fail-if-no-resources) no ResourceSlice in the input.
     """
 
     run = settings.report

@@ -145,8 +145,8 @@ def test_hooks_file_declares_the_three_hooks() -> None:
 def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-lint")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
-    assert "deploy/node-a.yaml:13:24: warning SA201" in out
-    assert "deploy/node-c.yaml:10:7: error SA103" in out  # an error fails the commit
+    assert "deploy/node-a.yaml:13:24: SA201 warning: " in out
+    assert "deploy/node-c.yaml:10:7: SA103 error: " in out  # an error fails the commit
     assert "node-a-extra.yaml" not in out and "SP301" not in out  # not staged: not seen
     assert "in 2 objects (3 files, 1 other object skipped)" in out  # the workflow is skipped
 
@@ -155,7 +155,7 @@ def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
 def test_pool_hook_checks_the_repository_but_not_venv_ignored_or_excluded(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-pools")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
-    assert "error SP301" in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
+    assert "SP301 error: " in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
     assert "SA000" not in out and ".venv" not in out and "generated" not in out
     assert "legacy" not in out  # the config's `exclude:` holds for the hook
     # it was given the staged YAML files (the workflow among them); the rest of pool node-a

@@ -33,13 +33,13 @@ def test_examples_validate_and_point_at_the_text_reports_positions() -> None:
     log = _sarif("lint", "examples/")
     text = cli("lint", "examples/").out.splitlines()
     regions = _regions(log)
-    # every text finding `file:line:col: severity RULE` has the same region in SARIF
+    # every text finding `file:line:col: RULE severity: ...` has the same region in SARIF
     for line in text[:-1]:
         if line.startswith(" "):
             continue
         where, rest = line.split(": ", 1)
         file, row, col = where.rsplit(":", 2)
-        rule = rest.split()[1]
+        rule = rest.split()[0]
         assert (file, int(row), int(col)) in regions[rule], (line, regions.get(rule))
     assert ("examples/broken-slice.yaml", 19, 7) in regions["SA102"]
     run = log["runs"][0]

@@ -155,7 +155,7 @@ def test_text_output_lists_suppressed_with_their_reason(tmp_path: Path) -> None:
     hidden = cli("lint", "s.yaml", cwd=tmp_path).out
     assert "SA202" not in hidden and hidden.rstrip().endswith("1 suppressed")
     shown = cli("lint", "--show-suppressed", "s.yaml", cwd=tmp_path).out
-    assert "s.yaml:11:7: suppressed SA202" in shown
+    assert "s.yaml:11:7: SA202 suppressed: " in shown
     assert "by comment at s.yaml:11:22: one kind only" in shown
 
 

@@ -36,7 +36,7 @@ def _page(tmp_path: Path) -> Path:
     out = tmp_path / "plan.html"
     result = run("simulate", "--workload", "examples/capacity/nic-20-subnets.yaml",
                  "examples/capacity/nic-pool.yaml", "--compare", "--format", "html", "-o", str(out))
-    assert result.code == 1, result.err  # alpha leaves a pod pending at the end
+    assert result.code == 0, result.err  # a report, written: alpha leaving a pod pending fails nothing
     return out
 
 
