@@ -30,7 +30,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.policies.cel.common.jsonvalue import loads_strict
 from dra_affinity.policies.core.cache import REGISTRY
 from dra_affinity.policies.core.clip import clip_text
 from dra_affinity.webhook import logs, tls
@@ -42,6 +41,7 @@ from dra_affinity.webhook.admission import (
     Verdict,
     parse_review,
 )
+from dra_affinity.webhook.body import decode as decode_body
 from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
@@ -130,7 +130,7 @@ class Webhook:
         if data is None:
             return self._reject(413, f"body larger than {self.settings.max_body_bytes} bytes", started)
         try:
-            body = loads_strict(data)
+            body = decode_body(data)
         except (ValueError, RecursionError) as exc:
             return self._reject(400, f"body is not JSON: {exc}", started)
         parsed = parse_review(body)

@@ -1,0 +1,59 @@
+"""Counted, rate-limited reports of hostile connections: one log line per kind per interval.
+
+Why: a slow-body or handshake flood produces thousands of rejected or timed-out connections a
+second; a line (let alone a traceback) for each drowned the log and cost CPU the legitimate
+requests needed. Each occurrence is counted in `/metrics` at once; the log says the same at
+most once per `interval` per kind, with the count since its previous line, so an operator
+still sees that and how much, and the first occurrence of a kind is logged immediately.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+MESSAGES = {
+    "rejected:per-source-limit": "connections rejected: their client address holds the most a worker allows",
+    "rejected:plain-http": "plain HTTP sent to the TLS port: answered 400",
+    "timeout:handshake": "connections closed: TLS handshake not finished in time",
+    "timeout:head": "connections closed: request head not received in time",
+    "timeout:body": "requests answered 408: body not received in time",
+}
+"""Every kind, as `category:detail` (the category picks the counter, the detail its label)."""
+
+
+class ConnectionCounter(Protocol):
+    def count(self, kind: str) -> None: ...
+
+
+class ThrottledLog:
+    """Counts each kind at once, logs each kind at most once per `interval` seconds."""
+
+    def __init__(self, log: Any, counter: ConnectionCounter, interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = log
+        self._counter = counter
+        self._interval = interval
+        self._clock = clock
+        self._unlogged: dict[str, int] = {}
+        self._next_line: dict[str, float] = {}
+
+    def record(self, kind: str) -> None:
+        self._counter.count(kind)
+        self._unlogged[kind] = self._unlogged.get(kind, 0) + 1
+        if self._clock() >= self._next_line.get(kind, 0.0):
+            self._write(kind)
+
+    def flush(self) -> None:
+        """Write the lines whose interval has passed (called from the worker's main loop)."""
+        now = self._clock()
+        for kind in [k for k, n in self._unlogged.items() if n and now >= self._next_line.get(k, 0.0)]:
+            self._write(kind)
+
+    def _write(self, kind: str) -> None:
+        count = self._unlogged.pop(kind, 0)
+        self._next_line[kind] = self._clock() + self._interval
+        if count:
+            self._log.warning(MESSAGES.get(kind, kind), extra={"fields": {
+                "kind": kind, "count": count, "interval_s": self._interval}})
