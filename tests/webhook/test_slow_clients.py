@@ -228,3 +228,10 @@ def test_json_nested_as_deep_as_go_accepts_is_reviewed_and_deeper_is_400(small: 
     assert deep.status == 400, deep.body[:300]
     assert deep.json()["error"] == f"body is not JSON: invalid character {opener!r} exceeded max depth"
     assert _legit_ok(small)
+
+
+def test_serve_names_the_metrics_listener_http_and_the_admission_one_https(small: Server) -> None:
+    (line,) = [x for x in small.log_lines() if str(x.get("msg", "")).startswith("Listening at:")]
+    assert f"https://127.0.0.1:{small.port}" in line["msg"]
+    assert f"http://127.0.0.1:{small.metrics_port}" in line["msg"]
+    assert f"https://127.0.0.1:{small.metrics_port}" not in line["msg"]
