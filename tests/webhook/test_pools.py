@@ -168,7 +168,7 @@ def test_a_dropped_or_ended_watch_resumes_and_loses_no_update(tmp_path: Path) ->
 
         # 2. Cut mid-stream, API server unreachable while slices change: listed again.
         fake.outage()
-        _eventually(lambda: watch._last_error is not None, timeout=20)  # it noticed
+        _eventually(lambda: watch.loop.status().last_error is not None, timeout=20)  # it noticed
         fake.put(_meta("s3", "c"))
         fake.delete("s1")
         fake.put(_meta("s2", "b", "d"))
