@@ -71,12 +71,13 @@ class Backoff:
     rng: random.Random = field(default_factory=random.Random)
     _next: float = field(default=0.0, init=False)
     _last: float | None = field(default=None, init=False)
+    _base: float = field(default=0.0, init=False)
 
     def delay(self, now: float) -> float:
         """The wait before the next attempt after a failure at `now`."""
         if self._last is None or now - self._last > self.reset_after:
             self._next = self.initial
-        base = self._next
+        base = self._base = self._next
         self._next = min(self.cap, base * self.factor)
         self._last = now
         return base + self.rng.random() * self.jitter * base
@@ -84,7 +85,7 @@ class Backoff:
     @property
     def current(self) -> float:
         """The base of the last wait handed out (0 before any failure)."""
-        return self._next / self.factor if self._last is not None else 0.0
+        return self._base
 
 
 class ResourceClient(Protocol):
@@ -204,7 +205,7 @@ class ListWatch:
                 if problem is None:
                     items.append(item)
                 else:
-                    self._malformed(f"list item {problem}", f"item {index} of a page")
+                    self._malformed(f"list item {problem}", f"item {index} of a page: {_clip(item, 60)}")
             meta = page["metadata"]
             version = str(meta["resourceVersion"])
             next_token = meta.get("continue") or None
@@ -242,7 +243,7 @@ class ListWatch:
                     raise Expired(_clip(str(obj)))
                 raise ListWatchError(f"watch error: {_clip(json.dumps(obj))}")
             if kind not in EVENT_TYPES:
-                self._malformed(f"watch event of unknown type {_clip(str(kind), 40)}", "")
+                self._malformed("watch event of unknown type", _clip(str(kind), 40))
                 continue
             if not isinstance(obj, Mapping):
                 self._malformed(f"{kind} watch event without an object", "")
@@ -315,7 +316,7 @@ def _decode_list(body: bytes, resource: str) -> dict[str, Any]:
 
 def _item_problem(obj: object) -> str | None:
     if not isinstance(obj, Mapping):
-        return f"not an object ({type(obj).__name__})"
+        return "not an object"
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
         return "without metadata.name"

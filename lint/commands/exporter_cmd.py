@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
 import threading
@@ -49,6 +50,8 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     from dra_affinity.lint.exporter import LockExporter, serve
 
     host, port = _listen(listen)
+    # the list-watch loops' lines (failing, recovered, malformed items) on stderr, as the rest
+    logging.basicConfig(format="dra-affinity exporter: %(message)s", level=logging.INFO)
     client, context = api_client(ClusterTarget(kubeconfig=kubeconfig, context=kube_context))
     if client is None:
         click.echo(f"dra-affinity exporter: {context}", err=True)
