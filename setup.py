@@ -2,8 +2,9 @@
 
 The repository keeps the product's layout (`policies/`, `kube/`, `lint/`, `webhook/` at the
 top), while the installed import names are `dra_affinity.policies`, `dra_affinity.kube`,
-`dra_affinity.lint` and `dra_affinity.webhook`, so nothing generic lands at the top of site-packages. `dra_affinity`
-itself is a PEP 420 namespace package: the wheel has no other top-level name.
+`dra_affinity.lint` and `dra_affinity.webhook`, so nothing generic lands at the top of
+site-packages. `dra_affinity` itself is a PEP 420 namespace package: the wheel has no other
+top-level name.
 """
 
 from setuptools import find_packages, setup

@@ -2,8 +2,8 @@
 
 `policies/` is a stack of stages (ARCHITECTURE.md draws it). A module may import its own stage
 or any stage below it; `kube` (the list-watch loop) sits on `policies`, `lint` and `webhook`
-are front ends over both, and `webhook` never imports `lint`. Every import counts, including those inside functions and under
-`TYPE_CHECKING`: a lazy import is still a dependency.
+are front ends over both, and `webhook` never imports `lint`. Every import counts, including
+those inside functions and under `TYPE_CHECKING`: a lazy import is still a dependency.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ def test_a_fresh_venv_imports_the_namespace_and_not_the_folders(wheel: Path, tmp
         check=True, capture_output=True,
     )
     ok = subprocess.run(
-        [str(python), "-c", "import dra_affinity.policies, dra_affinity.kube, dra_affinity.lint, dra_affinity.webhook"],
+        [str(python), "-c",
+         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.lint, dra_affinity.webhook"],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert ok.returncode == 0, ok.stderr
