@@ -655,3 +655,23 @@ def test_listening_line_names_plain_listeners_http() -> None:
     assert plain_listeners("https://[::]:8443,https://[::]:8080", frozenset({8080})) == \
         "https://[::]:8443,http://[::]:8080"
     assert plain_listeners("http://127.0.0.1:9", frozenset({9})) == "http://127.0.0.1:9"
+
+
+def test_throttled_lines_carry_the_fields_of_the_occurrence_that_opens_the_interval() -> None:
+    from dra_affinity.webhook.throttle import ThrottledLog
+
+    clock = _Clock()
+    lines: list[dict[str, object]] = []
+
+    class _Log:
+        def warning(self, message: str, extra: dict[str, dict[str, object]]) -> None:
+            lines.append({"msg": message, **extra["fields"]})
+
+    throttled = ThrottledLog(_Log(), None, 2.0, clock=lambda: clock.now)
+    for error in ("first", "second", "third"):
+        throttled.record("rejected-request:400", "request rejected", {"code": 400, "error": error})
+    clock.now = 2.5
+    throttled.record("rejected-request:400", "request rejected", {"code": 400, "error": "fourth"})
+    throttled.record("rejected-request:413", "request rejected", {"code": 413, "error": "big"})
+    assert [(x["msg"], x["error"], x["count"]) for x in lines] == [
+        ("request rejected", "first", 1), ("request rejected", "fourth", 3), ("request rejected", "big", 1)]
