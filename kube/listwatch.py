@@ -12,7 +12,7 @@ cache did by hand, each differently:
   ERROR event or the HTTP status) lists again at once; a watch that ends cleanly (the
   server-side timeout) is resumed from the last resourceVersion seen; anything else (HTTP
   error, a cut stream, a line that is not JSON — client-go's decoder ends the watch there
-  too) is a failure.
+  too — or a watch that ends within a second without a line) is a failure.
 * **Every failure backs off** before the next list, exponentially with jitter, as the
   reflector's backoff manager: 0.8 s doubling to 30 s, each wait stretched by a random
   fraction up to itself (`jitter` 1.0), reset after 2 minutes without failure. The initial
@@ -44,6 +44,8 @@ MAX_PAGES = 100_000
 """A server that keeps answering with a `continue` token is broken; stop somewhere."""
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """One watch event: the API server's objects are at most ~3 MiB (etcd's request limit)."""
+SHORT_WATCH = 1.0
+"""A watch that ends sooner, without a line, is a failure (client-go's "very short watch")."""
 LOG_INTERVAL = 60.0
 """Seconds between log lines of one kind of malformed item or event (with its count)."""
 MAX_ERROR_CHARS = 300
@@ -217,15 +219,18 @@ class ListWatch:
         else:
             raise ListWatchError(f"more than {MAX_PAGES} pages")
         relist = self.synced.is_set()
+        self._healthy()  # the API answered a whole list: not failing, whatever the consumer does
         self.consumer.replace(items)
         self.synced.set()
-        self._healthy()
         if relist and self._on_list is not None:
             self._on_list()
         return version
 
     def _watch(self, client: ResourceClient, version: str) -> str:
+        started = self._clock()
+        lines = 0
         for line in client.watch(version):
+            lines += 1
             if self._stop.is_set():
                 break
             if not line.strip():
@@ -259,6 +264,10 @@ class ListWatch:
                 continue
             self.consumer.apply(kind, obj)
             self._healthy()
+        if not lines and self._clock() - started < SHORT_WATCH and not self._stop.is_set():
+            # as the reflector: a server that closes every watch at once must not be re-watched
+            # in a tight loop
+            raise ListWatchError("very short watch: it ended within a second without an event")
         return version
 
     # -- health ------------------------------------------------------------------------------

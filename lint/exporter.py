@@ -26,6 +26,7 @@ nothing else.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import logging
 import threading
@@ -142,7 +143,8 @@ class LockExporter:
         now = time.monotonic()
         found = []
         for plural, loop in self.loops.items():
-            status = loop.status()
+            # synced as the book has it (the loop's flag is set just after the book is filled)
+            status = dataclasses.replace(loop.status(), synced=plural in self._synced)
             if not status.synced or status.failing_since is not None:
                 found.append(f"{plural}: {status.describe(now)}")
         return found

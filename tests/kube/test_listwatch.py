@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from dra_affinity.kube.listwatch import Backoff, Expired, ListWatch, ListWatchError, iter_lines
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def test_backoff_doubles_with_jitter_up_to_its_cap_and_resets_after_quiet() -> None:
@@ -161,3 +163,57 @@ def test_lines_are_split_across_chunks_and_bounded() -> None:
     assert list(iter_lines(iter([b'{"a"', b':1}\n{"b":2}\n', b"tail"]))) == [b'{"a":1}', b'{"b":2}', b"tail"]
     with pytest.raises(ListWatchError, match="longer than 8 bytes"):
         list(iter_lines(iter([b"0123456789"]), limit=8))
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["type", "object", "metadata", "name", "items", "kind", "resourceVersion",
+                         "continue", "code"]), inner, max_size=4),
+    max_leaves=12)
+_LINES = st.one_of(st.binary(max_size=40), _JSONISH.map(lambda v: json.dumps(v).encode()),
+                   st.builds(lambda t, o: json.dumps({"type": t, "object": o}).encode(),
+                             st.sampled_from(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "X"]),
+                             _JSONISH))
+_PAGES = st.one_of(st.binary(max_size=40), _JSONISH.map(lambda v: json.dumps(v).encode()),
+                   st.builds(lambda items: _page(items), st.lists(_JSONISH, max_size=4)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_PAGES, min_size=1, max_size=4), st.lists(st.lists(_LINES, max_size=6), max_size=3))
+def test_whatever_the_server_answers_the_loop_goes_on_and_hands_over_only_well_formed_objects(
+        pages: list[bytes], streams: list[list[bytes]]) -> None:
+    handed: list[Mapping[str, Any]] = []
+    holder: list[ListWatch] = []
+
+    class _Hostile:
+        def list_page(self, token: str | None) -> bytes:
+            if not pages:
+                holder[0].stop()
+                raise ListWatchError("script over")
+            return pages.pop(0)
+
+        def watch(self, resource_version: str) -> Iterator[bytes]:
+            yield from (streams.pop(0) if streams else [])
+
+    class _Recording:
+        def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
+            handed.extend(items)
+
+        def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+            assert event_type in {"ADDED", "MODIFIED", "DELETED"}
+            handed.append(obj)
+
+        def malformed(self, problem: str) -> None:
+            pass
+
+    class _NoWait(Backoff):
+        def delay(self, now: float) -> float:
+            super().delay(now)
+            return 0.0
+
+    loop = ListWatch("things", _Hostile, _Recording(), log=logging.getLogger("test"), backoff=_NoWait())
+    holder.append(loop)
+    loop.run()  # returns (stopped by the script's end), never raises
+    assert all(isinstance(o, Mapping) and isinstance(o["metadata"]["name"], str) and o["metadata"]["name"]
+               for o in handed)
