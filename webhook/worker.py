@@ -24,8 +24,8 @@ how many of them one client address may hold.
 A handshake flood must not delay the API server, which reuses its connections: the main loop
 handles the events of established connections (a kept-alive connection's next request, a
 request being read) before handshakes, handshakes at most `HANDSHAKE_STEPS_PER_ROUND` per
-round, and it stops accepting while `MAX_HANDSHAKES` handshakes are in flight (the rest wait
-in the listen queue, which costs them nothing here). Plain HTTP sent to the TLS port is
+round, and it stops accepting while `MAX_HANDSHAKES` handshakes are in flight (begun, not
+ended; the rest wait in the listen queue, which costs them nothing here). Plain HTTP sent to the TLS port is
 answered as Go's TLS server answers it (`400`, "Client sent an HTTP request to an HTTPS
 server."), then closed.
 
@@ -88,8 +88,9 @@ MAX_CONNECTIONS_PER_SOURCE = int(os.environ.get("DRA_AFFINITY_MAX_CONNECTIONS_PE
 accept. Generous: the API server's replicas reach the webhook from few addresses, and a
 slow connection costs no thread here, only a socket."""
 
-MAX_HANDSHAKES = int(os.environ.get("DRA_AFFINITY_MAX_HANDSHAKES", "64"))
-"""TLS handshakes in flight per worker; at the bound the worker stops accepting until one ends."""
+MAX_HANDSHAKES = int(os.environ.get("DRA_AFFINITY_MAX_HANDSHAKES", "128"))
+"""TLS handshakes begun and not ended per worker; at the bound the worker stops accepting
+until one ends (or times out: a stalled one is closed at `HANDSHAKE_TIMEOUT`)."""
 
 HANDSHAKE_STEPS_PER_ROUND = 16
 """Handshake events handled per round of the main loop, after every established connection's
@@ -307,7 +308,9 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.reading: dict[_Pending, None] = {}
         """Connections whose handshake or request is being read (a dict: O(1) removal, in order)."""
         self.handshaking = 0
-        """Of `reading`, those still in their TLS handshake."""
+        """Of `reading`, those whose TLS handshake has begun (a first record arrived) and not
+        ended. A connection that has sent nothing costs no handshake work and is not counted:
+        idle connections must not stop the worker from accepting."""
         self.sources = SourceCounts(MAX_CONNECTIONS_PER_SOURCE)
         self._next_deadline_scan = 0.0
         settings = from_env_or_exit()
@@ -403,10 +406,8 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         address = listener.getsockname()
         pending = _Pending(client_sock, client_addr, address, time.monotonic() + HANDSHAKE_TIMEOUT,
                            slot=slot)
-        if self.tls is not None and not self._is_plain(address):
-            self.handshaking += 1  # wrapped once its first bytes are seen not to be plain HTTP
-        else:
-            pending.handshaken = True
+        if self.tls is None or self._is_plain(address):
+            pending.handshaken = True  # (a TLS one is wrapped once its first bytes are not plain HTTP)
         self._start_reading(pending)
 
     def _start_reading(self, pending: _Pending) -> None:
@@ -453,6 +454,7 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
             except (OSError, ssl.SSLError, ValueError, TlsLoadError):  # never loaded: drop, retry next
                 self._drop(pending)
                 return False
+            self.handshaking += 1
         try:
             pending.tls.do_handshake()
         except ssl.SSLWantReadError:
@@ -606,7 +608,8 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
         self.reading.pop(pending, None)
         if not pending.handshaken:
             pending.handshaken = True  # counted out of `handshaking` once
-            self.handshaking -= 1
+            if pending.tls is not None:
+                self.handshaking -= 1
         if pending.conn is not None:  # a kept-alive connection: its GuardedSocket holds the slot
             self._close(self._socket(pending), pending.conn)
             return

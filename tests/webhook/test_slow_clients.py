@@ -235,3 +235,26 @@ def test_serve_names_the_metrics_listener_http_and_the_admission_one_https(small
     assert f"https://127.0.0.1:{small.port}" in line["msg"]
     assert f"http://127.0.0.1:{small.metrics_port}" in line["msg"]
     assert f"https://127.0.0.1:{small.metrics_port}" not in line["msg"]
+
+
+def test_idle_connections_do_not_count_as_handshakes_in_flight(tmp_path: Path, cert_dir: Path) -> None:
+    """With room for 4 handshakes in flight, 20 connections that sent nothing leave the worker
+    accepting (they cost no handshake work), and 4 stalled hellos only delay new connections
+    until their deadline."""
+    server = start_server(tmp_path, cert_dir, workers=1, threads=2,
+                          env={"DRA_AFFINITY_MAX_HANDSHAKES": "4", "DRA_AFFINITY_HANDSHAKE_TIMEOUT": "2"})
+    held: list[socket.socket] = []
+    try:
+        held += [socket.create_connection((LOOPBACK, server.port), timeout=10) for _ in range(20)]
+        assert _legit_ok(server)
+        for _ in range(4):
+            s = socket.create_connection((LOOPBACK, server.port), timeout=10)
+            s.sendall(b"\x16\x03\x01")  # a record header, then nothing
+            held.append(s)
+        assert _legit_ok(server)  # accepted once the stalled hellos have timed out, if not before
+        assert metric_value(server.metrics(), "dra_affinity_connections_timed_out_total",
+                            {"phase": "handshake"}) >= 1
+    finally:
+        for s in held:
+            s.close()
+        stop_server(server)
