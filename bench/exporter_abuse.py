@@ -3,7 +3,7 @@
 The installed `dra-affinity exporter` runs against `tests.webhook.fake_apiserver.FakeApiServer`
 holding `examples/cluster/dump.yaml`, whose lists answer in turn 500s, bodies cut in half and
 a proxy's HTML page with status 200 (`heal_after` seconds in all), with junk items in every
-list and garbage lines in the claims' watch stream; then the server heals. /metrics is
+list; then the server heals, and once synced the claims' watch gets garbage lines. /metrics is
 scraped every 0.2 s throughout. Figures: whether the process ever exited; scrapes that showed
 lock series before the first complete list, or values other than the cluster's (3 locked,
 1 unreconstructable); the gaps between list attempts of ResourceSlices while failing; each
@@ -85,8 +85,6 @@ def hostile_api_server(heal_after: float, tmp: Path) -> dict[str, Any]:
                                                 (("resource", r),)), 0.0) for r in RESOURCES}
                     fake.misbehave(None)
                     healed_at = now
-                    for line in GARBAGE:
-                        fake.inject("resourceclaims", line)
             if proc.poll() is not None:
                 exited = 1
                 break
@@ -99,7 +97,9 @@ def hostile_api_server(heal_after: float, tmp: Path) -> dict[str, Any]:
                     false_cluster += 1
                 if locked is not None and healed_at is not None and synced_at is None:
                     synced_at = now
-            if synced_at is not None and now > synced_at + 5:  # garbage events after the sync too
+                    for line in GARBAGE:  # into the watches that follow the list
+                        fake.inject("resourceclaims", line)
+            if synced_at is not None and now > synced_at + 8:  # the garbage events after the sync too
                 break
             if healed_at is not None and now > healed_at + 120:
                 break
