@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import re
 import stat
@@ -33,7 +34,7 @@ from typing import Any, TextIO
 
 import yaml
 from dra_affinity.lint.walk import SkipReason, WalkFilter
-from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
+from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import FieldPath, Position, Source
@@ -52,13 +53,13 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _TagMemoParser(_BASE_PARSER):  # type: ignore[misc,valid-type]
-    """The safe loader with implicit tags resolved once per distinct plain scalar.
+    """The safe loader with plain scalars tagged as go-yaml v2 tags them, once per distinct text.
 
-    Why: the C parser calls back into PyYAML's Python resolver for every node (a regex walk
-    per scalar, plus path-resolver bookkeeping the safe loader never uses); that was a third
-    of composing a claims file (issue 15). The answer depends only on the scalar's text, so it
-    is memoised per parser (dropped with it): keys and repeated values cost one dict lookup.
-    Quoted scalars are strings, collections get the default tags, as the resolver would say.
+    Why: kubectl's YAML-to-JSON step (sigs.k8s.io/yaml) resolves with go-yaml v2, not YAML 1.1
+    (`yaml_positions.go_plain`); and the answer depends only on the scalar's text, so it is
+    memoised per parser (dropped with it): keys and repeated values cost one dict lookup, where
+    the C parser would call PyYAML's regex resolver for every node. Quoted scalars are strings,
+    collections get the default tags, as the resolver would say.
     """
 
     def __init__(self, stream: str) -> None:
@@ -71,7 +72,7 @@ class _TagMemoParser(_BASE_PARSER):  # type: ignore[misc,valid-type]
                 return _STR_TAG
             tag = self._tags.get(value)  # type: ignore[arg-type]
             if tag is None:
-                tag = self._tags[value] = super().resolve(kind, value, implicit)  # type: ignore[index]
+                tag = self._tags[value] = go_tag(value)  # type: ignore[index,arg-type]
             return tag
         return super().resolve(kind, value, implicit)
 
@@ -414,6 +415,21 @@ def _line_column(text: str, offset: int) -> Position:
     return Position(text.count("\n", 0, offset) + 1, offset - line_start + 1)
 
 
+def _json_float(text: str) -> object:
+    """A JSON number with a fraction or exponent as kubectl re-sends it (`1.0` → 1); one out of
+    float64's range is left to the YAML path's reading (`yaml_differs`)."""
+    number = float(text)
+    return sent_number(number) if math.isfinite(number) else text
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer as go-yaml reads the same digits: int64 or uint64 exactly, else a float."""
+    number = int(text)
+    if -(1 << 63) <= number < (1 << 64):
+        return number
+    return sent_number(float(number))
+
+
 def _parse_json(text: str) -> _JsonStream:
     out = _JsonStream([])
 
@@ -427,7 +443,8 @@ def _parse_json(text: str) -> _JsonStream:
         out.yaml_differs = True
         return float(name)
 
-    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant)
+    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant,
+                               parse_float=_json_float, parse_int=_json_int)
     index = 0
     while True:
         match = _JSON_SPACE.match(text, index)
