@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+from decimal import Decimal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -172,13 +173,17 @@ def go_tag(text: str) -> str:
 def sent_number(value: int | float) -> int | float:
     """A number as the API server decodes the JSON kubectl sends for it.
 
-    Go's encoding/json writes a finite float64 with `%f` below 1e21 (and `%e` above), so an
-    integral float (`1e5`, `1.0`, `-0.0`) is sent as integer digits, and the decoder makes an
-    int64 of digits that fit. An int (int64 or uint64) is sent as its digits; the caller keeps
-    a uint64 above int64 exact, so a field that must be an int64 reports the overflow.
+    Go's encoding/json writes a finite float64 with `%f` below 1e21 (and `%e` above) in its
+    shortest round-trip digits, so an integral float (`1e5`, `1.0`, `-0.0`) is sent as integer
+    digits — `5.289450292337226e+16` as 52894502923372260, not the float's exact value — and the
+    decoder makes an int64 of digits that fit. An int (int64 or uint64) is sent as its digits;
+    the caller keeps a uint64 above int64 exact, so a field that must be an int64 reports the
+    overflow.
     """
-    if isinstance(value, float) and value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
-        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        digits = int(Decimal(repr(value)))  # repr: Python's shortest round-trip, as Go's
+        if _INT64_MIN <= digits <= _INT64_MAX:
+            return digits
     return value
 
 

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +198,9 @@ def _as_sent(value: object) -> object:
         return {k: _as_sent(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_as_sent(v) for v in value]
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**63:
-        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        digits = int(Decimal(repr(value)))  # the shortest digits, as Go writes them
+        return digits if -(2**63) <= digits < 2**63 else value
     return value
 
 
