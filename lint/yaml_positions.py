@@ -43,9 +43,9 @@ from __future__ import annotations
 import math
 import re
 import struct
-from decimal import Decimal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from dra_affinity.policies.core.source import FieldPath, Position
 from yaml.error import Mark
