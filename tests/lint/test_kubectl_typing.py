@@ -9,8 +9,7 @@ error exactly where kubectl refuses the document.
 The suite runs a few hundred documents (kubectl reads them in one batch per example). The long
 run, a documented command (docs/development.md), prints the counts and fails on any difference:
 
-    DRA_AFFINITY_KUBECTL_DOCS=10000 nice -n 10 .venv/bin/python -m pytest -q -s \
-        tests/lint/test_kubectl_typing.py
+    DRA_AFFINITY_KUBECTL_DOCS=10000 .venv/bin/python -m pytest -q -s tests/lint/test_kubectl_typing.py
 """
 
 from __future__ import annotations
