@@ -73,9 +73,9 @@ _GO_MAP_HINTS = frozenset("+-0123456789yYnNtTfFoO~.")
 _GO_NUMBER_HINTS = frozenset("+-0123456789")
 _GO_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?\Z")
 """go-yaml's `yamlStyleFloat`: what it hands to `strconv.ParseFloat` after the integer tries."""
-_GO_DOT_FLOAT = re.compile(r"\.[0-9]+(?:[eE][-+]?[0-9]+)?\Z")
-"""What `strconv.ParseFloat` takes of a text that starts with a dot (decimal only: no hex
-mantissa, no `inf`/`nan`, no underscore without a base prefix)."""
+_GO_DOT_FLOAT = re.compile(r"\.[0-9_]*[0-9][0-9_]*(?:[eE][-+]?[0-9][0-9_]*)?\Z")
+"""What `strconv.ParseFloat` takes of a text that starts with a dot: decimal digits, an
+exponent, and underscores where `_go_underscores_ok` allows them (Go's float literal syntax)."""
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -119,6 +119,23 @@ def _go_int(plain: str, base: int = 0) -> int | None:
     return _go_parse_uint(plain, base)
 
 
+def _go_underscores_ok(text: str) -> bool:
+    """strconv's `underscoreOK` for a decimal text: each `_` between two digits."""
+    previous = "^"
+    for char in text:
+        if char.isdigit():
+            previous = "0"
+        elif char == "_":
+            if previous != "0":
+                return False
+            previous = "_"
+        elif previous == "_":
+            return False
+        else:
+            previous = "!"
+    return previous != "_"
+
+
 def _go_float(text: str) -> float | None:
     """`strconv.ParseFloat(text, 64)` of a decimal text: None where Go reports ErrRange."""
     value = float(text)
@@ -141,8 +158,8 @@ def go_plain(text: str) -> tuple[str, object]:
         tag = _NULL if value is None else _BOOL if isinstance(value, bool) else _FLOAT
         return tag, value
     if first == ".":
-        if _GO_DOT_FLOAT.match(text):
-            number = _go_float(text)
+        if _GO_DOT_FLOAT.match(text) and _go_underscores_ok(text):
+            number = _go_float(text.replace("_", ""))
             if number is not None:
                 return _FLOAT, number
         return _STR, text
