@@ -489,18 +489,15 @@ def _yaml_error(error: yaml.YAMLError, chunk: str, line_base: int) -> tuple[Posi
     return Position(line_base, 1), f"YAML error: {error}"
 
 
-def _next_document(text: str, line: int) -> tuple[int, int] | None:
-    """(offset, line index) of the first `---` line at or after 0-based `line`."""
+def _line_offset(text: str, line: int) -> int:
+    """The offset where 0-based `line` starts (the text's length past its last line)."""
     offset = 0
     for _ in range(line):
         offset = text.find("\n", offset)
         if offset < 0:
-            return None
+            return len(text)
         offset += 1
-    match = _DOCUMENT_START.search(text, offset)
-    if match is None:
-        return None
-    return match.start(), text.count("\n", 0, match.start())
+    return offset
 
 
 def _text_field(data: dict[str, Any] | None, key: str) -> str | None:
@@ -791,34 +788,60 @@ class _Loader:
     def _load_yaml(self, name: str, text: str, *, json_numbers: bool, strict: bool = False) -> int:
         """Parse a multi-document stream; return the number of documents, -1 if `strict` failed.
 
-        After a syntax error, parsing resumes at the next `---` line, so one broken
-        document does not hide the ones after it.
+        After an error, the rest of the stream — from the end of the last document built — is
+        split at its `---` lines and each part is parsed alone, as kubectl splits a stream and
+        converts each document by itself: only the document holding the error is lost. (libyaml
+        checks characters a buffer at a time, so a control character in the fourth document
+        stops the stream before the first three are built: those are parsed again.)
         """
         index = 0
-        offset = line = 0
-        while True:
-            chunk = text[offset:] if offset else text
-            parser = _TagMemoParser(chunk)
-            try:
-                while parser.check_node():
-                    node = parser.get_node()
-                    if node is None:
-                        break
-                    self._load_node(name, node, index, line + 1, json_numbers)
-                    index += 1
-                return index
-            except yaml.YAMLError as error:
-                if strict:
-                    return -1
-                position, message = _yaml_error(error, chunk, line + 1)
-                self._file_finding(name, message, position)
+        parser = _TagMemoParser(text)
+        built_to = 0  # the 0-based line after the last document built
+        try:
+            while parser.check_node():
+                node = parser.get_node()
+                if node is None:
+                    break
+                self._load_node(name, node, index, 1, json_numbers)
                 index += 1
-                resume = _next_document(text, max(position.line - 1, line + 1))
-                if resume is None:
-                    return index
-                offset, line = resume
-            finally:
-                parser.dispose()
+                mark = node.end_mark  # a block node ends where the next line starts
+                built_to = mark.line + (1 if mark.column else 0)
+            return index
+        except yaml.YAMLError:
+            if strict:
+                return -1
+        finally:
+            parser.dispose()
+        start = _line_offset(text, built_to)
+        marks = [m.start() for m in _DOCUMENT_START.finditer(text, start)]
+        for begin, end in zip([start, *marks], [*marks, len(text)], strict=True):
+            index = self._load_part(name, text[begin:end], text.count("\n", 0, begin), index,
+                                    json_numbers)
+        return index
+
+    def _load_part(self, name: str, part: str, line: int, index: int, json_numbers: bool) -> int:
+        """One `---`-delimited part of a stream (0-based `line` where it starts): its documents,
+        or one finding where it cannot be parsed. Returns the next document index."""
+        parser = _TagMemoParser(part)
+        try:
+            while parser.check_node():
+                node = parser.get_node()
+                if node is None:
+                    break
+                self._load_node(name, node, index, line + 1, json_numbers)
+                index += 1
+            return index
+        except yaml.YAMLError as error:
+            position, message = _yaml_error(error, part, line + 1)
+            content = part.rstrip("\n")
+            last = line + content.count("\n") + 1
+            if position.line > last:  # "unexpected end of stream": at the end of this part,
+                # not on the next part's `---` line
+                position = Position(last, len(content) - content.rfind("\n"))
+            self._file_finding(name, message, position)
+            return index + 1
+        finally:
+            parser.dispose()
 
     def _load_node(
         self, name: str, node: Node, index: int, line_base: int, json_numbers: bool

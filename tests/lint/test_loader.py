@@ -403,6 +403,63 @@ def test_syntax_error_in_one_document_does_not_hide_the_others() -> None:
     assert result.documents[1].source.positions[path] == where(text, "pkey", 1)
 
 
+def test_a_control_character_loses_only_its_own_document() -> None:
+    """libyaml checks characters a buffer at a time: a form feed in the fourth document must
+    not take the three before it along (kubectl splits at `---` and sends them)."""
+    parts = [f"kind: K\nmetadata:\n  name: d{i}\n" for i in range(5)]
+    for bad in ("\x0c", "\x0b", "\x1b"):
+        broken = parts.copy()
+        broken[3] = broken[3].replace("name: d3", f"name: d{bad}3")
+        result = load_text("---\n".join(broken), name="m.yaml")
+        assert [(d.source.document, d.data["metadata"]["name"]) for d in result.documents] == [
+            (0, "d0"), (1, "d1"), (2, "d2"), (4, "d4")]
+        (finding,) = sa000(result)
+        assert finding.primary.position == Position(15, 10)
+        assert finding.message.startswith(f"unacceptable character #x{ord(bad):04x}")
+
+
+_MUTATIONS = ["\x0c", "\x0b", "\x1b", "\x07", '"', "'", "[", "{", "]", "}", ": :", "\t", "- ",
+              "*x", "&", "!", "%", "@", "`", "|", ">", "? ", ",", "#", "\\", "\u0085", "\ufeff"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=2, max_value=7), st.data())
+def test_mutated_multi_document_files_lose_no_document(count: int, data: st.DataObject) -> None:
+    """Every document of a mutated stream is either built or reported at a line inside it;
+    every document left intact is built exactly once, and nothing is reported in it. (A
+    mutated one may yield more than one: NEL is a line break to libyaml, as to go-yaml.)"""
+    parts = [f"kind: Thing\nmetadata:\n  name: d{i}\nspec:\n  v: {i}\n  s: text {i}\n"
+             for i in range(count)]
+    mutated = data.draw(st.sets(st.integers(min_value=0, max_value=count - 1), min_size=1))
+    for i in mutated:
+        for _ in range(data.draw(st.integers(min_value=1, max_value=2))):
+            at = data.draw(st.integers(min_value=0, max_value=len(parts[i]) - 1))
+            parts[i] = parts[i][:at] + data.draw(st.sampled_from(_MUTATIONS)) + parts[i][at:]
+    lead = data.draw(st.booleans())
+    text = ("---\n" if lead else "") + "---\n".join(parts)
+    first_line, line = [], 1 + lead
+    for part in parts:
+        first_line.append(line)
+        line += part.count("\n") + 1
+    result = load_text(text, name="m.yaml")
+
+    def document_at(row: int) -> int:
+        return max(i for i, start in enumerate(first_line) if start - 1 <= row)
+
+    built: dict[int, list[dict[str, Any]]] = {}
+    for document in result.documents:
+        start = document.source.positions.get(())
+        assert start is not None
+        built.setdefault(document_at(start.line), []).append(document.data)
+    reported = {document_at(f.primary.position.line) for f in sa000(result) if f.primary.position}
+    for i in range(count):
+        assert i in built or i in reported, (i, text, messages(result))
+        if i not in mutated:
+            assert i not in reported, (i, text, messages(result))
+            assert built[i] == [{"kind": "Thing", "metadata": {"name": f"d{i}"},
+                                 "spec": {"v": i, "s": f"text {i}"}}]
+
+
 def test_documents_that_are_not_objects_and_empty_documents() -> None:
     text = "---\n- a\n---\n\n---\njust text\n---\n~\n---\nkind: K\n"
     result = load_text(text)
