@@ -816,10 +816,11 @@ class _Loader:
         marks = [m.start() for m in _DOCUMENT_START.finditer(text, start)]
         for begin, end in zip([start, *marks], [*marks, len(text)], strict=True):
             index = self._load_part(name, text[begin:end], text.count("\n", 0, begin), index,
-                                    json_numbers)
+                                    json_numbers, last=end == len(text))
         return index
 
-    def _load_part(self, name: str, part: str, line: int, index: int, json_numbers: bool) -> int:
+    def _load_part(self, name: str, part: str, line: int, index: int, json_numbers: bool, *,
+                   last: bool) -> int:
         """One `---`-delimited part of a stream (0-based `line` where it starts): its documents,
         or one finding where it cannot be parsed. Returns the next document index."""
         parser = _TagMemoParser(part)
@@ -834,10 +835,10 @@ class _Loader:
         except yaml.YAMLError as error:
             position, message = _yaml_error(error, part, line + 1)
             content = part.rstrip("\n")
-            last = line + content.count("\n") + 1
-            if position.line > last:  # "unexpected end of stream": at the end of this part,
-                # not on the next part's `---` line
-                position = Position(last, len(content) - content.rfind("\n"))
+            end = line + content.count("\n") + 1
+            if position.line > end and not last:  # "unexpected end of stream": at the end of
+                # this part, not on the next part's `---` line
+                position = Position(end, len(content) - content.rfind("\n"))
             self._file_finding(name, message, position)
             return index + 1
         finally:

@@ -29,6 +29,7 @@ import yaml
 from dra_affinity.lint.loader import load_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 BATCH = 50
 """Documents per kubectl call."""
@@ -75,15 +76,23 @@ _TEXT = st.text(alphabet="0123456789_+-.eExXoObBaAfF:yYnNtTrRuUlL~iI", min_size=
 
 def _plain(token: str) -> bool:
     """Whether `token` is one plain scalar wherever the document puts it (a value, a list item,
-    a flow item, a key): both parsers then agree on the structure, the typing is what differs."""
+    a flow item, a key): both parsers then agree on the structure, the typing is what differs.
+    Composed, not constructed: PyYAML's own typing (a bad date) is beside the point."""
     try:
-        data = yaml.safe_load(_body(token, 0))
+        root = yaml.compose(_body(token, 0), Loader=yaml.SafeLoader)
     except yaml.YAMLError:
         return False
-    return (isinstance(data, dict) and len(data) == 7 and isinstance(data.get("m"), dict)
-            and len(data["m"]) == 1 and isinstance(data.get("l"), list) and len(data["l"]) == 1
-            and isinstance(data.get("f"), list) and len(data["f"]) == 1
-            and not isinstance(data.get("s"), (dict, list)))
+    if not isinstance(root, MappingNode) or len(root.value) != 7:
+        return False
+    found = {key.value: value for key, value in root.value}
+    scalars = [found.get("s")]
+    for name in ("l", "f"):
+        node = found.get(name)
+        scalars += node.value if isinstance(node, SequenceNode) and len(node.value) == 1 else [None]
+    node = found.get("m")
+    scalars += [pair[0] for pair in node.value] if isinstance(node, MappingNode) \
+        and len(node.value) == 1 else [None]
+    return all(isinstance(n, ScalarNode) and not n.style and n.value == token for n in scalars)
 
 
 def _body(token: str, index: int) -> str:
