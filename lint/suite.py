@@ -67,8 +67,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from dra_affinity.lint.workload_expect import Expectation
     from dra_affinity.lint.workload_file import WorkloadFile
+    from dra_affinity.policies.core.findings import Finding
 
 OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
             "pool-incomplete", "no-matching-device", "selector-error"]
@@ -267,6 +270,28 @@ class Suite:
     resources: tuple[Path, ...]
     objects: tuple[dict[str, Any], ...]
     cases: tuple[Case | SimulationCase | WorkloadCase, ...] = field(default=())
+
+
+def unreadable_resources(suite_path: Path, findings: Iterable[Finding], usage_errors: Iterable[str],
+                         what: str = "resources") -> SuiteError | None:
+    """A `SuiteError` naming every resource of a suite that cannot be read (a path that is not
+    there, bad YAML, an object kubectl would refuse: SA000), or None.
+
+    Why an error and not a hint: a suite whose slice file is unreadable checks fewer objects
+    than it names, and a case that then passes proves nothing; kubectl would not apply it.
+    """
+    from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
+
+    problems = list(usage_errors)
+    for finding in findings:
+        if finding.rule != INPUT_ERROR.id:
+            continue
+        where = finding.primary
+        position = f":{where.position.line}:{where.position.column}" if where.position else ""
+        problems.append(f"{where.file or suite_path}{position}: {finding.message}")
+    if not problems:
+        return None
+    return SuiteError(f"{suite_path}: {what} cannot be read: " + "; ".join(problems))
 
 
 def load_suite(path: Path) -> Suite:
