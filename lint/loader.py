@@ -316,8 +316,10 @@ class _JsonStream:
             kind, items = value.get("kind"), value.get("items")
             if isinstance(kind, str) and _is_list_kind(kind):
                 if isinstance(items, list):
-                    if not all(item is None or isinstance(item, dict) for item in items):
-                        return False
+                    if not all(item is None or (isinstance(item, dict)
+                                                and not _is_list_kind(_text_field(item, "kind")))
+                               for item in items):
+                        return False  # a finding to place at its item
                 elif kind == "List" and items is not None:
                     return False
         return True
@@ -526,6 +528,13 @@ def _found(value: object) -> str:
         return "a list"
     text = value.value if isinstance(value, ScalarNode) else value
     return f"a scalar ({str(text)[:40]!r})"
+
+
+def _nested_list(number: int, outer: str | None, inner: str | None) -> str:
+    """A List item that is a List: reported, not read (its objects would be checked by nobody
+    and the file would pass)."""
+    return (f"item {number} of the {outer} is itself a {inner}: a list inside a list is not "
+            "read; put its items in the outer list")
 
 
 def _not_object(what: str, found: str) -> str:
@@ -884,6 +893,11 @@ class _Loader:
                     issue = Issue(_not_object(what, _found(item)), (), builder.position(item))
                     self._content_finding(name, issue, None)
                 continue
+            nested = _scalar_text(_top_level(item, "kind").get("kind"))
+            if _is_list_kind(nested):
+                issue = Issue(_nested_list(position, list_kind, nested), (), builder.position(item))
+                self._content_finding(name, issue, None)
+                continue
             built = builder.build(item)
             if isinstance(built.value, dict):
                 built.value = _with_list_defaults(built.value, list_kind, api_version)
@@ -938,7 +952,11 @@ class _Loader:
             return
         api_version = _text_field(value, "apiVersion")
         for number, item in enumerate(items):
-            if isinstance(item, dict):
+            nested = _text_field(item, "kind") if isinstance(item, dict) else None
+            if _is_list_kind(nested):
+                issue = Issue(_nested_list(number, kind, nested), (), position)
+                self._content_finding(name, issue, None)
+            elif isinstance(item, dict):
                 data = _with_list_defaults(item, kind, api_version)
                 doc = LoadedDocument(
                     data, source(number), _text_field(data, "kind"), _text_field(data, "apiVersion"),

@@ -313,7 +313,14 @@ def load_suite(path: Path) -> Suite:
     errors = sorted(Draft202012Validator(SUITE_SCHEMA).iter_errors(doc.data),
                     key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
+        from dra_affinity.policies.model.schema import unknown_property
+
         error = errors[0]
+        unknown = unknown_property(error)
+        if unknown is not None:
+            pos = doc.source.locate(unknown[0])
+            where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
+            raise SuiteError(f"{where}: {unknown[1]}")
         field_path = tuple(error.absolute_path)
         pos = doc.source.locate(field_path)
         where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)

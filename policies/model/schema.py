@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -411,13 +411,33 @@ UNKNOWN_FIELD = "unknown field "
 """How the API server's strict decoding starts the message for a field a kind does not have."""
 
 
-def _unknown(path: FieldPath, key: str, known: frozenset[str]) -> SchemaViolation:
-    where = (*path, key)
-    message = f'{UNKNOWN_FIELD}"{render_path(where)}"'
+def unknown_field_message(path: FieldPath, key: str, known: Iterable[str]) -> str:
+    """`unknown field "spec.x"`, as the API server words it, with the nearest known name at
+    that place when one is close (for every file the tool reads: objects, suites, config,
+    workloads)."""
+    message = f'{UNKNOWN_FIELD}"{render_path((*path, key))}"'
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=_SUGGEST_CUTOFF)
     if close:
         message += f' (did you mean "{render_path((*path, close[0]))}"?)'
-    return SchemaViolation(where, message, prefixed=False)
+    return message
+
+
+def unknown_property(error: ValidationError) -> tuple[FieldPath, str] | None:
+    """A jsonschema `additionalProperties: false` error as the unknown field it names (path,
+    message), or None for any other error."""
+    if error.validator != "additionalProperties" or error.validator_value is not False \
+            or not isinstance(error.instance, dict):
+        return None
+    known = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
+    extra = [key for key in error.instance if key not in known]
+    if not extra:
+        return None
+    path: FieldPath = tuple(error.absolute_path)
+    return (*path, extra[0]), unknown_field_message(path, str(extra[0]), known)
+
+
+def _unknown(path: FieldPath, key: str, known: frozenset[str]) -> SchemaViolation:
+    return SchemaViolation((*path, key), unknown_field_message(path, key, known), prefixed=False)
 
 
 def _type_problem(value: object, ref: str) -> str | None:
