@@ -222,12 +222,17 @@ def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int) -> Iterator[F
         yield from pool.map(lint_file, tasks, itertools.repeat(job), chunksize=1)
 
 
-def lint_plan(plan: Plan, job: LintJob, jobs: int) -> Iterator[FileLinted]:
-    """Every planned file checked, with what the walk reported before it, in input order."""
+def lint_plan(plan: Plan, job: LintJob, jobs: int,
+              yielded: dict[str, int] | None = None) -> Iterator[FileLinted]:
+    """Every planned file checked, with what the walk reported before it, in input order;
+    `yielded` counts, per argument, the objects and input findings its files gave."""
     tasks = plan.tasks
     for task, linted in zip(tasks, lint_tasks(tasks, job, jobs), strict=True):
         if task.before is not None:
             yield _walk_reports(task.before)
+        if yielded is not None:
+            yielded[task.argument] = yielded.get(task.argument, 0) + linted.objects \
+                + len(linted.input_findings) + len(linted.usage_errors)
         yield linted
     yield _walk_reports(plan.after)
 
@@ -250,6 +255,8 @@ class Linted:
     suppressions: list[Written]
     notes: list[str] = field(default_factory=list)
     resource_slices: int = 0
+    empty_inputs: list[str] = field(default_factory=list)
+    """Arguments that read as nothing (`inputs.warn_empty`)."""
 
 
 def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,

@@ -38,6 +38,7 @@ from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder, go_tag, 
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import FieldPath, Position, Source
+from dra_affinity.policies.model.schema import SCHEMAS
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -122,6 +123,9 @@ class LoadResult:
     texts: dict[str, str] = field(default_factory=dict)
     not_walked: dict[SkipReason, int] = field(default_factory=dict)
     """What directory walks left out, by reason (hidden, git-ignored, excluded)."""
+    yielded: dict[str, int] = field(default_factory=dict)
+    """Per command-line argument (`-` for stdin): the objects of a modelled kind and the input
+    findings it gave; 0 is an input that reads as nothing (`inputs.warn_empty`)."""
 
 
 def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -140,7 +144,11 @@ def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     loader = _Loader(stdin if stdin is not None else sys.stdin, json_positions=json_positions,
                      walk=walk, lazy_positions=lazy_positions)
     for path in paths:
+        result = loader.result
+        before = loader.modelled + len(result.findings) + len(result.usage_errors)
         loader.load_argument(path)
+        gave = loader.modelled + len(result.findings) + len(result.usage_errors) - before
+        loader.result.yielded[path] = loader.result.yielded.get(path, 0) + gave
     loader.result.not_walked = dict(loader._filter.skipped)
     return loader.result
 
@@ -160,6 +168,8 @@ class FileTask:
     explicit: bool = False
     content: bytes | str | None = None
     before: LoadResult | None = None
+    argument: str = ""
+    """The command-line argument this file came from (`-` for stdin)."""
 
 
 @dataclass(slots=True)
@@ -169,6 +179,8 @@ class Plan:
     tasks: list[FileTask]
     after: LoadResult
     not_walked: dict[SkipReason, int]
+    arguments: tuple[str, ...] = ()
+    """Every argument walked, in order (one may have given no task: an empty directory)."""
 
 
 def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -183,7 +195,7 @@ def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     loader.plan = []
     for path in paths:
         loader.load_argument(path)
-    return Plan(loader.plan, loader.result, dict(loader._filter.skipped))
+    return Plan(loader.plan, loader.result, dict(loader._filter.skipped), tuple(paths))
 
 
 def load_task(task: FileTask, sink: Callable[[LoadedDocument, str], None] | None = None) -> LoadResult:
@@ -564,12 +576,18 @@ class _Loader:
         self._read: set[tuple[int, int]] = set()
         self.plan: list[FileTask] | None = None
         """Set by `plan_paths`: files are listed here instead of being read."""
+        self.argument = ""
+        """The command-line argument being read."""
+        self.modelled = 0
+        """Documents built so far whose kind the model reads (`LoadResult.yielded`)."""
         self.sink: Callable[[LoadedDocument, str], None] | None = None
         """Set by `load_task`: each document goes there as soon as it is built, not to
         `result.documents`, so a large file's documents need not all be alive at once; with
         the text of its file (suppressions may need the document kept)."""
 
     def _emit(self, document: LoadedDocument) -> None:
+        if document.kind in SCHEMAS:
+            self.modelled += 1
         if self.sink is None:
             self.result.documents.append(document)
         else:
@@ -581,12 +599,13 @@ class _Loader:
     def _defer(self, name: str, path: str | None = None, *, explicit: bool = False,
                content: bytes | str | None = None) -> None:
         assert self.plan is not None
-        self.plan.append(FileTask(name, path, explicit, content, self.result))
+        self.plan.append(FileTask(name, path, explicit, content, self.result, self.argument))
         self.result = LoadResult()
 
     # -- paths ----------------------------------------------------------------------------
 
     def load_argument(self, path: str) -> None:
+        self.argument = path
         if path == "-":
             self._load_stdin()
             return

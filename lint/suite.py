@@ -315,7 +315,8 @@ def load_suite(path: Path) -> Suite:
     if errors:
         from dra_affinity.policies.model.schema import unknown_property
 
-        error = errors[0]
+        # an unknown key first: a misspelt one is usually why a required one is missing
+        error = next((e for e in errors if unknown_property(e) is not None), errors[0])
         unknown = unknown_property(error)
         if unknown is not None:
             pos = doc.source.locate(unknown[0])

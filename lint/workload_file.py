@@ -165,6 +165,7 @@ def load_workload(path: Path) -> WorkloadFile:
                     key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
     if errors:
         error = max(errors, key=lambda e: len(e.absolute_path))  # the deepest: the most precise
+        error = next((e for e in errors if unknown_property(e) is not None), error)  # a typo first
         unknown = unknown_property(error)
         if unknown is not None:
             pos = doc.source.locate(unknown[0])

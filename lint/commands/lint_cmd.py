@@ -24,6 +24,7 @@ from dra_affinity.lint.inputs import (
     load_input,
     report_problems,
     stdin_is_terminal,
+    warn_empty,
 )
 from dra_affinity.lint.options import (
     FormatCommand,
@@ -162,10 +163,15 @@ def lint_input(
         linted.notes = list(inputs.notes)
         return linted
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
-    linted = merge(lint_plan(plan, job, jobs), job, complete_pools=complete_pools,
+    yielded: dict[str, int] = {}
+    linted = merge(lint_plan(plan, job, jobs, yielded), job, complete_pools=complete_pools,
                    not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
+    if paths:
+        unusable = {m.partition(": ")[0] for m in linted.usage_errors}
+        linted.empty_inputs = warn_empty({a: yielded.get(a, 0) for a in plan.arguments
+                                          if a not in unusable})
     return linted
 
 
@@ -221,6 +227,10 @@ def lint(settings: LintSettings) -> None:
         sys.exit(2)
     if run.fail_if_no_resources and not linted.resource_slices:
         click.echo("dra-affinity lint: no ResourceSlice in the input (--fail-if-no-resources)", err=True)
+        sys.exit(2)
+    if run.fail_if_no_resources and linted.empty_inputs:
+        click.echo(f"dra-affinity lint: {', '.join(linted.empty_inputs)}: nothing read "
+                   "(--fail-if-no-resources)", err=True)
         sys.exit(2)
     sys.exit(1 if any(f.severity >= run.threshold for f in report.findings) else 0)
 
