@@ -29,7 +29,8 @@ Choices, and why:
   indexes.
 * `!!set` becomes a mapping to nulls (what Kubernetes' YAML-to-JSON step makes of it),
   not a Python `set`.
-* Duplicate keys are reported and the last value wins; merge keys (`<<`) are
+* Duplicate keys are reported (`duplicate field "spec.a"`, strict field validation's words) and
+  the last value wins, as in kubectl's conversion; merge keys (`<<`) are
   honoured, explicit keys overriding merged ones, earlier merges overriding later.
 * Alias expansion is budgeted with the ratio rule of Kubernetes' YAML decoder
   (go-yaml's `allowedAliasRatio`): a document may draw 99% of its nodes from
@@ -47,7 +48,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from dra_affinity.policies.core.source import FieldPath, Position
+from dra_affinity.policies.core.source import FieldPath, Position, render_path
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -549,8 +550,9 @@ class NodeBuilder:
         where = f" (first at line {first})" if first else ""
         self._issues.append(
             Issue(
-                f'duplicate key "{key}"{where}: the last value is used, but Kubernetes '
-                "rejects duplicate fields in strict mode",
+                f'duplicate field "{render_path(child)}"{where}: the API server\'s strict field '
+                "validation refuses it in a body sent as written (kubectl's own conversion keeps "
+                "the last value silently)",
                 child,
                 self.position(knode),
             )

@@ -296,7 +296,7 @@ def test_json_is_decoded_by_the_json_module_and_composed_only_for_positions(tmp_
     assert one.data["n"] == "NaN" and one.source.positions[()] == Position(2, 2)
     duplicate = load_text('{"kind": "X",\n "a": 1,\n "a": 2}', name="d.json")
     (finding,) = sa000(duplicate)
-    assert finding.message.startswith('duplicate key "a" (first at line 2)')
+    assert finding.message.startswith('duplicate field "a" (first at line 2)')
     assert finding.primary.position == Position(3, 2)
 
 
@@ -475,7 +475,7 @@ def test_duplicate_keys_are_reported_and_the_last_value_wins() -> None:
     text = "kind: K\nspec:\n  a: 1\n  b: 2\n  a: 3\n"
     result = load_text(text)
     (finding,) = sa000(result)
-    assert finding.message.startswith('duplicate key "a" (first at line 3)')
+    assert finding.message.startswith('duplicate field "spec.a" (first at line 3)')
     assert finding.primary.position == Position(5, 3)
     assert finding.primary.field_path == "spec.a"
     assert finding.primary.object is not None and finding.primary.object.kind == "K"
