@@ -16,7 +16,6 @@ strings). The walk is compiled once per kind and version into closures that look
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -415,6 +414,8 @@ def unknown_field_message(path: FieldPath, key: str, known: Iterable[str]) -> st
     """`unknown field "spec.x"`, as the API server words it, with the nearest known name at
     that place when one is close (for every file the tool reads: objects, suites, config,
     workloads)."""
+    import difflib  # ~9 ms to import, and only a file with a wrong name needs it
+
     message = f'{UNKNOWN_FIELD}"{render_path((*path, key))}"'
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=_SUGGEST_CUTOFF)
     if close:
