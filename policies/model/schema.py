@@ -485,7 +485,7 @@ def _walker(ref: str, memo: dict[str, Walk | None]) -> Walk | None:
     if ref in memo:
         return memo[ref]
     known = frozenset(fields)
-    children: list[tuple[str, Walk]] = []
+    children: dict[str, Walk] = {}
     typed = ref == _METADATA_TYPE
     memo[ref] = None  # a type met again while it is being compiled: bound on first call below
 
@@ -507,16 +507,17 @@ def _walker(ref: str, memo: dict[str, Walk | None]) -> Walk | None:
                                                        "must be of type string"))
                 elif problem is not None:
                     out.append(SchemaViolation((*path, name), problem))
-        for name, walk in children:
-            child = value.get(name)
-            if child is not None:
-                walk(child, (*path, name), out)
+        if children:
+            for name, child in value.items():  # the keys present: fewer than the type's fields
+                walk = children.get(name)
+                if walk is not None and child is not None:
+                    walk(child, (*path, name), out)
 
     memo[ref] = walk_struct
     for name, field_ref in fields.items():
         walk = _walker(field_ref, memo)
         if walk is not None:
-            children.append((name, walk))
+            children[name] = walk
     return walk_struct
 
 
