@@ -100,9 +100,10 @@ def lint_file(task: FileTask, job: LintJob) -> FileLinted:
     return checker.finish(loaded)
 
 
-def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
-    """Model and check what was loaded from one file (or stdin), or one cluster read."""
-    checker = _Checker(job, keep=True)
+def lint_loaded(loaded: LoadResult, job: LintJob, *, trusted: bool = False) -> FileLinted:
+    """Model and check what was loaded from one file (or stdin), or one cluster read
+    (`trusted`: the API server stored the objects, so field names are its to judge)."""
+    checker = _Checker(job, keep=True, trusted=trusted)
     for document in loaded.documents:
         checker.add(document)
     return checker.finish(loaded)
@@ -111,9 +112,10 @@ def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
 class _Checker:
     """One file's checks, document by document (see `lint_file`)."""
 
-    def __init__(self, job: LintJob, *, keep: bool) -> None:
+    def __init__(self, job: LintJob, *, keep: bool, trusted: bool = False) -> None:
         self.job = job
         self.keep = keep
+        self.trusted = trusted
         self.out = FileLinted()
         self.modelled = Objects()
         """The model's findings and counts; its objects are dropped after each document."""
@@ -125,7 +127,7 @@ class _Checker:
 
     def add(self, document: LoadedDocument, text: str = "") -> None:
         out, job, modelled = self.out, self.job, self.modelled
-        model_document(modelled, document)
+        model_document(modelled, document, trusted=self.trusted)
         for slice_ in modelled.slices:
             if job.slices:
                 self.found += check_slice(slice_, options=job.options)

@@ -159,7 +159,8 @@ def lint_input(
         inputs = load_input(paths, cluster, walk)
         loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
                             texts=inputs.texts, usage_errors=inputs.usage_errors)
-        linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
+        linted = merge([lint_loaded(loaded, job, trusted=cluster is not None)], job,
+                       complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
