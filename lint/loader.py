@@ -431,7 +431,7 @@ def _line_column(text: str, offset: int) -> Position:
 
 def _json_float(text: str) -> object:
     """A JSON number with a fraction or exponent as kubectl re-sends it (`1.0` → 1); one out of
-    float64's range is left to the YAML path's reading (`yaml_differs`)."""
+    float64's range stays text (the caller has the YAML path report it)."""
     number = float(text)
     return sent_number(number) if math.isfinite(number) else text
 
@@ -457,8 +457,14 @@ def _parse_json(text: str) -> _JsonStream:
         out.yaml_differs = True
         return float(name)
 
+    def number(text: str) -> object:
+        value = _json_float(text)
+        if isinstance(value, str):
+            out.yaml_differs = True  # out of float64's range: the YAML path reports it
+        return value
+
     decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant,
-                               parse_float=_json_float, parse_int=_json_int)
+                               parse_float=number, parse_int=_json_int)
     index = 0
     while True:
         match = _JSON_SPACE.match(text, index)

@@ -340,6 +340,9 @@ def _kind_name(node: Node) -> str:
     return "a scalar"
 
 
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
+
+
 def _json_number(text: str) -> object:
     """A plain scalar of a JSON text that go-yaml left a string (`1E400`): as a JSON number if
     it is one (the decoder's int, or a float as sent), else the text."""
@@ -600,7 +603,14 @@ class NodeBuilder:
         tag = node.tag
         text: str = node.value
         if tag == _STR:
-            return _json_number(text) if self._json and not node.style else text
+            if not self._json or node.style:
+                return text
+            value = _json_number(text)
+            if value is text and _JSON_NUMBER.match(text):
+                self._issues.append(Issue(
+                    f"json: cannot unmarshal number {text} into Go value of type float64: "
+                    "kubectl refuses the document", path, self.position(node)))
+            return value
         if tag not in _TAG_NAMES:
             return text  # an unknown tag, `!!timestamp`, `!!binary`: the text
         resolved, value = go_plain(text)

@@ -257,6 +257,18 @@ def test_json_file_positions_and_json_number_semantics(tmp_path: Path) -> None:
     assert doc.source.positions[("spec", "m")] == where(minified, "3")
 
 
+def test_json_numbers_are_what_kubectl_sends(tmp_path: Path) -> None:
+    """kubectl decodes JSON into Go values and sends them again: `1.0` and `1e5` travel as
+    integers, and a number past float64 refuses the document (kubectl 1.37: "json: cannot
+    unmarshal number 1e400 into Go value of type float64")."""
+    path = write(tmp_path / "n.json", '{"kind": "X", "a": 1.0, "b": 1e5, "c": 0.5}')
+    assert only_doc(load_paths([str(path)])).data == {"kind": "X", "a": 1, "b": 100000, "c": 0.5}
+    path = write(tmp_path / "big.json", '{"kind": "X",\n "a": 1e400}')
+    (finding,) = sa000(load_paths([str(path)]))
+    assert finding.message.startswith("json: cannot unmarshal number 1e400 into Go value of type float64")
+    assert finding.primary.position == Position(2, 7)
+
+
 def test_json_syntax_error_is_reported_with_the_json_decoder_position(tmp_path: Path) -> None:
     text = '{\n  "kind": "ResourceSlice",\n  "spec": {"a": 1,}\n}\n'
     result = load_paths([str(write(tmp_path / "bad.json", text))])
