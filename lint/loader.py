@@ -148,6 +148,8 @@ def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
         before = loader.modelled + len(result.findings) + len(result.usage_errors)
         loader.load_argument(path)
         gave = loader.modelled + len(result.findings) + len(result.usage_errors) - before
+        if path in loader.repeated:
+            gave += 1
         loader.result.yielded[path] = loader.result.yielded.get(path, 0) + gave
     loader.result.not_walked = dict(loader._filter.skipped)
     return loader.result
@@ -181,6 +183,8 @@ class Plan:
     not_walked: dict[SkipReason, int]
     arguments: tuple[str, ...] = ()
     """Every argument walked, in order (one may have given no task: an empty directory)."""
+    repeated: frozenset[str] = frozenset()
+    """Arguments that named a file an earlier one had read already."""
 
 
 def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -195,7 +199,8 @@ def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     loader.plan = []
     for path in paths:
         loader.load_argument(path)
-    return Plan(loader.plan, loader.result, dict(loader._filter.skipped), tuple(paths))
+    return Plan(loader.plan, loader.result, dict(loader._filter.skipped), tuple(paths),
+                frozenset(loader.repeated))
 
 
 def load_task(task: FileTask, sink: Callable[[LoadedDocument, str], None] | None = None) -> LoadResult:
@@ -586,6 +591,8 @@ class _Loader:
         """The command-line argument being read."""
         self.modelled = 0
         """Documents built so far whose kind the model reads (`LoadResult.yielded`)."""
+        self.repeated: set[str] = set()
+        """Arguments that named a file already read (not "empty" for it)."""
         self.sink: Callable[[LoadedDocument, str], None] | None = None
         """Set by `load_task`: each document goes there as soon as it is built, not to
         `result.documents`, so a large file's documents need not all be alive at once; with
@@ -677,6 +684,7 @@ class _Loader:
                 return
             identity = (info.st_dev, info.st_ino)
             if regular and identity in self._read:
+                self.repeated.add(self.argument)  # what it holds was counted where first read
                 return
             if self.plan is not None:
                 if regular:

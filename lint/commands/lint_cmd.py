@@ -172,7 +172,7 @@ def lint_input(
     if paths:
         unusable = {m.partition(": ")[0] for m in linted.usage_errors}
         linted.empty_inputs = warn_empty({a: yielded.get(a, 0) for a in plan.arguments
-                                          if a not in unusable})
+                                          if a not in unusable and a not in plan.repeated})
     return linted
 
 

@@ -154,3 +154,7 @@ def test_empty_input_is_reported_and_fails_with_fail_if_no_resources(tmp_path: P
     assert f"{empty_dir}: nothing read (--fail-if-no-resources)" in result.err
     result = run("lint", "--fail-if-no-resources", "-", stdin="")
     assert result.code == 2
+    # a file named twice is read once: the second naming is not an empty input
+    for command in ("lint", "pools"):
+        result = run(command, str(slices), str(slices))
+        assert "warning" not in result.err, (command, result.err)
