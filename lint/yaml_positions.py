@@ -2,8 +2,8 @@
 
 `yaml.compose_all(..., Loader=CSafeLoader)` parses in C and hands us a node tree
 whose nodes carry marks; this module walks one document's tree once, building the
-same plain values `yaml.safe_load` would (dict, list, str, int, float, bool, None)
-and recording, for every field path, where its value and its key start.
+plain values kubectl would send for it (dict, list, str, int, float, bool, None) and
+recording, for every field path, where its value and its key start.
 
 Choices, and why:
 
