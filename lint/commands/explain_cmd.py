@@ -138,7 +138,7 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     input is invalid); 2 on usage errors (unknown claim or pod).
     """
     from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.explain import explain_claim, pod_claims
+    from dra_affinity.policies.scheduler.explain import explain_pod, pod_claims
 
     pod_ref = _pod_target(target)
     objects, cluster_target = read_lock_input("explain", paths, cluster, kubeconfig, kube_context,
@@ -158,7 +158,7 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     if unknown:
         sys.exit(2)
     book = build_book(objects, gate, kubernetes_version, focus=claims)
-    explanations = [explain_claim(book, c, mode=Mode(mode)) for c in claims]
+    explanations = list(explain_pod(book, claims, mode=Mode(mode)))
     schedulable = all(e.schedulable for e in explanations) and not missing
     if fmt == "json":
         click.echo(json.dumps(_document(pod_ref, explanations, missing, schedulable), indent=2))

@@ -13,15 +13,18 @@ claim is explained too: where it is, the lock it holds, who shares it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.model.resources import DeviceRequest
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome, device_requests
 from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
-from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, Rejection, render_map
-from dra_affinity.policies.scheduler.simulation import Evaluated, StepResult, try_allocate
+from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, render_map
+from dra_affinity.policies.scheduler.pools import Pool
+from dra_affinity.policies.scheduler.simulation import Evaluated, StepResult, try_allocate_pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,8 @@ class PoolStep:
     extractors: tuple[tuple[str, str, str], ...]
     """(key, expression, metadata slice) of the pool's extractors."""
     extraction: ExtractionResult | None
+    class_devices: int = 0
+    """Devices of the pool the request's DeviceClass offers (before the request's own selectors)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,28 +77,56 @@ class Explanation:
 
 
 def explain_claim(book: LockBook, claim_name: str, *, mode: Mode = Mode.ALPHA) -> Explanation:
-    name = claim_name if "/" in claim_name else f"default/{claim_name}"
-    claim = book.claims.get(name)
-    if claim is None:
-        return Explanation(name, False, False, f"claim {name} is not in the input",
-                           problem=f"claim {name} is not in the input")
-    if claim.allocation:
-        return _allocated(book, name)
+    return explain_pod(book, (claim_name,), mode=mode)[0]
+
+
+def explain_pod(book: LockBook, claim_names: Sequence[str], *, mode: Mode = Mode.ALPHA
+                ) -> tuple[Explanation, ...]:
+    """Every claim of one pod, its pending ones allocated together in the pod's order.
+
+    The scheduler places a pod's claims in one pass, each claim's tentative locks and consumed
+    capacity visible to the next (`simulation.try_allocate_pod`, the same steps as `simulate`
+    of those claims), so a later claim is explained against the earlier ones' placements.
+    """
+    names = [name if "/" in name else f"default/{name}" for name in claim_names]
+    pending = [n for n in dict.fromkeys(names) if n in book.claims and not book.claims[n].allocation]
+    steps = dict(zip(pending, try_allocate_pod(book, pending, mode=mode), strict=True))
+    out: list[Explanation] = []
+    for name in names:
+        claim = book.claims.get(name)
+        if claim is None:
+            out.append(Explanation(name, False, False, f"claim {name} is not in the input",
+                                   problem=f"claim {name} is not in the input"))
+        elif claim.allocation:
+            out.append(_allocated(book, name))
+        else:
+            earlier = tuple(n for n in pending[:pending.index(name)] if steps[n].placed)
+            tentative = {p.device: p.lock for n in earlier for p in steps[n].placements}
+            out.append(_pending(book, name, steps[name], pending, earlier, tentative, mode))
+    return tuple(out)
+
+
+def _pending(book: LockBook, name: str, step: StepResult, pod: Sequence[str], earlier: Sequence[str],
+             tentative: Mapping[DeviceRef, Mapping[str, str] | None], mode: Mode) -> Explanation:
     pools = _pool_steps(book, name)
-    step = try_allocate(book, name, mode=mode)
-    events = tuple(dict.fromkeys(_event(book, e) for e in step.evaluated if e.rejections))
+    events = tuple(dict.fromkeys(_event(book, e, tentative) for e in step.evaluated if e.rejections))
     if step.placed:
         where = ", ".join(f"{p.request!r} on {p.device} ({_placement(p.reused, p.lock)})"
                           for p in step.placements)
         verdict = f"schedulable: {where}"
+        if earlier:
+            verdict += f" (after the pod's {', '.join(earlier)})"
         return Explanation(name, False, True, verdict, pools, step, (), events, _viable_hints(step))
     failure = step.failure
     verdict = "unschedulable"
     if failure is not None:
         verdict += f": {failure.message}"
+    if earlier:
+        verdict += f" (with the pod's {', '.join(earlier)} placed first)"
     if failure is not None and failure.reason is Reason.CEL_EVALUATION_FAILURE:
         events = (f"CEL evaluation failed: {failure.message} (scheduling of the pod is aborted)",)
-    return Explanation(name, False, False, verdict, pools, step, (), events, _hints(book, step, pools))
+    hints = _own_claims(step, earlier, tentative) + _hints(book, name, step, pools, pod, mode)
+    return Explanation(name, False, False, verdict, pools, step, (), events, hints)
 
 
 def _placement(reused: bool, lock: Mapping[str, str] | None) -> str:
@@ -137,18 +170,36 @@ def _pool_steps(book: LockBook, name: str) -> tuple[PoolStep, ...]:
         missing = missing_class(request, book.classes)  # then every pool is listed, with its reason
         for ref, pool in book.pools.items():
             match = match_pool(request, book.classes, pool, kubernetes_version=book.kubernetes_version)
+            offered = match.survey.class_devices if match.survey is not None else int(match.candidate)
+            why_not = missing or _why_not(match, request.device_class_name, ref)
             if match.survey is not None and match.survey.class_devices == 0:
-                continue  # listed only when the class offers the pool and the request's selectors exclude it
+                stale = _superseded_match(book, request, pool)
+                if stale is None:
+                    continue  # listed only when the class offers the pool (the request's selectors may not)
+                why_not = (f"the pool is incomplete ({pool.incomplete_reason}; its devices are published at "
+                           f"generation {stale}, caught mid-update): the scheduler skips it")
             untracked = untracked_reason(pool, book.feature_gate) if not book.tracked(pool) else ""
             extraction = None
             if match.candidate and pool.declares_affinity and pool.complete and book.feature_gate:
                 extraction = book.extraction(claim, request_name, ref)
             extractors = tuple((key, entry.expression or "", slice_.name)
                                for key, (entry, slice_) in pool.extractors.items())
-            out.append(PoolStep(request_name, ref, book.node(ref), match.candidate,
-                                missing or _why_not(match, request.device_class_name, ref), untracked,
-                                extractors, extraction))
+            out.append(PoolStep(request_name, ref, book.node(ref), match.candidate, why_not, untracked,
+                                extractors, extraction, offered))
     return tuple(out)
+
+
+def _superseded_match(book: LockBook, request: DeviceRequest, pool: Pool) -> int | None:
+    """For an incomplete pool whose newest generation holds none of the request's devices: the
+    older generation that does (a pool caught mid-update), else None."""
+    older = [s for s in pool.superseded if s.devices]
+    if pool.complete or not older:
+        return None
+    view = replace(pool, slices=tuple(older), superseded=())
+    match = match_pool(request, book.classes, view, kubernetes_version=book.kubernetes_version)
+    if match.candidate or (match.survey is not None and match.survey.class_devices):
+        return max(s.generation for s in older)
+    return None
 
 
 def _why_not(match: CandidateMatch, class_name: str, ref: PoolRef) -> str:
@@ -159,13 +210,17 @@ def _why_not(match: CandidateMatch, class_name: str, ref: PoolRef) -> str:
     return f"no device of {ref.driver}/{ref.name} passes DeviceClass {class_name} and the request's selectors"
 
 
-def _event(book: LockBook, e: Evaluated) -> str:
-    """The KEP's per-pod diagnostic for a filtered device."""
+def _event(book: LockBook, e: Evaluated, tentative: Mapping[DeviceRef, Mapping[str, str] | None]) -> str:
+    """The KEP's per-pod diagnostic for a filtered device (its lock as Filter saw it: the
+    tentative one an earlier claim of the pod put on it, else the reconstructed one)."""
     first = e.rejections[0]
     device = str(e.device)
     if first.reason is Reason.LOCK_MISMATCH:
         state = book.states.get(e.device)
-        lock = render_map(state.lock) if state is not None else "?"
+        if e.device in tentative:
+            lock = render_map(tentative[e.device])
+        else:
+            lock = render_map(state.lock) if state is not None else "?"
         return f"device {device} is locked to incompatible affinity values ({lock})"
     if first.reason is Reason.UNKNOWN_LOCK_STATE:
         return f"device {device} has unknown affinity state due to legacy or invalid active claims"
@@ -195,41 +250,157 @@ def _viable_hints(step: StepResult) -> tuple[str, ...]:
     return tuple(hints)
 
 
-def _hints(book: LockBook, step: StepResult, pools: tuple[PoolStep, ...]) -> tuple[str, ...]:
+_VERIFY_RUNS = 24
+"""Re-runs of the pod's allocation at most per claim to check a release hint (each one
+copies the candidate pools' device states)."""
+
+_SUBSET_HOLDERS = 4
+"""Up to this many holders on one device, every smaller set of them is tried first, so the
+hint names the fewest releases that work; above it only releasing all of them is tried."""
+
+_RELEASABLE = frozenset({Reason.LOCK_MISMATCH, Reason.UNKNOWN_LOCK_STATE, Reason.CAPACITY, Reason.IN_USE})
+
+
+def _own_claims(step: StepResult, earlier: Sequence[str],
+                tentative: Mapping[DeviceRef, Mapping[str, str] | None]) -> tuple[str, ...]:
+    """Devices an earlier claim of the same pod took first: releasing others cannot free them."""
+    taken = {e.device for e in step.evaluated if e.rejections and e.device in tentative}
+    if not taken:
+        return ()
+    devices = ", ".join(str(d) for d in sorted(taken))
+    return (f"the pod's own {_who(list(earlier))} took {devices} first (tentatively, as Reserve does): "
+            "the pod's claims need different locks or more capacity than those devices give; "
+            "request compatible values in the pod's claims, or split them across pods",)
+
+
+def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, ...], pod: Sequence[str],
+           mode: Mode) -> tuple[str, ...]:
+    """What would change the verdict, each checked by re-running the pod's allocation with the
+    change applied, or (when no change of other claims can help) the next step and why."""
     hints: list[str] = []
+    failure = step.failure
+    reason = failure.reason if failure is not None else None
+    releases, tried_all = _release_hints(book, name, step, pod, mode)
+    hints += releases
+    if tried_all is not None and not releases:
+        still = tried_all.failure.message if tried_all.failure is not None else "unschedulable"
+        hints.append(f"releasing every claim on its candidate devices would not help (checked: {still})")
     for p in pools:
         if p.extraction is None:
             continue
         if p.extraction.outcome is Outcome.NOT_SATISFIED:
             keys = ", ".join(f"`{k}`" for k in p.extraction.unsatisfied)
-            hints.append(f"no config yields key {keys} for request {p.request!r} in pool "
-                         f"{p.pool.driver}/{p.pool.name}: add an opaque config of driver {p.pool.driver} "
+            hints.append(f"fix the claim: no config yields key {keys} for request {p.request!r} in pool "
+                         f"{p.pool.driver}/{p.pool.name}; add an opaque config of driver {p.pool.driver} "
                          "whose parameters the extractor reads")
         elif p.extraction.outcome is Outcome.CLAIM_INCONSISTENT and p.extraction.error is not None:
             hints.append(f"fix the claim's configs: {p.extraction.error.message}")
-    seen: set[DeviceRef] = set()
+        elif p.extraction.outcome is Outcome.SLICE_ERROR and p.extraction.error is not None:
+            slices = ", ".join(sorted({s for _, _, s in p.extractors}))
+            hints.append(f"the extractor of slice {slices} fails on this claim's config and the scheduler "
+                         f"aborts the pod: the driver must fix the extractor (`dra-affinity lint` the "
+                         f"slice), or the claim must carry a config it accepts: {p.extraction.error.message}")
+    for p in pools:
+        if p.untracked.startswith("the pool is incomplete") or p.why_not.startswith("the pool is incomplete"):
+            hints.append(f"pool {p.pool.driver}/{p.pool.name} is incomplete, so the scheduler skips it until "
+                         "the driver has published every slice of its newest generation: check the driver "
+                         f"on node {p.node} (`kubectl get resourceslices` for the pool)")
+        elif p.candidate and not book.feature_gate and book.pools[p.pool].declares_affinity:
+            hints.append(f"pool {p.pool.driver}/{p.pool.name} declares sharingAffinity and the "
+                         "DRASharingAffinity feature gate is off, so its devices are unallocatable: enable "
+                         "the gate on kube-scheduler, or request a pool without sharingAffinity")
+    if reason is Reason.NO_CANDIDATES and not any(p.candidate for p in pools):
+        hints.append(_no_candidates(book, name, pools))
+    return tuple(dict.fromkeys(hints))
+
+
+def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> str:
+    """Whose selectors leave the request without a device: the DeviceClass's or its own."""
+    claim = book.claims[name]
+    for request_name, request in device_requests(claim).items():
+        missing = missing_class(request, book.classes)
+        if missing is not None:
+            return f"create DeviceClass {request.device_class_name} or name an existing one: {missing}"
+        offered = [p for p in pools if p.request == request_name and p.class_devices]
+        if offered:
+            total = sum(p.class_devices for p in offered)
+            return (f"request {request_name!r}: its own selectors match none of the {total} device(s) "
+                    f"DeviceClass {request.device_class_name} offers in {len(offered)} pool(s); "
+                    "fix the request's selectors")
+        if request.device_class_name:
+            return (f"request {request_name!r}: no complete pool of the input offers a device of "
+                    f"DeviceClass {request.device_class_name}")
+    return "no pool offers a device the claim's requests select"
+
+
+def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[str], mode: Mode
+                   ) -> tuple[list[str], StepResult | None]:
+    """The fewest releases of allocated claims that make the claim schedulable, checked.
+
+    Per blocking device, its holders' sets are tried smallest first; a set that works and
+    contains no smaller working set is a hint. Returns the hints and, when none works, the
+    claim's result with every blocking holder released (None when nothing was releasable).
+    """
+    own = set(pod)
+    blocking: list[tuple[DeviceRef, tuple[str, ...]]] = []
     for e in step.evaluated:
-        if not e.rejections or e.device in seen:
+        if not e.rejections or e.rejections[0].reason not in _RELEASABLE:
             continue
-        first: Rejection = e.rejections[0]
         state = book.states.get(e.device)
-        if state is None:
-            continue
-        holders = list(dict.fromkeys(h.claim for h in state.holders))
-        who = _who(holders)
-        verb = "is" if len(holders) == 1 else "are"
-        if first.reason is Reason.LOCK_MISMATCH and holders:
-            seen.add(e.device)
-            hints.append(f"{e.device} becomes clean when {who} {verb} released")
-        elif first.reason is Reason.UNKNOWN_LOCK_STATE and holders:
-            seen.add(e.device)
-            hints.append(f"{e.device} is usable again when {who} {verb} released ({state.reason})")
-        elif first.reason is Reason.CAPACITY and holders:
-            seen.add(e.device)
-            hints.append(f"{e.device} has room again when one of {who} is released")
-    if not step.evaluated and not any(p.candidate for p in pools):
-        hints.append("no pool offers a device of the requested DeviceClass")
-    return tuple(hints)
+        holders = tuple(dict.fromkeys(h.claim for h in state.holders if h.claim not in own)) if state else ()
+        if holders and all(b[1] != holders for b in blocking):
+            blocking.append((e.device, holders))
+    if not blocking:
+        return [], None
+    index = list(pod).index(name)
+    runs: dict[frozenset[str], StepResult] = {}
+
+    def attempt(release: frozenset[str]) -> StepResult | None:
+        if release not in runs:
+            if len(runs) >= _VERIFY_RUNS:
+                return None
+            order = sorted(release)
+            runs[release] = try_allocate_pod(book, pod, mode=mode, release=order)[index]
+        return runs[release]
+
+    working: list[frozenset[str]] = []
+    hints: list[str] = []
+    for device, holders in blocking:
+        every = len(holders) <= _SUBSET_HOLDERS
+        sizes = range(1, len(holders) + 1) if every else (len(holders),)
+        for size in sizes:
+            done = False
+            for chosen in itertools.combinations(holders, size):
+                release = frozenset(chosen)
+                if any(w <= release for w in working):
+                    done = True
+                    break
+                result = attempt(release)
+                if result is not None and result.placed:
+                    working.append(release)
+                    hints.append(_release_hint(device, holders, release, result, every))
+                    done = True
+                    break
+            if done:
+                break
+    if hints:
+        return hints, None
+    everyone = frozenset(h for _, holders in blocking for h in holders)
+    runs.pop(everyone, None)
+    return [], try_allocate_pod(book, pod, mode=mode, release=sorted(everyone))[index]
+
+
+def _release_hint(device: DeviceRef, holders: tuple[str, ...], release: frozenset[str], result: StepResult,
+                  minimal: bool) -> str:
+    """`release A and B (both: fewer is not enough): then 'nic' goes on D`, as checked."""
+    names = [h for h in holders if h in release]
+    kept = [h for h in holders if h not in release]
+    if len(names) > 1:
+        note = " (all of them: releasing fewer is not enough)" if minimal else ""
+    else:
+        note = f" ({_who(kept)} can stay)" if kept else ""
+    where = ", ".join(f"{p.request!r} goes on {p.device}" for p in result.placements)
+    return f"{device}: release {_who(names)}{note}; then {where}"
 
 
 def _who(holders: list[str]) -> str:
