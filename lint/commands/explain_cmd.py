@@ -38,6 +38,10 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
     out["pools"] = [_pool_json(p) for p in e.pools]
     out["events"] = list(e.events)
     out["hints"] = list(e.hints)
+    out["releases"] = [{"device": device_to_json(r.device) if r.device else None, "release": list(r.claims),
+                        "kept": list(r.kept), "fewest": r.fewest,
+                        "allocations": [{"request": p.request, "device": device_to_json(p.device)}
+                                        for p in r.placements]} for r in e.releases]
     return out
 
 

@@ -14,7 +14,7 @@ claim is explained too: where it is, the lock it holds, who shares it.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from dra_affinity.policies.core.findings import PoolRef
@@ -24,7 +24,7 @@ from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
 from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, render_map
 from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import Evaluated, StepResult, try_allocate_pod
+from dra_affinity.policies.scheduler.simulation import Evaluated, Placement, StepResult, try_allocate_pod
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,8 @@ class Explanation:
     hints: tuple[str, ...] = ()
     problem: str = ""
     """The claim cannot be explained (not in the input): the message."""
+    releases: tuple[Release, ...] = ()
+    """The releases among `hints`, as values: each checked by re-running the pod's allocation."""
 
 
 def explain_claim(book: LockBook, claim_name: str, *, mode: Mode = Mode.ALPHA) -> Explanation:
@@ -125,8 +127,9 @@ def _pending(book: LockBook, name: str, step: StepResult, pod: Sequence[str], ea
         verdict += f" (with the pod's {', '.join(earlier)} placed first)"
     if failure is not None and failure.reason is Reason.CEL_EVALUATION_FAILURE:
         events = (f"CEL evaluation failed: {failure.message} (scheduling of the pod is aborted)",)
-    hints = _own_claims(step, earlier, tentative) + _hints(book, name, step, pools, pod, mode)
-    return Explanation(name, False, False, verdict, pools, step, (), events, hints)
+    hints, releases = _hints(book, name, step, pools, pod, mode)
+    return Explanation(name, False, False, verdict, pools, step, (), events,
+                       _own_claims(step, earlier, tentative) + hints, releases=releases)
 
 
 def _placement(reused: bool, lock: Mapping[str, str] | None) -> str:
@@ -274,14 +277,14 @@ def _own_claims(step: StepResult, earlier: Sequence[str],
 
 
 def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, ...], pod: Sequence[str],
-           mode: Mode) -> tuple[str, ...]:
+           mode: Mode) -> tuple[tuple[str, ...], tuple[Release, ...]]:
     """What would change the verdict, each checked by re-running the pod's allocation with the
     change applied, or (when no change of other claims can help) the next step and why."""
     hints: list[str] = []
     failure = step.failure
     reason = failure.reason if failure is not None else None
     releases, tried_all = _release_hints(book, name, step, pod, mode)
-    hints += releases
+    hints += [r.hint for r in releases]
     if tried_all is not None and not releases:
         still = tried_all.failure.message if tried_all.failure is not None else "unschedulable"
         hints.append(f"releasing every claim on its candidate devices would not help (checked: {still})")
@@ -311,7 +314,7 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
                          "the gate on kube-scheduler, or request a pool without sharingAffinity")
     if reason is Reason.NO_CANDIDATES and not any(p.candidate for p in pools):
         hints.append(_no_candidates(book, name, pools))
-    return tuple(dict.fromkeys(hints))
+    return tuple(dict.fromkeys(hints)), tuple(releases)
 
 
 def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> str:
@@ -334,11 +337,11 @@ def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> st
 
 
 def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[str], mode: Mode
-                   ) -> tuple[list[str], StepResult | None]:
+                   ) -> tuple[list[Release], StepResult | None]:
     """The fewest releases of allocated claims that make the claim schedulable, checked.
 
-    Per blocking device, its holders' sets are tried smallest first; a set that works and
-    contains no smaller working set is a hint. Returns the hints and, when none works, the
+    Per blocking device, its holders' sets are tried smallest first; the first set that works
+    (and holds no set already found to work) is kept. Returns them and, when none works, the
     claim's result with every blocking holder released (None when nothing was releasable).
     """
     own = set(pod)
@@ -359,48 +362,80 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
         if release not in runs:
             if len(runs) >= _VERIFY_RUNS:
                 return None
-            order = sorted(release)
-            runs[release] = try_allocate_pod(book, pod, mode=mode, release=order)[index]
+            runs[release] = try_allocate_pod(book, pod, mode=mode, release=sorted(release))[index]
         return runs[release]
 
-    working: list[frozenset[str]] = []
-    hints: list[str] = []
+    found: list[Release] = []
     for device, holders in blocking:
-        every = len(holders) <= _SUBSET_HOLDERS
-        sizes = range(1, len(holders) + 1) if every else (len(holders),)
+        sizes = range(1, len(holders) + 1) if len(holders) <= _SUBSET_HOLDERS else (len(holders),)
+        fewer_fail = len(holders) <= _SUBSET_HOLDERS  # every smaller set tried and failed, so far
         for size in sizes:
-            done = False
-            for chosen in itertools.combinations(holders, size):
-                release = frozenset(chosen)
-                if any(w <= release for w in working):
-                    done = True
-                    break
-                result = attempt(release)
-                if result is not None and result.placed:
-                    working.append(release)
-                    hints.append(_release_hint(device, holders, release, result, every))
-                    done = True
-                    break
-            if done:
+            chosen = _first_working(holders, size, attempt, found)
+            if chosen is None:
+                fewer_fail = False  # out of runs: nothing more is claimed
                 break
-    if hints:
-        return hints, None
-    everyone = frozenset(h for _, holders in blocking for h in holders)
-    runs.pop(everyone, None)
-    return [], try_allocate_pod(book, pod, mode=mode, release=sorted(everyone))[index]
+            release, result = chosen
+            if release is None:
+                continue
+            if result is not None:
+                ordered = tuple(h for h in holders if h in release)
+                kept = tuple(h for h in holders if h not in release)
+                fewest = fewer_fail and len(ordered) > 1
+                found.append(Release(device, ordered, kept, fewest, result.placements))
+            break
+    if found:
+        return found, None
+    everyone = tuple(dict.fromkeys(h for _, holders in blocking for h in holders))
+    result = try_allocate_pod(book, pod, mode=mode, release=sorted(everyone))[index]
+    if result.placed:  # only releases on several devices together help
+        return [Release(None, everyone, (), False, result.placements)], None
+    return [], result
 
 
-def _release_hint(device: DeviceRef, holders: tuple[str, ...], release: frozenset[str], result: StepResult,
-                  minimal: bool) -> str:
-    """`release A and B (both: fewer is not enough): then 'nic' goes on D`, as checked."""
-    names = [h for h in holders if h in release]
-    kept = [h for h in holders if h not in release]
-    if len(names) > 1:
-        note = " (all of them: releasing fewer is not enough)" if minimal else ""
-    else:
-        note = f" ({_who(kept)} can stay)" if kept else ""
-    where = ", ".join(f"{p.request!r} goes on {p.device}" for p in result.placements)
-    return f"{device}: release {_who(names)}{note}; then {where}"
+def _first_working(holders: tuple[str, ...], size: int,
+                   attempt: Callable[[frozenset[str]], StepResult | None], found: Sequence[Release]
+                   ) -> tuple[frozenset[str] | None, StepResult | None] | None:
+    """The first set of `size` holders whose release places the claim: (set, result); (set, None)
+    when it holds a set already found; (None, None) when none of that size works; None when the
+    run budget ran out before every set of that size was tried."""
+    for combination in itertools.combinations(holders, size):
+        release = frozenset(combination)
+        if any(set(r.claims) <= release for r in found):
+            return release, None
+        result = attempt(release)
+        if result is None:
+            return None
+        if result.placed:
+            return release, result
+    return None, None
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """A release checked to make the claim schedulable: which claims, and where it then goes."""
+
+    device: DeviceRef | None
+    """The device whose holders they are (the claim may then go elsewhere: `placements`);
+    None for the holders of every blocking device, released together."""
+    claims: tuple[str, ...]
+    kept: tuple[str, ...]
+    """The device's other holders, which may stay."""
+    fewest: bool
+    """Every smaller set of the device's holders was tried and is not enough."""
+    placements: tuple[Placement, ...]
+
+    @property
+    def hint(self) -> str:
+        """`D: release A and B (all of them: releasing fewer is not enough); then 'nic' goes on D`."""
+        if len(self.claims) > 1:
+            note = " (all of them: releasing fewer is not enough)" if self.fewest else ""
+        else:
+            note = f" ({_who(list(self.kept))} can stay)" if self.kept else ""
+        where = ", ".join(f"{p.request!r} goes on {p.device}" for p in self.placements)
+        if self.device is None:
+            return f"release {_who(list(self.claims))} together (no fewer set of one device's claims " \
+                   f"is enough); then {where}"
+        return f"{self.device}: release {_who(list(self.claims))}{note}; then {where}"
 
 
 def _who(holders: list[str]) -> str:

@@ -116,3 +116,49 @@ def test_explain_and_simulate_agree_on_a_pod(pools: list[dict[str, Any]], bound:
                step.failure.reason if step.failure is not None else None, step.failed_request)
         assert got == expected[explanation.claim], (explanation.claim, explanation.verdict)
         assert explanation.schedulable is step.placed
+
+
+def _placed_after(slices: list[ResourceSlice], claims: list[ResourceClaim], release: Any, names: list[str],
+                  claim: str, mode: Mode) -> tuple[bool, tuple[tuple[str, str], ...]]:
+    steps = [Step(Action.RELEASE, r) for r in release] + [Step(Action.ALLOCATE, n) for n in names]
+    report = simulate(slices, claims, steps, mode=mode, classes=[CLASS])
+    assert isinstance(report, SimulationReport)
+    [result] = [s for s in report.steps if s.step.claim == claim and s.step.action is Action.ALLOCATE]
+    return result.placed, tuple((p.request, str(p.device)) for p in result.placements)
+
+
+@settings(max_examples=max(EXAMPLES // 2, 10), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    pools=st.lists(_pool, min_size=1, max_size=2),
+    bound=st.lists(st.tuples(_subnet, _pods, st.integers(0, 1), st.integers(0, 2)), min_size=1, max_size=5),
+    pod=st.lists(st.tuples(_subnet, _pods, st.just(1)), min_size=1, max_size=2),
+    mode=st.sampled_from(list(Mode)),
+)
+def test_every_release_hint_works_in_simulate(pools: list[dict[str, Any]], bound: list[Any], pod: list[Any],
+                                              mode: Mode) -> None:
+    """Each release `explain` offers places the claim where it says when `simulate` runs the
+    releases before the pod; one marked the fewest fails with any of its claims kept; and
+    "would not help" is what simulate finds with every blocking holder released."""
+    slices = _slices(pools)
+    claims = [_claim(f"b{n}", subnet, pods, 1, (p % len(pools), d % len(pools[p % len(pools)]["devices"])))
+              for n, (subnet, pods, p, d) in enumerate(bound)]
+    names = [f"ns/p{n}" for n in range(len(pod))]
+    claims += [_claim(f"p{n}", subnet, pods, count) for n, (subnet, pods, count) in enumerate(pod)]
+    book = LockBook.build(slices, claims, [CLASS], focus=names)
+    for explanation in explain_pod(book, names, mode=mode):
+        for release in explanation.releases:
+            wanted = tuple((p.request, str(p.device)) for p in release.placements)
+            after = _placed_after(slices, claims, release.claims, names, explanation.claim, mode)
+            assert after == (True, wanted)
+            if release.fewest:
+                for kept in release.claims:
+                    fewer = [c for c in release.claims if c != kept]
+                    placed, _ = _placed_after(slices, claims, fewer, names, explanation.claim, mode)
+                    assert not placed, (release, kept)
+        if any(h.startswith("releasing every claim on its candidate devices would not help")
+               for h in explanation.hints):
+            holders = sorted({h.claim for e in (explanation.step.evaluated if explanation.step else ())
+                              for h in book.states[e.device].holders if h.claim not in names})
+            placed, _ = _placed_after(slices, claims, holders, names, explanation.claim, mode)
+            assert not placed
