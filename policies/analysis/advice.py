@@ -334,6 +334,7 @@ FOREIGN_API_VERSION = "other.example.com/v1"
 FOREIGN_KIND = "Other"
 _LITERALS_PER_FIELD = 3
 _ABSENT = object()
+_NON_STRING = "non-string result"
 _COMPARISONS = frozenset({"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"})
 _SCALARS = (ConstKind.STRING, ConstKind.INT, ConstKind.UINT, ConstKind.DOUBLE, ConstKind.BOOL)
 
@@ -399,12 +400,13 @@ def _scalar(node: Node) -> object:
     return _ABSENT
 
 
-def _witnesses(fields: Mapping[Path, list[object]], absent: Path) -> Iterator[dict[str, object]]:
-    """Configs without `absent` (its parent present), every other named field varied over its
-    literals, a plain string and absence; apiVersion and kind always present, as on every
-    config the KEP's idiom expects."""
+def _witnesses(fields: Mapping[Path, list[object]], absent: Path,
+               values: tuple[object, ...] = ("v", _ABSENT)) -> Iterator[dict[str, object]]:
+    """Configs without `absent` (its parent present; `()`: nothing forced absent), every other
+    named field varied over its literals and `values` (`_ABSENT`: left out); apiVersion and
+    kind always present, as on every config the KEP's idiom expects."""
     parents = {absent[:i] for i in range(1, len(absent))}
-    paths = [p for p in fields if p[: len(absent)] != absent and p not in parents]
+    paths = [p for p in fields if not (absent and p[: len(absent)] == absent) and p not in parents]
     paths += [(g,) for g in sorted(GUARD_FIELDS) if (g,) not in fields]
     leaves = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
     choices: list[list[object]] = []
@@ -415,7 +417,7 @@ def _witnesses(fields: Mapping[Path, list[object]], absent: Path) -> Iterator[di
         elif leaf == ("kind",):
             options.append(FOREIGN_KIND)
         else:
-            options += ["v", _ABSENT]
+            options += [v for v in values if v not in options]
         choices.append(options)
     for combination in itertools.islice(itertools.product(*choices), WITNESSES_PER_READ):
         config: dict[str, object] = {}
@@ -452,7 +454,7 @@ def run_extractor(compiled: CompiledLike, config: Mapping[str, object], cost_lim
     if result.error is not None:
         return Reproduced(config, None, result.error.message)
     if result.cel_type != "string" or not isinstance(result.value, str):
-        return Reproduced(config, None, f"non-string result of type {result.cel_type}")
+        return Reproduced(config, None, f"{_NON_STRING} of type {result.cel_type}")
     return Reproduced(config, result.value, "")
 
 
@@ -466,6 +468,18 @@ def missing_field_witness(compiled: CompiledLike, read: UnguardedSelect, fields:
             outcome = run_extractor(compiled, config, cost_limit)
             if outcome.error == expected or outcome.error.startswith(expected + "."):
                 return Reproduced(outcome.config, None, expected)
+    return None
+
+
+def non_string_witness(compiled: CompiledLike, fields: Mapping[Path, list[object]],
+                       cost_limit: int) -> Reproduced | None:
+    """A config on which a `dyn` expression returns something other than a string (the
+    scheduler then aborts the pod), the named fields tried as numbers and lists first; None
+    when no config tried does."""
+    for config in _witnesses(fields, (), (1, ["v"], "v", _ABSENT)):
+        outcome = run_extractor(compiled, config, cost_limit)
+        if outcome.error.startswith(_NON_STRING):
+            return outcome
     return None
 
 

@@ -20,7 +20,9 @@ from dra_affinity.policies.analysis.advice import (
     has_schema_guard,
     mentioned_fields,
     missing_field_witness,
+    non_string_witness,
     oversized_format_verbs,
+    run_extractor,
     unguarded_selects,
 )
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
@@ -74,6 +76,21 @@ class ExpressionAnalysis:
         if not self.depends_on_object or not self._runnable:
             return None
         return foreign_outcome(self.compiled, self._fields, self._cost_limit)
+
+    @cached_property
+    def constant_outcome(self) -> Reproduced | None:
+        """What an expression that does not read `object` gives every config (None: it reads
+        `object`, or the scheduler would not run it)."""
+        if self.depends_on_object or not self._runnable:
+            return None
+        return run_extractor(self.compiled, {}, self._cost_limit)
+
+    @cached_property
+    def non_string(self) -> Reproduced | None:
+        """For a `dyn` expression: a config on which it returns a non-string (None: none found)."""
+        if self.compiled.output_type != "dyn" or not self._runnable:
+            return None
+        return non_string_witness(self.compiled, self._fields, self._cost_limit)
 
     @property
     def can_decline(self) -> bool:

@@ -55,3 +55,19 @@ def test_sa206_quotes_what_a_foreign_config_gets(tmp_path: Path) -> None:
     [sa206] = [f for f in findings if f["rule"] == "SA206"]
     assert 'it returns "default"' in sa206["message"], sa206
     assert "vrf=default" in sa206["message"]
+
+
+def test_sa203_quotes_a_config_returning_a_non_string_and_spares_one_that_cannot(tmp_path: Path) -> None:
+    _, findings = _lint(tmp_path, [
+        entry("vrf", 'object.?kind.orValue("") == "Net" ? object.?vrf.orValue("") : ""'),
+        entry("vlan", 'cel.bind(v, object.?vlan.orValue(""), v == "a" ? v : "")')])
+    sa203 = [f for f in findings if f["rule"] == "SA203"]
+    assert [f["field"] for f in sa203] == ["spec.sharingAffinity[0].expression"], findings
+    assert '"kind": "Net"' in sa203[0]["message"] and "returns a value of type" in sa203[0]["message"]
+
+
+def test_sa205_states_what_the_constant_gives(tmp_path: Path) -> None:
+    _, findings = _lint(tmp_path, [entry("subnet", '"object.subnetID"'), entry("vrf", '""')])
+    messages = {f["field"]: f["message"] for f in findings if f["rule"] == "SA205"}
+    assert 'returns "object.subnetID" for every config' in messages["spec.sharingAffinity[0].expression"]
+    assert "no request is ever satisfied" in messages["spec.sharingAffinity[1].expression"]

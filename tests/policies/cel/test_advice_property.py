@@ -1,4 +1,4 @@
-"""Advisories SA201 and SA206 checked against evaluation on generated extractors.
+"""Advisories SA201, SA203 and SA206 checked against evaluation on generated extractors.
 
 Each advisory that states a run-time outcome quotes the config it happens on; here that
 config is run through the project's evaluator and, when present, upstream's (the
@@ -110,6 +110,8 @@ def _claims(analysis: ExpressionAnalysis) -> Iterator[tuple[str, dict[str, objec
     outcome = analysis.foreign_outcome
     if outcome is not None:
         yield "SA206", dict(outcome.config), outcome.value, outcome.error
+    if analysis.non_string is not None:
+        yield "SA203", dict(analysis.non_string.config), None, analysis.non_string.error
 
 
 _SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
@@ -126,6 +128,8 @@ def test_stated_outcomes_are_what_the_evaluator_gives(expression: str) -> None:
         got = run_extractor(analysis.compiled, config, 1_000_000)
         if rule == "SA201":
             assert got.error.split(". Consider")[0] == error, (expression, config, got)
+        elif rule == "SA203":
+            assert got.error == error and error.startswith("non-string result of type "), (expression, got)
         else:
             assert (got.value, got.error) == (value, error), (expression, config, got)
     if analysis.foreign_outcome is not None:  # SA206: neither config of another schema is declined
@@ -144,6 +148,9 @@ def test_stated_outcomes_are_upstreams(oracle: _Oracle, expression: str, unrelat
         answer = oracle.run(expression, config)
         if rule == "SA201":
             assert answer.get("evalError") == error, (expression, config, answer)
+        elif rule == "SA203":
+            stated = error.removeprefix("non-string result of type ")
+            assert "evalError" not in answer and answer.get("valueType") == stated, (expression, answer)
         elif value is not None:
             assert answer.get("value") == {"t": "string", "v": value}, (expression, config, answer)
         else:
