@@ -401,13 +401,15 @@ def _scalar(node: Node) -> object:
 
 
 def _witnesses(fields: Mapping[Path, list[object]], absent: Path,
-               values: tuple[object, ...] = ("v", _ABSENT)) -> Iterator[dict[str, object]]:
+               values: tuple[object, ...] = ("v", _ABSENT), *,
+               guards: bool = True) -> Iterator[dict[str, object]]:
     """Configs without `absent` (its parent present; `()`: nothing forced absent), every other
     named field varied over its literals and `values` (`_ABSENT`: left out); apiVersion and
-    kind always present, as on every config the KEP's idiom expects."""
+    kind always present (`guards`), as on every config the KEP's idiom expects."""
     parents = {absent[:i] for i in range(1, len(absent))}
     paths = [p for p in fields if not (absent and p[: len(absent)] == absent) and p not in parents]
-    paths += [(g,) for g in sorted(GUARD_FIELDS) if (g,) not in fields]
+    if guards:
+        paths += [(g,) for g in sorted(GUARD_FIELDS) if (g,) not in fields]
     leaves = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
     choices: list[list[object]] = []
     for leaf in leaves:
@@ -501,3 +503,15 @@ def foreign_outcome(compiled: CompiledLike, fields: Mapping[Path, list[object]],
             return None
         first = first or outcome
     return first
+
+
+def config_yielding(compiled: CompiledLike, fields: Mapping[Path, list[object]],
+                    cost_limit: int) -> Reproduced | None:
+    """A config on which the extractor returns a non-empty key (the named fields varied over
+    the expression's literals and a plain string), or None when no config tried does: what
+    `explain` adds to a claim whose configs yield no key, to check that fixing the claim works."""
+    for config in _witnesses(fields, (), ("v", _ABSENT), guards=False):
+        outcome = run_extractor(compiled, config, cost_limit)
+        if outcome.value:
+            return outcome
+    return None

@@ -13,12 +13,18 @@ claim is explained too: where it is, the lock it holds, who shares it.
 
 from __future__ import annotations
 
+import copy
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
+from dra_affinity.policies.analysis.advice import config_yielding, mentioned_fields
+from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
 from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import DeviceRequest
+from dra_affinity.policies.core.limits import limits_for
+from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome, device_requests
 from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
@@ -293,9 +299,11 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
             continue
         if p.extraction.outcome is Outcome.NOT_SATISFIED:
             keys = ", ".join(f"`{k}`" for k in p.extraction.unsatisfied)
-            hints.append(f"fix the claim: no config yields key {keys} for request {p.request!r} in pool "
-                         f"{p.pool.driver}/{p.pool.name}; add an opaque config of driver {p.pool.driver} "
-                         "whose parameters the extractor reads")
+            hint = (f"fix the claim: no config yields key {keys} for request {p.request!r} in pool "
+                    f"{p.pool.driver}/{p.pool.name}; add an opaque config of driver {p.pool.driver} "
+                    "whose parameters the extractor reads")
+            blockers = sorted({h for _, holders in _blocking(book, step, pod) for h in holders})
+            hints.append(hint + _fixed_config(book, name, p, pod, mode, blockers))
         elif p.extraction.outcome is Outcome.CLAIM_INCONSISTENT and p.extraction.error is not None:
             hints.append(f"fix the claim's configs: {p.extraction.error.message}")
         elif p.extraction.outcome is Outcome.SLICE_ERROR and p.extraction.error is not None:
@@ -305,9 +313,10 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
                          f"slice), or the claim must carry a config it accepts: {p.extraction.error.message}")
     for p in pools:
         if p.untracked.startswith("the pool is incomplete") or p.why_not.startswith("the pool is incomplete"):
-            hints.append(f"pool {p.pool.driver}/{p.pool.name} is incomplete, so the scheduler skips it until "
-                         "the driver has published every slice of its newest generation: check the driver "
-                         f"on node {p.node} (`kubectl get resourceslices` for the pool)")
+            hint = (f"pool {p.pool.driver}/{p.pool.name} is incomplete, so the scheduler skips it until "
+                    "the driver has published every slice of its newest generation: check the driver "
+                    f"on node {p.node} (`kubectl get resourceslices` for the pool)")
+            hints.append(hint + _republished(book, name, p.pool, pod, mode))
         elif p.candidate and not book.feature_gate and book.pools[p.pool].declares_affinity:
             hints.append(f"pool {p.pool.driver}/{p.pool.name} declares sharingAffinity and the "
                          "DRASharingAffinity feature gate is off, so its devices are unallocatable: enable "
@@ -315,6 +324,110 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
     if reason is Reason.NO_CANDIDATES and not any(p.candidate for p in pools):
         hints.append(_no_candidates(book, name, pools))
     return tuple(dict.fromkeys(hints)), tuple(releases)
+
+
+@contextmanager
+def _what_if(book: LockBook, slices: Sequence[ResourceSlice] = (), claims: Sequence[ResourceClaim] = ()
+             ) -> Iterator[None]:
+    """The book with `slices` and `claims` put in place of their namesakes, then put back: the
+    model re-run with a change applied, leaving the book as it was."""
+    old_slices = [(s, book.slice(s.name)) for s in slices]
+    old_claims = [(c, book.claims.get(c.qualified_name)) for c in claims]
+    try:
+        for new_slice in slices:
+            book.put_slice(new_slice)
+        book.put_claims(claims)
+        yield
+    finally:
+        for new_slice, old_slice in reversed(old_slices):
+            if old_slice is not None:
+                book.put_slice(old_slice)
+            else:
+                book.remove_slice(new_slice.name)
+        for new_claim, old_claim in old_claims:
+            if old_claim is not None:
+                book.put_claim(old_claim)
+            else:
+                book.remove_claim(new_claim.qualified_name)
+
+
+def _placed_in(book: LockBook, name: str, pod: Sequence[str], mode: Mode) -> StepResult:
+    return try_allocate_pod(book, pod, mode=mode)[list(pod).index(name)]
+
+
+def _where(step: StepResult) -> str:
+    return ", ".join(f"{p.request!r} goes on {p.device}" for p in step.placements)
+
+
+def _republished(book: LockBook, name: str, ref: PoolRef, pod: Sequence[str], mode: Mode) -> str:
+    """For a pool caught mid-update: what republishing its older device slices at the newest
+    generation (devices unchanged) would do, as checked; empty when that is not the case."""
+    pool = book.pools.get(ref)
+    if pool is None or pool.complete or not pool.superseded:
+        return ""
+    republished = []
+    for old in pool.superseded:
+        raw = copy.deepcopy(dict(old.raw))
+        raw.setdefault("spec", {}).setdefault("pool", {})["generation"] = pool.generation
+        parsed = parse(raw, trusted=True).obj
+        if not isinstance(parsed, ResourceSlice):
+            return ""
+        republished.append(parsed)
+    with _what_if(book, slices=republished):
+        if not book.pools[ref].complete:
+            return ""
+        result = _placed_in(book, name, pod, mode)
+    slices = ", ".join(sorted(s.name for s in pool.superseded))
+    if result.placed:
+        return (f"; once the driver republishes {slices} at generation {pool.generation} "
+                f"(devices unchanged), {_where(result)} (checked)")
+    still = result.failure.message if result.failure is not None else "unschedulable"
+    return f"; republishing {slices} at generation {pool.generation} alone would not help (checked: {still})"
+
+
+def _fixed_config(book: LockBook, name: str, step: PoolStep, pod: Sequence[str], mode: Mode,
+                  blockers: Sequence[str]) -> str:
+    """A config for the pool's driver that yields every key the request lacks, checked by adding it
+    to the claim and re-running the pod: the config and where the claim then goes, or that it is
+    not enough on its own (and why, and whether releasing `blockers` as well is); a note that
+    nothing was checked when no config was found."""
+    claim = book.claims[name]
+    pool = book.pools[step.pool]
+    version = book.kubernetes_version or limits_for().kubernetes_version
+    cost_limit = limits_for(version).runtime_cost_per_evaluation
+    config: dict[str, object] = {}
+    unchecked = " (no config built from the extractor's fields yields it: not checked)"
+    for key in step.extraction.unsatisfied if step.extraction is not None else ():
+        entry = pool.extractors.get(key)
+        if entry is None:
+            return unchecked
+        compiled, _ = scheduler_compile(entry[0].expression or "", version)
+        if not compiled.ok or compiled.checked is None:
+            return unchecked
+        found = config_yielding(compiled, mentioned_fields(compiled.checked), cost_limit)
+        if found is None:
+            return unchecked
+        config.update(found.config)
+    raw = copy.deepcopy(dict(claim.raw))
+    devices = raw.setdefault("spec", {}).setdefault("devices", {})
+    devices.setdefault("config", []).append(
+        {"requests": [step.request], "opaque": {"driver": step.pool.driver, "parameters": config}})
+    fixed = parse(raw, trusted=True).obj
+    if not isinstance(fixed, ResourceClaim):
+        return unchecked
+    with _what_if(book, claims=[fixed]):
+        result = _placed_in(book, name, pod, mode)
+    shown = json.dumps(config, separators=(", ", ": "))
+    if result.placed:
+        return f", e.g. {shown} (checked: then {_where(result)})"
+    still = result.failure.message if result.failure is not None else "unschedulable"
+    text = f"; that alone is not enough (checked with {shown}: {still})"
+    if blockers:
+        with _what_if(book, claims=[fixed]):
+            both = try_allocate_pod(book, pod, mode=mode, release=blockers)[list(pod).index(name)]
+        if both.placed:
+            text += f"; with {_who(list(blockers))} released as well, {_where(both)} (checked)"
+    return text
 
 
 def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> str:
@@ -336,14 +449,10 @@ def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> st
     return "no pool offers a device the claim's requests select"
 
 
-def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[str], mode: Mode
-                   ) -> tuple[list[Release], StepResult | None]:
-    """The fewest releases of allocated claims that make the claim schedulable, checked.
-
-    Per blocking device, its holders' sets are tried smallest first; the first set that works
-    (and holds no set already found to work) is kept. Returns them and, when none works, the
-    claim's result with every blocking holder released (None when nothing was releasable).
-    """
+def _blocking(book: LockBook, step: StepResult, pod: Sequence[str]
+              ) -> list[tuple[DeviceRef, tuple[str, ...]]]:
+    """The devices Filter turned down for a reason a release can remove, with their holders
+    (other than the pod's own claims), one entry per distinct set of holders."""
     own = set(pod)
     blocking: list[tuple[DeviceRef, tuple[str, ...]]] = []
     for e in step.evaluated:
@@ -353,6 +462,18 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
         holders = tuple(dict.fromkeys(h.claim for h in state.holders if h.claim not in own)) if state else ()
         if holders and all(b[1] != holders for b in blocking):
             blocking.append((e.device, holders))
+    return blocking
+
+
+def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[str], mode: Mode
+                   ) -> tuple[list[Release], StepResult | None]:
+    """The fewest releases of allocated claims that make the claim schedulable, checked.
+
+    Per blocking device, its holders' sets are tried smallest first; the first set that works
+    (and holds no set already found to work) is kept. Returns them and, when none works, the
+    claim's result with every blocking holder released (None when nothing was releasable).
+    """
+    blocking = _blocking(book, step, pod)
     if not blocking:
         return [], None
     index = list(pod).index(name)

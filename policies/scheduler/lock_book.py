@@ -213,6 +213,10 @@ class LockBook:
         """The scheduler keeps locks for the pool's devices (gate on, complete, named extractors)."""
         return self.feature_gate and pool.complete and bool(pool.extractors)
 
+    def slice(self, name: str) -> ResourceSlice | None:
+        """The slice of that name as last put (None when absent)."""
+        return self._slices.get(name)
+
     def pool_devices(self, ref: PoolRef) -> tuple[DeviceRef, ...]:
         return self._pool_devices.get(ref, ())
 

@@ -113,7 +113,18 @@ def test_a_claim_whose_own_config_yields_no_key_is_told_to_fix_the_claim(tmp_pat
     hints = _hints(doc)
     assert not [h for h in hints if ": release " in h], hints
     assert any(h.startswith("releasing every claim on its candidate devices would not help") for h in hints)
-    assert any(h.startswith("fix the claim: no config yields key `subnet`") for h in hints), hints
+    [fix] = [h for h in hints if h.startswith("fix the claim: no config yields key `subnet`")]
+    assert 'that alone is not enough (checked with {"subnetID": "v"}' in fix, fix
+    assert fix.endswith("with ns/b1 and ns/legacy released as well, 'nic' goes on "
+                        "nic.example.com/node-1/eth0 (checked)"), fix
+
+
+def test_the_config_fix_is_checked_and_shown(tmp_path: Path) -> None:
+    doc = explain(tmp_path, "ns/mine", *_pool("node-1", [_device("eth0")]),
+                  _claim("mine", params={"vlan": 7}), code=1)
+    [fix] = _hints(doc)
+    assert fix.endswith(', e.g. {"subnetID": "v"} (checked: then '
+                        "'nic' goes on nic.example.com/node-1/eth0)"), fix
 
 
 def test_a_device_full_and_locked_needs_both_holders_released(tmp_path: Path) -> None:
@@ -159,7 +170,9 @@ def test_a_pool_caught_mid_update_is_reported_incomplete(tmp_path: Path) -> None
     assert pool["candidate"] is False
     assert pool["whyNot"].startswith("the pool is incomplete (1 of 2 slices (resourceSliceCount) present at "
                                      "generation 2; its devices are published at generation 1")
-    assert any("pool nic.example.com/node-1 is incomplete" in h for h in _hints(doc)), _hints(doc)
+    [hint] = [h for h in _hints(doc) if "pool nic.example.com/node-1 is incomplete" in h]
+    assert hint.endswith("once the driver republishes node-1-0 at generation 2 (devices unchanged), "
+                         "'nic' goes on nic.example.com/node-1/eth0 (checked)"), hint
 
 
 def test_a_slice_cel_error_gives_the_next_step(tmp_path: Path) -> None:

@@ -146,7 +146,10 @@ def test_every_release_hint_works_in_simulate(pools: list[dict[str, Any]], bound
     names = [f"ns/p{n}" for n in range(len(pod))]
     claims += [_claim(f"p{n}", subnet, pods, count) for n, (subnet, pods, count) in enumerate(pod)]
     book = LockBook.build(slices, claims, [CLASS], focus=names)
-    for explanation in explain_pod(book, names, mode=mode):
+    before = dict(book.states)
+    explanations = explain_pod(book, names, mode=mode)
+    assert book.states == before  # every what-if was undone
+    for explanation in explanations:
         for release in explanation.releases:
             wanted = tuple((p.request, str(p.device)) for p in release.placements)
             after = _placed_after(slices, claims, release.claims, names, explanation.claim, mode)
