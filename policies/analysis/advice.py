@@ -328,7 +328,11 @@ def oversized_format_verbs(ast: CheckedAst) -> list[OversizedFormat]:
 # per-evaluation cost limit, so this is as cheap as one extraction.
 
 WITNESSES_PER_READ = 48
-"""Configs tried at most per unguarded read before the advisory is dropped as unproven."""
+"""Configs tried at most per unguarded prefix before the advisory is dropped as unproven."""
+
+EVALUATIONS_PER_EXPRESSION = 128
+"""Evaluations at most for all of one expression's unguarded reads: an expression of a
+thousand reads costs the webhook a bounded time, and leaves the rest unreported."""
 
 FOREIGN_API_VERSION = "other.example.com/v1"
 FOREIGN_KIND = "Other"
@@ -410,7 +414,8 @@ def _witnesses(fields: Mapping[Path, list[object]], absent: Path,
     paths = [p for p in fields if not (absent and p[: len(absent)] == absent) and p not in parents]
     if guards:
         paths += [(g,) for g in sorted(GUARD_FIELDS) if (g,) not in fields]
-    leaves = [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
+    inner = {q[:i] for q in paths for i in range(1, len(q))}
+    leaves = [p for p in paths if p not in inner]
     choices: list[list[object]] = []
     for leaf in leaves:
         options = list(fields.get(leaf, ()))
@@ -461,12 +466,16 @@ def run_extractor(compiled: CompiledLike, config: Mapping[str, object], cost_lim
 
 
 def missing_field_witness(compiled: CompiledLike, read: UnguardedSelect, fields: Mapping[Path, list[object]],
-                          cost_limit: int) -> Reproduced | None:
+                          cost_limit: int, budget: list[int]) -> Reproduced | None:
     """A config on which the read fails with "no such key" for one of its unguarded prefixes,
-    or None when none of the configs tried makes it fail (the advisory is then not given)."""
+    or None when none of the configs tried makes it fail (the advisory is then not given).
+    `budget[0]`: evaluations left for the whole expression, spent here."""
     for absent in read.uncovered:
         expected = f"no such key: {absent[-1]}"
         for config in _witnesses(fields, absent):
+            if budget[0] <= 0:
+                return None
+            budget[0] -= 1
             outcome = run_extractor(compiled, config, cost_limit)
             if outcome.error == expected or outcome.error.startswith(expected + "."):
                 return Reproduced(outcome.config, None, expected)

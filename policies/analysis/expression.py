@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dra_affinity.policies.analysis.advice import (
+    EVALUATIONS_PER_EXPRESSION,
     OversizedFormat,
     Path,
     Reproduced,
@@ -63,8 +64,9 @@ class ExpressionAnalysis:
         if ast is None or not self._runnable:
             return ()
         found = []
+        budget = [EVALUATIONS_PER_EXPRESSION]
         for read in unguarded_selects(ast):
-            witness = missing_field_witness(self.compiled, read, self._fields, self._cost_limit)
+            witness = missing_field_witness(self.compiled, read, self._fields, self._cost_limit, budget)
             if witness is not None:
                 found.append((read, witness))
         return tuple(found)
