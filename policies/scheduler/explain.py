@@ -111,6 +111,10 @@ def explain_pod(book: LockBook, claim_names: Sequence[str], *, mode: Mode = Mode
             earlier = tuple(n for n in pending[:pending.index(name)] if steps[n].placed)
             tentative = {p.device: p.lock for n in earlier for p in steps[n].placements}
             out.append(_pending(book, name, steps[name], pending, earlier, tentative, mode))
+    failed = [n for n in pending if not steps[n].placed]
+    if len(pending) > 1 and failed:  # the scheduler binds all of a pod's claims or none
+        note = f"; the pod stays pending: {_who(failed)} cannot be placed"
+        out = [replace(e, verdict=e.verdict + note) if e.schedulable and not e.allocated else e for e in out]
     return tuple(out)
 
 

@@ -83,6 +83,7 @@ def test_two_claims_of_a_pod_cannot_lock_one_device_two_ways(tmp_path: Path) -> 
                   _claim("a", "X"), _claim("b", "Y"), _pod("a", "b"), code=1)
     first, second = doc["claims"]
     assert first["schedulable"] is True
+    assert first["verdict"].endswith("; the pod stays pending: ns/b cannot be placed")
     assert [a["device"]["device"] for a in first["allocations"]] == ["eth0"]
     assert second["schedulable"] is False
     assert second["unschedulable"]["reason"] == "lock mismatch"

@@ -1,4 +1,4 @@
-"""Advisories SA201, SA203 and SA206 checked against evaluation on generated extractors.
+"""Advisories SA201, SA203, SA205 and SA206 checked against evaluation on generated extractors.
 
 Each advisory that states a run-time outcome quotes the config it happens on; here that
 config is run through the project's evaluator and, when present, upstream's (the
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dra_affinity.policies.analysis.advice import run_extractor
+from dra_affinity.policies.analysis.advice import FOREIGN_API_VERSION, run_extractor
 from dra_affinity.policies.analysis.expression import ExpressionAnalysis, analyse
 from dra_affinity.policies.core.limits import limits_for
 from hypothesis import HealthCheck, given, settings
@@ -112,6 +112,11 @@ def _claims(analysis: ExpressionAnalysis) -> Iterator[tuple[str, dict[str, objec
         yield "SA206", dict(outcome.config), outcome.value, outcome.error
     if analysis.non_string is not None:
         yield "SA203", dict(analysis.non_string.config), None, analysis.non_string.error
+    constant = analysis.constant_outcome
+    if constant is not None:  # SA205: the same outcome for every config, {} and another alike
+        yield "SA205", {}, constant.value, constant.error
+        yield "SA205", {"apiVersion": FOREIGN_API_VERSION, "kind": "Other", "a": {"b": "x"}}, \
+            constant.value, constant.error
 
 
 _SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
