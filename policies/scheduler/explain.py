@@ -6,9 +6,12 @@ check whether the target device is locked to other values (4) or has an unknown 
 (5), and to read the scheduler's filter reasons (6). Here every step is computed: the
 candidate pools of each request (DeviceClass and selectors, as the allocator matches them),
 the extraction per pool with every (extractor, config) evaluation, each candidate device's
-lock state and Filter verdict (`simulation.try_allocate`, the same code as a `simulate`
-step), the verdict in the KEP's per-pod wording, and what would change it. An allocated
-claim is explained too: where it is, the lock it holds, who shares it.
+lock state and Filter verdict (`simulation.try_allocate_pod`: a pod's claims allocated
+together, the same steps as `simulate` of them), the verdict in the KEP's per-pod wording,
+and what would change it. Each such change is one the model was re-run with (released
+claims, a config added to the claim, a slice republished) and found to work, since a hint
+that does not work sends the operator the wrong way. An allocated claim is explained too:
+where it is, the lock it holds, who shares it.
 """
 
 from __future__ import annotations
