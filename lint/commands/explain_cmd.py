@@ -136,7 +136,12 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     viable, the verdict in the scheduler's per-pod wording, and what would change it. An
     allocated claim shows its devices, the lock it holds and who shares it. For
     `pod/NAMESPACE/NAME`, claims from templates are found through the pod's
-    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster).
+    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster), and
+    the pod's pending claims are allocated together, in order, each seeing the earlier ones'
+    tentative locks and capacity (as `simulate` of those claims). Every hint that promises an
+    outcome was checked by running the allocation again with the change applied (claims
+    released, a config added, a slice republished), naming the fewest releases that work;
+    other verdicts (slice CEL error, incomplete pool, gate off) get the next step.
 
     Exit code 0 when every claim is allocated or schedulable; 1 when one is not (or an
     input is invalid); 2 on usage errors (unknown claim or pod).
