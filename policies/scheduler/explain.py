@@ -35,6 +35,8 @@ from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, R
 from dra_affinity.policies.scheduler.pools import Pool
 from dra_affinity.policies.scheduler.simulation import Evaluated, Placement, StepResult, try_allocate_pod
 
+_SELECTOR_ERROR = "selector error (the allocator aborts the pod): "
+
 
 @dataclass(frozen=True, slots=True)
 class PoolStep:
@@ -220,7 +222,7 @@ def _superseded_match(book: LockBook, request: DeviceRequest, pool: Pool) -> int
 
 def _why_not(match: CandidateMatch, class_name: str, ref: PoolRef) -> str:
     if match.failure is not None:
-        return f"selector error (the allocator aborts the pod): {match.failure.message()}"
+        return f"{_SELECTOR_ERROR}{match.failure.message()}"
     if match.candidate:
         return ""
     return f"no device of {ref.driver}/{ref.name} passes DeviceClass {class_name} and the request's selectors"
@@ -328,6 +330,13 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
             hints.append(f"pool {p.pool.driver}/{p.pool.name} declares sharingAffinity and the "
                          "DRASharingAffinity feature gate is off, so its devices are unallocatable: enable "
                          "the gate on kube-scheduler, or request a pool without sharingAffinity")
+    for p in pools:
+        if p.why_not.startswith(_SELECTOR_ERROR):
+            hints.append(f"fix the selector that fails on pool {p.pool.driver}/{p.pool.name}'s devices (the "
+                         "allocator aborts the pod on the first device it cannot evaluate): guard the "
+                         "attribute it reads, e.g. with `has()` or `.?` optional access: "
+                         + p.why_not.removeprefix(_SELECTOR_ERROR))
+            break
     if reason is Reason.NO_CANDIDATES and not any(p.candidate for p in pools):
         hints.append(_no_candidates(book, name, pools))
     return tuple(dict.fromkeys(hints)), tuple(releases)

@@ -200,3 +200,11 @@ def test_locks_does_not_call_a_pool_without_its_metadata_slice_one_without_affin
     text = result.out
     assert "declares no sharingAffinity" not in text
     assert "the pool is incomplete (1 of 2 slices (resourceSliceCount) present at generation 1)" in text
+
+
+def test_a_failing_selector_gives_the_next_step(tmp_path: Path) -> None:
+    doc = explain(tmp_path, "ns/mine", *_pool("node-1", [_device("eth0")]),
+                  _claim("mine", "X", selector='device.attributes["nic.example.com"].model == "x"'), code=1)
+    [hint] = _hints(doc)
+    assert hint.startswith("fix the selector that fails on pool nic.example.com/node-1's devices"), hint
+    assert "no such key: model" in hint
