@@ -268,9 +268,15 @@ def _viable_hints(step: StepResult) -> tuple[str, ...]:
     return tuple(hints)
 
 
-_VERIFY_RUNS = 24
-"""Re-runs of the pod's allocation at most per claim to check a release hint (each one
-copies the candidate pools' device states)."""
+_VERIFY_RUNS = 12
+"""Re-runs of the pod's allocation at most per claim to check release hints (each one copies
+every device state of the book: a second or more on a cluster of 10,000 devices)."""
+
+_DEVICES_TRIED = 6
+"""Blocking devices (distinct sets of holders, fewest holders first) whose releases are tried."""
+
+_POOLS_NAMED = 3
+"""Pools named one by one in a hint about many (incomplete ones are each checked)."""
 
 _SUBSET_HOLDERS = 4
 """Up to this many holders on one device, every smaller set of them is tried first, so the
@@ -303,16 +309,12 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
     if tried_all is not None and not releases:
         still = tried_all.failure.message if tried_all.failure is not None else "unschedulable"
         hints.append(f"releasing every claim on its candidate devices would not help (checked: {still})")
+    unsatisfied: dict[tuple[str, tuple[str, ...]], list[PoolStep]] = {}
     for p in pools:
         if p.extraction is None:
             continue
         if p.extraction.outcome is Outcome.NOT_SATISFIED:
-            keys = ", ".join(f"`{k}`" for k in p.extraction.unsatisfied)
-            hint = (f"fix the claim: no config yields key {keys} for request {p.request!r} in pool "
-                    f"{p.pool.driver}/{p.pool.name}; add an opaque config of driver {p.pool.driver} "
-                    "whose parameters the extractor reads")
-            blockers = sorted({h for _, holders in _blocking(book, step, pod) for h in holders})
-            hints.append(hint + _fixed_config(book, name, p, pod, mode, blockers))
+            unsatisfied.setdefault((p.request, tuple(p.extraction.unsatisfied)), []).append(p)
         elif p.extraction.outcome is Outcome.CLAIM_INCONSISTENT and p.extraction.error is not None:
             hints.append(f"fix the claim's configs: {p.extraction.error.message}")
         elif p.extraction.outcome is Outcome.SLICE_ERROR and p.extraction.error is not None:
@@ -320,16 +322,31 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
             hints.append(f"the extractor of slice {slices} fails on this claim's config and the scheduler "
                          f"aborts the pod: the driver must fix the extractor (`dra-affinity lint` the "
                          f"slice), or the claim must carry a config it accepts: {p.extraction.error.message}")
-    for p in pools:
-        if p.untracked.startswith("the pool is incomplete") or p.why_not.startswith("the pool is incomplete"):
-            hint = (f"pool {p.pool.driver}/{p.pool.name} is incomplete, so the scheduler skips it until "
-                    "the driver has published every slice of its newest generation: check the driver "
-                    f"on node {p.node} (`kubectl get resourceslices` for the pool)")
-            hints.append(hint + _republished(book, name, p.pool, pod, mode))
-        elif p.candidate and not book.feature_gate and book.pools[p.pool].declares_affinity:
-            hints.append(f"pool {p.pool.driver}/{p.pool.name} declares sharingAffinity and the "
-                         "DRASharingAffinity feature gate is off, so its devices are unallocatable: enable "
-                         "the gate on kube-scheduler, or request a pool without sharingAffinity")
+            break  # the scheduler aborts on the first: the others are the same story
+    for (request, keys), steps in unsatisfied.items():
+        first = steps[0]
+        blockers = sorted({h for _, holders in _blocking(book, step, pod) for h in holders})
+        named = ", ".join(f"`{k}`" for k in keys)
+        where = f"{first.pool.driver}/{first.pool.name}{_more(len(steps) - 1, 'pool')}"
+        hints.append(f"fix the claim: no config yields key {named} for request {request!r} in pool {where}; "
+                     f"add an opaque config of driver {first.pool.driver} whose parameters the extractor "
+                     "reads" + _fixed_config(book, name, first, pod, mode, blockers))
+    stale = "the pool is incomplete"
+    incomplete = [p for p in pools if p.untracked.startswith(stale) or p.why_not.startswith(stale)]
+    for p in incomplete[:_POOLS_NAMED]:
+        hint = (f"pool {p.pool.driver}/{p.pool.name} is incomplete, so the scheduler skips it until "
+                "the driver has published every slice of its newest generation: check the driver "
+                f"on node {p.node} (`kubectl get resourceslices` for the pool)")
+        hints.append(hint + _republished(book, name, p.pool, pod, mode))
+    if len(incomplete) > _POOLS_NAMED:
+        hints.append(f"{len(incomplete) - _POOLS_NAMED} more candidate pool(s) are incomplete")
+    gated = [p.pool for p in pools
+             if p.candidate and not book.feature_gate and book.pools[p.pool].declares_affinity]
+    if gated:
+        hints.append(f"pool {gated[0].driver}/{gated[0].name}{_more(len(gated) - 1, 'pool')} declares "
+                     "sharingAffinity and the DRASharingAffinity feature gate is off, so its devices are "
+                     "unallocatable: enable the gate on kube-scheduler, or request a pool without "
+                     "sharingAffinity")
     for p in pools:
         if p.why_not.startswith(_SELECTOR_ERROR):
             hints.append(f"fix the selector that fails on pool {p.pool.driver}/{p.pool.name}'s devices (the "
@@ -446,6 +463,10 @@ def _fixed_config(book: LockBook, name: str, step: PoolStep, pod: Sequence[str],
     return text
 
 
+def _more(n: int, what: str) -> str:
+    return f" (and {n} more {what}{'s' if n > 1 else ''})" if n > 0 else ""
+
+
 def _no_candidates(book: LockBook, name: str, pools: tuple[PoolStep, ...]) -> str:
     """Whose selectors leave the request without a device: the DeviceClass's or its own."""
     claim = book.claims[name]
@@ -492,6 +513,8 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
     blocking = _blocking(book, step, pod)
     if not blocking:
         return [], None
+    everyone = tuple(dict.fromkeys(h for _, holders in blocking for h in holders))
+    tried = sorted(blocking, key=lambda b: len(b[1]))[:_DEVICES_TRIED]
     index = list(pod).index(name)
     runs: dict[frozenset[str], StepResult] = {}
 
@@ -503,7 +526,7 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
         return runs[release]
 
     found: list[Release] = []
-    for device, holders in blocking:
+    for device, holders in tried:
         sizes = range(1, len(holders) + 1) if len(holders) <= _SUBSET_HOLDERS else (len(holders),)
         fewer_fail = len(holders) <= _SUBSET_HOLDERS  # every smaller set tried and failed, so far
         for size in sizes:
@@ -522,7 +545,6 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
             break
     if found:
         return found, None
-    everyone = tuple(dict.fromkeys(h for _, holders in blocking for h in holders))
     result = try_allocate_pod(book, pod, mode=mode, release=sorted(everyone))[index]
     if result.placed:  # only releases on several devices together help
         return [Release(None, everyone, (), False, result.placements)], None
