@@ -544,7 +544,8 @@ def _release_hints(book: LockBook, name: str, step: StepResult, pod: Sequence[st
                 found.append(Release(device, ordered, kept, fewest, result.placements))
             break
     if found:
-        return found, None
+        position: dict[DeviceRef | None, int] = {device: n for n, (device, _) in enumerate(blocking)}
+        return sorted(found, key=lambda r: position.get(r.device, len(position))), None  # Filter's order
     result = try_allocate_pod(book, pod, mode=mode, release=sorted(everyone))[index]
     if result.placed:  # only releases on several devices together help
         return [Release(None, everyone, (), False, result.placements)], None
