@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,8 +73,9 @@ class _Oracle:
     """One celoracle process answering JSON lines (memory-limited, as its README asks)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(["prlimit", "--as=3221225472", str(ORACLE)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        limit = ["prlimit", "--as=3221225472"] if shutil.which("prlimit") else []
+        self.proc = subprocess.Popen([*limit, str(ORACLE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
 
     def run(self, expression: str, config: object) -> dict[str, Any]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
