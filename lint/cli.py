@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib
 
 import click
+from dra_affinity.lint.terminal import COLOR_CHOICES, Terminal, color_setting
 from dra_affinity.policies.core.gc_pause import gc_paused
 
 # name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "cel": ("cel_cmd", "cel", "Check one CEL extractor: compile, type, cost, evaluate."),
     "certs": ("certs_cmd", "certs", "Create or rotate the webhook's CA and serving cert."),
+    "completion": ("completion_cmd", "completion", "Print the shell completion script (bash, zsh, fish)."),
     "dry-run": ("dryrun_cmd", "dry_run",
                 "Run the extractors against sample claims, as the scheduler would."),
     "explain": ("explain_cmd", "explain", "Explain why a claim or pod is pending (or where it is)."),
@@ -71,12 +73,34 @@ def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> 
     ctx.exit()
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_CODES = (
+    "Exit codes, every command: 0 the command did what was asked (a report exits 0 whatever it "
+    "shows: pending claims, locks, unschedulable claims); 1 a check failed: a finding at or above "
+    "--fail-on (default error, so an invalid input object), a failing dry-run outcome, test case "
+    "or cel check; 2 a usage error, unreadable input or config, or a report that cannot be "
+    "written. The servers (serve, exporter) exit 0 when stopped and 2 when they cannot start "
+    "(serve: gunicorn's 3 or 4 when its workers cannot boot). Each command's --help states its own."
+)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog=EXIT_CODES)
 @click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and exit.")
-def main() -> None:
+@click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Colour the output: auto colours a terminal unless NO_COLOR is set; always; never.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Print only findings, reports and errors: no summary line, warnings or progress.")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Also say on stderr which config file, reports and inputs a run uses.")
+@click.pass_context
+def main(ctx: click.Context, color: str, quiet: bool, verbose: bool) -> None:
     """Lint and validate Kubernetes DRA ResourceSlice `sharingAffinity` (KEP-5981).
 
-    Exit codes: 0 nothing at or above --fail-on, 1 findings at or above it,
-    2 usage error or unreadable input.
+    Progress bars appear on stderr, on a terminal only, once a run has lasted
+    DRA_AFFINITY_PROGRESS_DELAY seconds (default 2).
     """
+    if quiet and verbose:
+        raise click.UsageError("-q/--quiet and -v/--verbose exclude each other")
+    ctx.color = color_setting(color)
+    ctx.obj = Terminal(color=ctx.color, quiet=quiet, verbose=verbose)

@@ -2,31 +2,42 @@
 
 The scheduler keeps its affinity locks in memory only (the KEP's Drawbacks); the exporter
 re-derives them as a restarted scheduler would and then follows the cluster, so the KEP's
-gauges exist where a dashboard can read them. It lists ResourceSlices, DeviceClasses and
-ResourceClaims once (paginated), builds a `LockBook`, and then watches each resource from
-its list's resourceVersion, applying every ADDED/MODIFIED/DELETED event to the book — only
-the devices an event touches are recomputed. A watch that ends is resumed from the last
-resourceVersion seen (no re-list); only `410 Gone` or a failure makes it list again, which
-counts as a restart and is diffed into the book object by object.
+gauges exist where a dashboard can read them. Each of ResourceSlices, DeviceClasses and
+ResourceClaims has its own list-then-watch loop (`dra_affinity.kube.listwatch`, client-go's
+discipline, shared with the webhook's pool cache): a complete list (paginated) is diffed into
+a `LockBook` object by object, then every ADDED/MODIFIED/DELETED event is applied — only the
+devices an event touches are recomputed. A watch that ends is resumed from the last
+resourceVersion seen (no re-list); `410 Gone` lists again at once (a restart), and any
+failure — an error status, a cut stream, a body that is not a list — backs off
+exponentially with jitter and lists again. The process never exits on such a failure, the
+initial list included.
 
 /metrics serves the series of `locks --format prometheus` (computed at scrape time from the
-book) and the exporter's own health: watch restarts, events applied, time to apply one,
-the time of the last list or event per resource, and whether each resource is synced.
-/healthz answers 200 once every resource has been listed, 503 before. Read-only: RBAC needs
-`list` and `watch` on resourceslices, resourceclaims and deviceclasses, nothing else.
+book) only once every resource has been listed completely — before that they would read as a
+cluster without locks — and the exporter's own health at all times: whether each resource is
+synced (`dra_affinity_exporter_synced`, 0 until then), list-watch failures and the current
+back-off, restarts, events applied and the time to apply one, malformed or unreadable objects,
+and the time of the last list or event per resource. /healthz (and /readyz) answer 200 once
+every resource is synced, 503 before, and list what is wrong per resource either way.
+Read-only: RBAC needs `list` and `watch` on resourceslices, resourceclaims and deviceclasses,
+nothing else.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from dra_affinity.kube.listwatch import ListWatch, ResourceClient
 from dra_affinity.lint.lock_metrics import LockCollector
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.gc_pause import gc_paused
@@ -34,60 +45,15 @@ from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.lock_report import LockFilters, LockReport, lock_report
-from dra_affinity.webhook.poolcache import WatchExpired
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
 _log = logging.getLogger("dra_affinity.exporter")
 GROUP, VERSION = RESOURCE_GROUP, "v1"
 RESOURCES = (("resourceslices", "ResourceSlice"), ("deviceclasses", "DeviceClass"),
              ("resourceclaims", "ResourceClaim"))
-PAGE_SIZE = 500
-MAX_BACKOFF = 30.0
-
-
-class ResourceApi:
-    """List pages and watch streams of one resource, raw JSON, through the `kubernetes` client."""
-
-    def __init__(self, api_client: Any, plural: str, watch_seconds: int) -> None:
-        from kubernetes import client
-
-        self._api = client.CustomObjectsApi(api_client)
-        self.plural = plural
-        self.watch_seconds = watch_seconds
-
-    def list_page(self, token: str | None) -> Mapping[str, Any]:
-        kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_request_timeout": 60}
-        if token:
-            kwargs["_continue"] = token
-        result = self._api.list_cluster_custom_object(GROUP, VERSION, self.plural, **kwargs)
-        return result if isinstance(result, Mapping) else {}
-
-    def watch(self, resource_version: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-        from kubernetes import watch
-        from kubernetes.client.exceptions import ApiException
-
-        stream = watch.Watch()
-        try:
-            for event in stream.stream(self._api.list_cluster_custom_object, GROUP, VERSION, self.plural,
-                                       resource_version=resource_version,
-                                       timeout_seconds=self.watch_seconds, allow_watch_bookmarks=True,
-                                       _request_timeout=self.watch_seconds + 30):
-                obj = event.get("raw_object", event.get("object"))
-                kind = str(event.get("type"))
-                if kind == "ERROR":
-                    code = obj.get("code") if isinstance(obj, Mapping) else None
-                    if code == 410:
-                        raise WatchExpired()
-                    raise RuntimeError(f"watch error: {obj}")
-                if isinstance(obj, Mapping):
-                    yield kind, obj
-        except ApiException as exc:
-            if exc.status == 410:
-                raise WatchExpired() from exc
-            raise
-        finally:
-            stream.stop()
 
 
 @dataclass
@@ -102,6 +68,8 @@ class Health:
     synced: Gauge = field(init=False)
     objects: Gauge = field(init=False)
     apply_seconds: Summary = field(init=False)
+    failures: Counter = field(init=False)
+    backoff: Gauge = field(init=False)
 
     def __post_init__(self) -> None:
         r = self.registry
@@ -110,22 +78,31 @@ class Health:
         self.events = Counter("dra_affinity_exporter_watch_events", "Watch events applied.",
                               ["resource", "type"], registry=r)
         self.invalid = Counter("dra_affinity_exporter_invalid_objects", "Objects the model could not "
-                               "read (left out of the reconstruction).", ["resource"], registry=r)
+                               "read, and malformed list items and watch events (left out of the "
+                               "reconstruction).", ["resource"], registry=r)
         self.last_sync = Gauge("dra_affinity_exporter_last_sync_timestamp_seconds", "Unix time of the "
                                "last list or watch event per resource.", ["resource"], registry=r)
-        self.synced = Gauge("dra_affinity_exporter_synced", "1 once the resource has been listed.",
-                            ["resource"], registry=r)
+        self.synced = Gauge("dra_affinity_exporter_synced", "1 once the resource has been listed "
+                            "completely (0 before: the lock series are not served until every "
+                            "resource is).", ["resource"], registry=r)
         self.objects = Gauge("dra_affinity_exporter_objects", "Objects known per resource.",
                              ["resource"], registry=r)
         self.apply_seconds = Summary("dra_affinity_exporter_event_apply_seconds",
                                      "Time to apply one watch event to the reconstruction.", registry=r)
+        self.failures = Counter("dra_affinity_exporter_list_watch_failures", "Lists and watches that "
+                                "failed (each followed by a back-off).", ["resource"], registry=r)
+        self.backoff = Gauge("dra_affinity_exporter_backoff_seconds", "Base of the current back-off "
+                             "before the next list (0 while healthy).", ["resource"], registry=r)
+        for plural, _ in RESOURCES:
+            self.synced.labels(plural).set(0)
+            self.backoff.labels(plural).set(0)
 
 
 @dataclass
 class LockExporter:
     """The book, the watches that keep it current, and what /metrics shows. Thread-safe."""
 
-    api_factory: Callable[[str], ResourceApi]
+    api_factory: Callable[[str], ResourceClient]
     feature_gate: bool = True
     kubernetes_version: KubernetesVersion | None = None
     clock: Callable[[], float] = time.time
@@ -136,13 +113,18 @@ class LockExporter:
     _versions: dict[str, dict[str, str]] = field(default_factory=dict, init=False)
     """resource -> object key -> resourceVersion: what a re-list diffs against."""
     _synced: set[str] = field(default_factory=set, init=False)
-    _stop: threading.Event = field(default_factory=threading.Event, init=False)
-    _threads: list[threading.Thread] = field(default_factory=list, init=False)
+    _settled: bool = field(default=False, init=False)
+    loops: dict[str, ListWatch] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.book = LockBook(feature_gate=self.feature_gate, kubernetes_version=self.kubernetes_version)
         self.health = Health(self.registry)
-        self.registry.register(LockCollector(self.report))
+        self.registry.register(_SyncedLocks(self))
+        for plural, _ in RESOURCES:
+            self.loops[plural] = ListWatch(
+                plural, partial(self.api_factory, plural), _Resource(self, plural), log=_log,
+                on_list=self.health.restarts.labels(plural).inc,
+                on_failure=self.health.failures.labels(plural).inc)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -153,71 +135,46 @@ class LockExporter:
 
     @property
     def ready(self) -> bool:
+        """Every resource listed completely at least once."""
         return self._synced >= {plural for plural, _ in RESOURCES}
 
+    def problems(self) -> list[str]:
+        """What is wrong, per resource, for /healthz (empty: synced and healthy)."""
+        now = time.monotonic()
+        found = []
+        for plural, loop in self.loops.items():
+            # synced as the book has it (the loop's flag is set just after the book is filled)
+            status = dataclasses.replace(loop.status(), synced=plural in self._synced)
+            if not status.synced or status.failing_since is not None:
+                found.append(f"{plural}: {status.describe(now)}")
+        return found
+
     def metrics(self) -> bytes:
+        for plural, loop in self.loops.items():
+            self.health.backoff.labels(plural).set(loop.status().backoff)
         return generate_latest(self.registry)
 
     # -- running --------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """List every resource once (in order: slices, classes, claims), then watch each."""
-        versions = {}
-        with gc_paused():  # the lists build the long-lived book: settle() collects once after
-            for plural, _ in RESOURCES:
-                versions[plural] = self._relist(self.api_factory(plural), first=True)
-        settle()
-        for plural, _ in RESOURCES:
-            thread = threading.Thread(target=self._run, args=(plural, versions[plural]),
-                                      name=f"watch-{plural}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        """Start one list-then-watch loop per resource (`dra_affinity.kube.listwatch`): each
+        lists until it succeeds, backing off between failures, then watches."""
+        for loop in self.loops.values():
+            loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        for loop in self.loops.values():
+            loop.stop()
 
-    def _run(self, plural: str, version: str) -> None:
-        backoff = 0.5
-        api = self.api_factory(plural)
-        while not self._stop.is_set():
-            try:
-                if not version:
-                    self.health.restarts.labels(plural).inc()
-                    version = self._relist(api, first=False)
-                    backoff = 0.5
-                for kind, obj in api.watch(version):
-                    if self._stop.is_set():
-                        return
-                    version = _version_of(obj) or version
-                    self.apply(plural, kind, obj)
-            except WatchExpired:
-                version = ""
-            except Exception as exc:  # API or transport failure: back off, keep the book, re-list
-                _log.warning("watch of %s failing: %s", plural, f"{type(exc).__name__}: {exc}"[:300])
-                version = ""
-                self._stop.wait(backoff)
-                backoff = min(MAX_BACKOFF, backoff * 2)
-
-    def _relist(self, api: ResourceApi, *, first: bool) -> str:
-        items: list[Mapping[str, Any]] = []
-        token: str | None = None
-        version = ""
-        for _ in range(100_000):
-            page = api.list_page(token)
-            items.extend(i for i in page.get("items") or () if isinstance(i, Mapping))
-            meta = page.get("metadata") or {}
-            version = str(meta.get("resourceVersion") or version)
-            token = meta.get("continue") or None
-            if not token:
-                break
-        self._replace(api.plural, items)
-        return version
+    def malformed(self, plural: str) -> None:
+        self.health.invalid.labels(plural).inc()
 
     def _replace(self, plural: str, items: Sequence[Mapping[str, Any]]) -> None:
         """A (re-)list: apply what changed since the book's last view of the resource."""
         known = self._versions.get(plural, {})
         seen: dict[str, str] = {}
-        with self._lock:
+        first = plural not in self._synced
+        with self._lock, gc_paused() if first else contextlib.nullcontext():
             changed: list[Mapping[str, Any]] = []
             for obj in items:
                 key = _key(obj)
@@ -231,6 +188,10 @@ class LockExporter:
                 self._remove(plural, key)
             self._versions[plural] = seen
             self._synced.add(plural)
+            settle_now = self.ready and not self._settled
+            self._settled = self._settled or settle_now
+        if settle_now:  # the initial reconstruction is complete
+            settle()
         self.health.synced.labels(plural).set(1)
         self.health.objects.labels(plural).set(len(seen))
         self.health.last_sync.labels(plural).set(self.clock())
@@ -287,6 +248,36 @@ class LockExporter:
             self.book.remove_class(key)
 
 
+class _Resource:
+    """The list-watch loop's consumer for one resource of the exporter."""
+
+    def __init__(self, exporter: LockExporter, plural: str) -> None:
+        self._exporter = exporter
+        self._plural = plural
+
+    def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
+        self._exporter._replace(self._plural, items)
+
+    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self._exporter.apply(self._plural, event_type, obj)
+
+    def malformed(self, problem: str) -> None:
+        self._exporter.malformed(self._plural)
+
+
+class _SyncedLocks(Collector):
+    """The lock series, only once every resource has been listed: before that they would
+    read as a cluster without locks."""
+
+    def __init__(self, exporter: LockExporter) -> None:
+        self._exporter = exporter
+        self._locks = LockCollector(exporter.report)
+
+    def collect(self) -> Iterator[Metric]:
+        if self._exporter.ready:
+            yield from self._locks.collect()
+
+
 def settle() -> None:
     """After the initial reconstruction: move its objects out of the cyclic GC's reach.
 
@@ -324,7 +315,9 @@ def serve(exporter: LockExporter, host: str, port: int) -> ThreadingHTTPServer:
                 self._send(200, exporter.metrics(), CONTENT_TYPE_LATEST)
             elif path in {"/healthz", "/readyz"}:
                 ok = exporter.ready
-                self._send(200 if ok else 503, b"ok\n" if ok else b"not synced\n", "text/plain")
+                lines = exporter.problems()
+                text = ("ok" if ok else "not synced") + "".join(f"\n{line}" for line in lines) + "\n"
+                self._send(200 if ok else 503, text.encode(), "text/plain; charset=utf-8")
             else:
                 self._send(404, b"not found\n", "text/plain")
 

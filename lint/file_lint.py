@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -83,7 +83,7 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def lint_file(task: FileTask, job: LintJob) -> FileLinted:
+def lint_file(task: FileTask, job: LintJob, on_document: Callable[[], None] | None = None) -> FileLinted:
     """Load, model and check one planned file, each document as soon as it is built; collect
     its suppressions.
 
@@ -94,7 +94,14 @@ def lint_file(task: FileTask, job: LintJob) -> FileLinted:
     from dra_affinity.lint.loader import load_task
 
     checker = _Checker(job, keep=False)
-    loaded = load_task(task, checker.add)
+    sink = checker.add
+    if on_document is not None:  # progress of a run in this process: one tick per object
+
+        def sink(document: LoadedDocument, text: str = "") -> None:
+            checker.add(document, text)
+            on_document()
+
+    loaded = load_task(task, sink)
     if checker.missed_annotation:
         return lint_loaded(load_task(task), job)
     return checker.finish(loaded)
@@ -205,15 +212,17 @@ def _pool_positions(positions: Mapping[FieldPath, Position], paths: Iterable[Fie
     return {path: at for path in paths if (at := positions.get(path)) is not None}
 
 
-def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int) -> Iterator[FileLinted]:
-    """Each task's result, in task order: here with one job, else in `jobs` worker processes.
+def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int,
+               on_document: Callable[[], None] | None = None) -> Iterator[FileLinted]:
+    """Each task's result, in task order: here with one job, else in `jobs` worker processes
+    (`on_document` is called for each object checked here, never from a worker).
 
     Workers are forked (they start with this process's imports: no second start-up) and take
     one file at a time, so a large file does not hold back a batch of small ones.
     """
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
-            yield lint_file(task, job)
+            yield lint_file(task, job, on_document)
         return
     import itertools
     import multiprocessing
@@ -225,11 +234,12 @@ def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int) -> Iterator[F
 
 
 def lint_plan(plan: Plan, job: LintJob, jobs: int,
+              on_document: Callable[[], None] | None = None,
               yielded: dict[str, int] | None = None) -> Iterator[FileLinted]:
     """Every planned file checked, with what the walk reported before it, in input order;
     `yielded` counts, per argument, the objects and input findings its files gave."""
     tasks = plan.tasks
-    for task, linted in zip(tasks, lint_tasks(tasks, job, jobs), strict=True):
+    for task, linted in zip(tasks, lint_tasks(tasks, job, jobs, on_document), strict=True):
         if task.before is not None:
             yield _walk_reports(task.before)
         if yielded is not None:
@@ -237,6 +247,31 @@ def lint_plan(plan: Plan, job: LintJob, jobs: int,
                 + len(linted.input_findings) + len(linted.usage_errors)
         yield linted
     yield _walk_reports(plan.after)
+
+
+def pool_siblings(given: Sequence[FileLinted], tasks: Sequence[FileTask], job: LintJob,
+                  jobs: int) -> list[FileLinted]:
+    """The other slices of every pool that `given` holds, read from `tasks` (a walk of the
+    repository, the given files left out): pool entries, and the suppressions of the files
+    that hold them, nothing else.
+
+    Why: a pre-commit hook is given the staged files only (after its `files:`/`exclude:`),
+    but a pool's rules need every slice of it. The rest of the repository is read for those
+    slices alone, so a file there that is no input at all (a Helm template the hook's
+    `exclude:` left out) is neither reported nor counted, and a pool no given file touches is
+    not checked.
+    """
+    touched = {s.pool for r in given for s in r.pool_slices}
+    if not touched or not job.pools:
+        return []
+    entries_only = dataclasses.replace(job, slices=False, cases=False)
+    found = []
+    for linted in lint_tasks(tasks, entries_only, jobs):
+        entries = [s for s in linted.pool_slices if s.pool in touched]
+        if entries:
+            found.append(FileLinted(pool_slices=entries, document_files=linted.document_files,
+                                    suppressions=linted.suppressions))
+    return found
 
 
 def _walk_reports(loaded: LoadResult) -> FileLinted:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from dra_affinity.lint.options import cluster_options, exclude_option
 from dra_affinity.policies.core.findings import Finding
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 
@@ -131,15 +132,6 @@ def walk_filter(excludes: Sequence[str], config: Config | None = None) -> WalkFi
     return WalkFilter(excludes=exclude_patterns(excludes, config))
 
 
-def exclude_option(func: F) -> F:
-    """`--exclude PATTERN`, shared by every command that walks directories."""
-    return click.option(
-        "--exclude", "excludes", multiple=True, metavar="PATTERN",
-        help="Leave out paths matching this gitignore-style pattern (relative to the working "
-             "directory; repeatable; adds to the config's `exclude:`). Walks always skip hidden "
-             "entries and, in a git work tree, what .gitignore ignores.")(func)
-
-
 @dataclass
 class Objects:
     """Modelled input: what each command works on, plus the counts reporters print."""
@@ -201,12 +193,9 @@ def load_objects(
     return model_objects(load_input(tuple(paths), cluster, walk))
 
 
-def load_cluster_state(target: ClusterTarget) -> Objects:
-    """Every ResourceSlice, DeviceClass and ResourceClaim of the cluster (read-only, paginated).
-
-    What `locks`, `explain` and the exporter reconstruct from; the objects passed the API
-    server's validation, so they are modelled trusted.
-    """
+def load_cluster_input(target: ClusterTarget) -> Input:
+    """Every ResourceSlice, DeviceClass and ResourceClaim of the cluster (read-only, paginated),
+    as documents; the first read that fails ends the reading with its usage error."""
     from dra_affinity.lint.cluster import read_device_classes, read_resource_claims, read_resource_slices
 
     combined = Input()
@@ -214,29 +203,26 @@ def load_cluster_state(target: ClusterTarget) -> Objects:
         combined.notes.extend(read.notes)
         if read.error is not None:
             combined.usage_errors.append(read.error)
-            return model_objects(combined)
+            return combined
         combined.documents.extend(read.documents)
-    return model_objects(combined, trusted=True)
+    return combined
+
+
+def load_cluster_state(target: ClusterTarget) -> Objects:
+    """The cluster's slices, classes and claims (`load_cluster_input`), modelled.
+
+    What `locks`, `explain`, `dry-run`, `simulate` and the exporter reconstruct from; the
+    objects passed the API server's validation, so they are modelled trusted.
+    """
+    combined = load_cluster_input(target)
+    return model_objects(combined, trusted=not combined.usage_errors)
 
 
 def input_options(func: F) -> F:
-    """PATH arguments plus the live-cluster options, shared by `lint` and `pools`."""
-    decorators = (
-        click.argument("paths", nargs=-1, metavar="[PATH|-]..."),
-        exclude_option,
-        click.option("--cluster", is_flag=True,
-                     help="Read every ResourceSlice from the cluster of the kubeconfig context "
-                          "(read-only, paginated) instead of PATHs; implies --complete-pools."),
-        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
-                     help="Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config)."),
-        click.option("--context", "kube_context", default=None, metavar="NAME",
-                     help="Kubeconfig context for --cluster (default: the current context)."),
-        click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Objects per list request with --cluster (default 500, like kubectl)."),
-    )
-    for decorator in reversed(decorators):
-        func = decorator(func)
-    return func
+    """PATH arguments, `--exclude` and the live-cluster options, shared by `lint` and `pools`."""
+    func = cluster_options(func)
+    func = exclude_option(func)
+    return click.argument("paths", nargs=-1, metavar="[PATH|-]...")(func)
 
 
 def cluster_target(
@@ -258,7 +244,9 @@ def cluster_target(
 
 def report_problems(command: str, inputs: Input) -> None:
     """Notes and usage errors go to stderr, prefixed like every CLI message."""
+    from dra_affinity.lint.terminal import warn
+
     for note in inputs.notes:
-        click.echo(f"dra-affinity {command}: warning: {note}", err=True)
+        warn(command, note)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity {command}: {message}", err=True)

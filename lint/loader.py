@@ -660,8 +660,11 @@ class _Loader:
                 self._file_finding(directory, f"cannot read directory: {_reason(error)}")
             return
         inside = ancestors | {identity}
+        # A walk of the working directory names its files `deploy/x.yaml`, as git and
+        # pre-commit do, not `./deploy/x.yaml`: one file, one spelling in every report.
+        here = os.path.normpath(directory) == os.curdir
         for entry in entries:
-            path = os.path.join(directory, entry.name)
+            path = entry.name if here else os.path.join(directory, entry.name)
             try:
                 is_dir = entry.is_dir()
             except OSError:

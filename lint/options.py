@@ -74,28 +74,116 @@ class FormatCommand(click.Command):
         return super().parse_args(ctx, args)
 
 
-def report_options(choices: Sequence[str], default: str) -> Callable[[F], F]:
-    """`--format` (repeatable), `--output` (after the `--format` it writes) and `--config`."""
-    names = ", ".join(choices)
+HUMAN_FORMAT = "text"
+"""The human-readable report of every command: findings, tables, explanations."""
+FORMAT_ALIASES = {"table": HUMAN_FORMAT}
+"""Other names accepted for a format: `table` was the human format's name on `pools`, `locks`,
+`simulate` and `dry-run`; `text` names it on every command, as it did on the other five and in
+the config file's `format:` list."""
+
+
+def canonical_format(name: str) -> str:
+    """A format name as the commands know it (`table` → `text`)."""
+    return FORMAT_ALIASES.get(name, name)
+
+
+class FormatChoice(click.Choice):
+    """`--format`'s names, the `table` alias accepted and turned into `text`."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and canonical_format(value) in self.choices:
+            value = canonical_format(value)
+        return super().convert(value, param, ctx)
+
+
+def _format_help(choices: Sequence[str], default: str, extra: str) -> str:
+    alias = " (`table` is accepted for text)" if HUMAN_FORMAT in choices else ""
+    return f"Report format: {', '.join(choices)}{alias}; default {default}{extra}."
+
+
+def _stack(func: F, decorators: Sequence[Callable[[F], F]]) -> F:
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def output_option(func: F) -> F:
+    """`-o/--output FILE`: one report, written to FILE instead of standard output."""
+    return click.option(
+        "-o", "--output", "output", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        help="Write the report to FILE instead of standard output (`-` is standard output).",
+    )(func)
+
+
+def config_option(func: F) -> F:
+    """`--config FILE`: the settings file in force."""
+    return click.option(
+        "--config", "config_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+        help="Settings file (default: .dra-affinity.yaml or [tool.dra-affinity] in pyproject.toml, "
+             "found upward from the working directory).",
+    )(func)
+
+
+def exclude_option(func: F) -> F:
+    """`--exclude PATTERN`, shared by every command that walks directories."""
+    return click.option(
+        "--exclude", "excludes", multiple=True, metavar="PATTERN",
+        help="Leave out paths matching this gitignore-style pattern (relative to the working "
+             "directory; repeatable; adds to the config's `exclude:`). Walks always skip hidden "
+             "entries and, in a git work tree, what .gitignore ignores.")(func)
+
+
+def cluster_options(func: F) -> F:
+    """`--cluster` and how to reach it: every command that reads objects can read them live."""
+    return _stack(func, (
+        click.option("--cluster", is_flag=True,
+                     help="Read the input from the cluster of the kubeconfig context (read-only, "
+                          "paginated) instead of PATHs."),
+        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+                     help="Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config)."),
+        click.option("--context", "kube_context", default=None, metavar="NAME",
+                     help="Kubeconfig context for --cluster (default: the current context)."),
+        click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Objects per list request with --cluster (default 500, like kubectl)."),
+    ))
+
+
+def format_option(choices: Sequence[str], default: str = HUMAN_FORMAT, extra: str = "") -> Callable[[F], F]:
+    """`--format` (one report) and `-o/--output`, for the commands that write a single report."""
 
     def decorate(func: F) -> F:
-        decorators = (
-            click.option("--format", "fmt", type=click.Choice(list(choices)), multiple=True,
-                         help=f"Report format: {names} (default {default}; github when "
-                              "GITHUB_ACTIONS=true). Repeat for several reports in one run."),
-            click.option("--output", "output", multiple=True, metavar="FILE",
-                         help="Write the report of the --format just before it to FILE "
-                              "(default: standard output, for at most one format)."),
-            click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-                         metavar="FILE",
-                         help="Settings file (default: .dra-affinity.yaml or [tool.dra-affinity] in "
-                              "pyproject.toml, found upward from the working directory)."),
-        )
-        for decorator in reversed(decorators):
-            func = decorator(func)
-        return func
+        return _stack(func, (
+            click.option("--format", "fmt", type=FormatChoice(list(choices)), default=default,
+                         help=_format_help(choices, default, extra)),
+            output_option,
+        ))
 
     return decorate
+
+
+def report_options(choices: Sequence[str], default: str) -> Callable[[F], F]:
+    """`--format` (repeatable), `-o/--output` (after the `--format` it writes) and `--config`."""
+
+    def decorate(func: F) -> F:
+        return _stack(func, (
+            click.option("--format", "fmt", type=FormatChoice(list(choices)), multiple=True,
+                         help=_format_help(choices, default, " (github when GITHUB_ACTIONS=true); "
+                                           "repeat for several reports in one run")),
+            click.option("-o", "--output", "output", multiple=True, metavar="FILE",
+                         help="Write the report of the --format just before it to FILE "
+                              "(default: standard output, for at most one format)."),
+            config_option,
+        ))
+
+    return decorate
+
+
+def complete_pools_option(func: F) -> F:
+    """`--complete-pools` (lint, pools)."""
+    return click.option(
+        "--complete-pools", is_flag=True,
+        help="The input holds every slice of every pool (a full dump; implied by --cluster): "
+             "incomplete pools (SP303/SP304) are errors instead of warnings.")(func)
 
 
 def ci_options(func: F) -> F:
@@ -137,9 +225,12 @@ def rule_selection_options(func: F) -> F:
 def load_settings(config_path: str | None) -> Config:
     """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
 
+    from dra_affinity.lint.terminal import verbose
+
     loaded = load_config(config_path)
     if isinstance(loaded, ConfigProblem):
         raise ConfigUsageError(f"config: {loaded.message}")
+    verbose(f"config: {loaded.path or 'no settings file found: defaults'}")
     return loaded
 
 
@@ -171,15 +262,19 @@ def output_specs(
 
     Pairing rule: each `--output FILE` writes the report of the `--format` just before
     it; a `--format` with no `--output` goes to standard output, which at most one
-    format may do. With no `--format` at all, the config's `format` list applies, else
+    format may do; a lone `--output FILE` with no `--format` writes the default format.
+    With no `--format` at all, the config's `format` list applies, else
     `github` under GitHub Actions (`GITHUB_ACTIONS=true`), else `default`.
     """
     env = os.environ if environ is None else environ
-    if formats or outputs:
+    if len(outputs) == 1 and not formats:
+        specs = [OutputSpec(default, outputs[0])]  # `-o FILE` alone: the default report, in FILE
+    elif formats or outputs:
         specs = _pair(ctx.meta.get(ORDER_KEY) or [], formats, outputs)
     elif configured:
         specs = []
         for spec in configured:
+            spec = OutputSpec(canonical_format(spec.format), spec.output)
             if spec.format not in choices:
                 raise ConfigUsageError(
                     f"config: {config.path}: format {spec.format!r} is not one of {', '.join(choices)} "
@@ -198,6 +293,11 @@ def output_specs(
     duplicates = sorted({f for f in files if files.count(f) > 1 and f is not None})
     if duplicates:
         raise click.UsageError(f"two reports would be written to {duplicates[0]}")
+    from dra_affinity.lint.terminal import verbose
+
+    for spec in specs:
+        where = spec.output if spec.output not in (None, "-") else "standard output"
+        verbose(f"report: {spec.format} to {where}")
     return tuple(specs)
 
 

@@ -1,9 +1,9 @@
 """The plan of the house, checked: stages import only downward, and no module cycle exists.
 
 `policies/` is a stack of stages (ARCHITECTURE.md draws it). A module may import its own stage
-or any stage below it; `lint` and `webhook` are front ends over `policies`, and `webhook`
-never imports `lint`. Every import counts, including those inside functions and under
-`TYPE_CHECKING`: a lazy import is still a dependency.
+or any stage below it; `kube` (the list-watch loop) sits on `policies`, `lint` and `webhook`
+are front ends over both, and `webhook` never imports `lint`. Every import counts, including
+those inside functions and under `TYPE_CHECKING`: a lazy import is still a dependency.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from tests.cli import REPO
 
 NAMESPACE = "dra_affinity"
-FOLDERS = ("policies", "lint", "webhook")
+FOLDERS = ("policies", "kube", "lint", "webhook")
 
 STAGES: tuple[str, ...] = (
     "policies.core",
@@ -34,6 +34,7 @@ STAGES: tuple[str, ...] = (
     "policies.scheduler",
     "policies.rules",
     "policies",
+    "kube",
     "webhook",
     "lint",
 )

@@ -44,6 +44,15 @@ def test_the_readme_is_a_newcomers_page() -> None:
     ci_command = (REPO / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert "pytest" in ci_command and f"\n{ci_command}\n" in quick_start
     assert len(readme.splitlines()) < 200
+    # it works in a fresh shell: the set-up commands run the virtualenv's script by its path,
+    # and the first bare `dra-affinity` example says the virtualenv is to be active
+    blocks = page_blocks(quick_start)
+    setups = [b.script for b in blocks if b.script.startswith("python3 -m venv .venv")]
+    assert len(setups) == 2
+    for script in setups:
+        assert {m for m in re.findall(r"(\S*?)dra-affinity\b", script)} <= {".venv/bin/"}, script
+    examples = [b.script for b in blocks if b.script.startswith("dra-affinity ")]
+    assert examples and ". .venv/bin/activate" in quick_start[:quick_start.index(examples[0])]
     for page in sorted(DOCS.glob("*.md")):
         assert f"docs/{page.name}" in readme, f"README links every page of docs/: {page.name}"
     assert "SPEC §" not in readme + "".join(p.read_text() for p in DOCS.glob("*.md"))
@@ -62,7 +71,7 @@ def test_quick_start_works_in_a_fresh_clone(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", block.script], cwd=clone, env=env, capture_output=True, text=True,
                           timeout=1200)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # the deliberately broken examples
-    assert "error SA102" in proc.stdout and "Traceback" not in proc.stderr
+    assert "SA102 error: " in proc.stdout and "Traceback" not in proc.stderr
 
 
 def test_the_rules_page_lists_every_rule() -> None:

@@ -36,7 +36,7 @@ def test_the_wheel_has_one_top_level_name(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"dra_affinity"}
-    for package in ("policies", "lint", "webhook"):
+    for package in ("policies", "kube", "lint", "webhook"):
         assert f"dra_affinity/{package}/py.typed" in names
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -53,11 +53,12 @@ def test_a_fresh_venv_imports_the_namespace_and_not_the_folders(wheel: Path, tmp
         check=True, capture_output=True,
     )
     ok = subprocess.run(
-        [str(python), "-c", "import dra_affinity.policies, dra_affinity.lint, dra_affinity.webhook"],
+        [str(python), "-c",
+         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.lint, dra_affinity.webhook"],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert ok.returncode == 0, ok.stderr
-    for name in ("policies", "lint", "webhook"):
+    for name in ("policies", "kube", "lint", "webhook"):
         proc = subprocess.run([str(python), "-c", f"import {name}"], capture_output=True, text=True,
                               cwd=tmp_path)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, name
@@ -97,4 +98,4 @@ def test_the_docs_wheel_route_installs_into_a_fresh_virtualenv(tmp_path: Path) -
     assert "0 errors, 0 warnings, 0 infos in" in lint.stdout
     broken = subprocess.run([str(script), "lint", str(checkout / "examples" / "broken-slice.yaml")],
                             cwd=outside, env=env, capture_output=True, text=True, timeout=300)
-    assert broken.returncode == 1 and "error SA102" in broken.stdout, broken.stdout + broken.stderr
+    assert broken.returncode == 1 and "SA102 error: " in broken.stdout, broken.stdout + broken.stderr

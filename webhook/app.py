@@ -30,7 +30,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.policies.cel.common.jsonvalue import loads_strict
 from dra_affinity.policies.core.cache import REGISTRY
 from dra_affinity.policies.core.clip import clip_text
 from dra_affinity.webhook import logs, tls
@@ -42,11 +41,13 @@ from dra_affinity.webhook.admission import (
     Verdict,
     parse_review,
 )
+from dra_affinity.webhook.body import decode as decode_body
 from dra_affinity.webhook.budget import Deadline, timeout_seconds
 from dra_affinity.webhook.events import EventRecorder, ReviewEvent
 from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
 from dra_affinity.webhook.poolcache import cluster_pool_checker
 from dra_affinity.webhook.settings import WebhookSettings, from_env_or_exit
+from dra_affinity.webhook.throttle import ThrottledLog
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 from werkzeug.wsgi import get_content_length
@@ -58,6 +59,10 @@ ADMISSION_ENDPOINTS = frozenset({"validate", "healthz", "readyz"})
 """What the admission listener serves (what the API server calls, and the probes)."""
 MAX_ERROR_CHARS = 1024
 """Characters of a 400 body's `error` (and its log line): never the whole input echoed."""
+REJECTION_LOG_INTERVAL = 2.0
+"""Seconds between log lines of rejected requests of one status code, per worker: the first
+of an interval is logged at once with its error, the others counted into the next line (and
+every one in `dra_affinity_admission_requests_total{decision="rejected"}`)."""
 
 
 def _json(payload: dict[str, Any], status: int = 200) -> Response:
@@ -98,6 +103,7 @@ class Webhook:
         self.events = EventRecorder(self.log, self.metrics, self._sync_process_metrics)
         self.admitter = Admitter(settings, pools)
         self.readiness = warm_up(settings)
+        self.rejections = ThrottledLog(self.log, None, REJECTION_LOG_INTERVAL)
 
     def route_by_listener(self) -> Response | None:
         """Flask's `before_request`: 404 for an endpoint the listener the request came in on
@@ -130,7 +136,7 @@ class Webhook:
         if data is None:
             return self._reject(413, f"body larger than {self.settings.max_body_bytes} bytes", started)
         try:
-            body = loads_strict(data)
+            body = decode_body(data)
         except (ValueError, RecursionError) as exc:
             return self._reject(400, f"body is not JSON: {exc}", started)
         parsed = parse_review(body)
@@ -185,9 +191,9 @@ class Webhook:
         seconds = time.perf_counter() - started
         self.metrics.observe_request("rejected", "", False, seconds)
         message = clip_text(message, MAX_ERROR_CHARS)
-        self.log.warning("request rejected", extra={"fields": {
+        self.rejections.record(f"rejected-request:{code}", "request rejected", {
             "code": code, "error": message, "path": clip_text(request.path),
-            "duration_s": round(seconds, 6)}})
+            "duration_s": round(seconds, 6)})
         return _json({"error": message, "code": code}, code)
 
     def _internal_error(self, uid: str | None, started: float, exc: BaseException) -> Response:

@@ -12,7 +12,8 @@ What it changes for operators: lines and samples appear up to `FLUSH_INTERVAL` a
 reply (each line keeps the time of its request in `ts`); `/metrics` first flushes its own
 worker; a worker that exits normally flushes on the way out (`atexit`). A worker killed
 outright (SIGKILL, OOM) loses at most its last `FLUSH_INTERVAL` of lines and samples.
-Rejected and failed requests are still logged at once: they are rare, and their line is what
+Failed requests, and the first rejected request of each status in an interval
+(`app.REJECTION_LOG_INTERVAL`), are still logged at once: their line is what
 someone debugging needs first. Should the log stream stall, at most `MAX_QUEUED` events wait;
 later ones are dropped and their number logged when writing resumes. A failed batch is logged
 and the writer goes on.

@@ -201,3 +201,26 @@ CACHE_SOURCES: tuple[tuple[str, Callable[[], CacheCounts]], ...] = (
 )
 """The two caches `dra_affinity_cel_cache_lookups` has always counted, under their old labels;
 `dra_affinity_cache_*` covers every registered cache by its registry name."""
+
+
+class ConnectionMetrics:
+    """Connections a worker's main loop refused or timed out (`dra_affinity.webhook.worker`).
+
+    Created in each worker after the fork (its own registry: the multiprocess files merge by
+    metric name, whatever registry wrote them)."""
+
+    def __init__(self) -> None:
+        registry = CollectorRegistry()
+        self.rejected = Counter(
+            "dra_affinity_connections_rejected",
+            "Connections refused before any request was read, by reason.",
+            ["reason"], registry=registry)
+        self.timed_out = Counter(
+            "dra_affinity_connections_timed_out",
+            "Connections past their deadline, by what was still missing (handshake, head, body).",
+            ["phase"], registry=registry)
+
+    def count(self, kind: str) -> None:
+        """`kind` as `rejected:<reason>` or `timeout:<phase>` (`dra_affinity.webhook.throttle`)."""
+        category, _, detail = kind.partition(":")
+        (self.rejected if category == "rejected" else self.timed_out).labels(detail).inc()

@@ -6,8 +6,9 @@ accepted — and the scheduler then fails every device of the pool closed. With 
 the webhook rejects the write that would create that state.
 
 It needs the pool's other slices. Listing them per request would put one LIST per admission on
-the API server, so each worker keeps a watch-backed index instead (list once, then watch from
-that resourceVersion; re-list on `410 Gone`), holding only what the pool rules need: the model
+the API server, so each worker keeps a watch-backed index instead (`dra_affinity.kube.listwatch`,
+the loop the lock exporter uses too: list once, then watch from that resourceVersion; re-list
+on `410 Gone`; back off with jitter on any failure), holding only what the pool rules need: the model
 of every metadata slice, and the generation of every slice (a device slice of a newer
 generation supersedes older metadata slices). RBAC: `get, list, watch` on
 `resource.k8s.io/resourceslices`, nothing else.
@@ -30,10 +31,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from dra_affinity.kube.client import KubernetesResource
+from dra_affinity.kube.listwatch import ListWatch, ResourceClient
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.findings import Finding, PoolRef
 from dra_affinity.policies.model.resources import ResourceSlice, parse
@@ -54,7 +57,6 @@ STALE_AFTER = 30.0
 WATCH_SECONDS = 300
 """Server-side timeout of one watch request; the loop resumes from the last resourceVersion."""
 PAGE_SIZE = 500
-MAX_BACKOFF = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,120 +141,57 @@ class SliceIndex:
         return tuple(e.model for e in entries if e.model is not None), generation
 
 
-class ResourceSliceApi(Protocol):
-    """The two calls the watch makes (the `kubernetes` client's CustomObjectsApi shape)."""
-
-    def list_page(self, limit: int, continue_token: str | None) -> Mapping[str, Any]: ...
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[Mapping[str, Any]]: ...
-
-
-class WatchExpired(Exception):
-    """The resourceVersion is too old (HTTP 410): list again."""
-
-
 @dataclass
 class SliceWatch:
-    """Keeps a `SliceIndex` current from list + watch in a daemon thread (one per worker)."""
+    """Keeps a `SliceIndex` current from `kube.listwatch` (list, then watch; back-off with
+    jitter on every failure) in a daemon thread, one per worker."""
 
-    api_factory: Callable[[], ResourceSliceApi]
+    api_factory: Callable[[], ResourceClient]
     index: SliceIndex = field(default_factory=SliceIndex)
     clock: Callable[[], float] = time.monotonic
-    _synced: threading.Event = field(default_factory=threading.Event, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-    _thread: threading.Thread | None = field(default=None, init=False)
-    _failing_since: float | None = field(default=None, init=False)
-    _last_error: str | None = field(default=None, init=False)
-    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    loop: ListWatch = field(init=False)
+    skipped: int = field(default=0, init=False)
+    """Items and events skipped as malformed (logged once per kind by the loop)."""
+
+    def __post_init__(self) -> None:
+        self.loop = ListWatch(PLURAL, self.api_factory, self, log=_log, clock=self.clock)
+
+    # -- the loop's consumer -------------------------------------------------------------------
+
+    def replace(self, items: Sequence[Mapping[str, Any]]) -> None:
+        self.index.replace_all(items)
+
+    def apply(self, event_type: str, obj: Mapping[str, Any]) -> None:
+        self.index.apply(event_type, obj)
+
+    def malformed(self, problem: str) -> None:
+        self.skipped += 1
+
+    # -- control ------------------------------------------------------------------------------
 
     def start(self) -> None:
         """Start the watch thread once per process (after the fork: threads do not survive it)."""
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="resourceslice-watch", daemon=True)
-                self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self.loop.stop()
 
     def unavailable(self, wait: float) -> str | None:
         """None when the index can be trusted now; else why not (after waiting up to `wait`
         seconds for the first list)."""
         self.start()
-        if not self._synced.wait(timeout=wait):
-            return f"no initial list of ResourceSlices yet{self._error_suffix()}"
-        failing_since = self._failing_since
-        if failing_since is not None and self.clock() - failing_since > STALE_AFTER:
-            return f"watch of ResourceSlices failing for {int(self.clock() - failing_since)}s" \
-                   f"{self._error_suffix()}"
+        status = self.loop.status()
+        if not self.loop.synced.wait(timeout=wait):
+            status = self.loop.status()
+            return f"no initial list of ResourceSlices yet{_suffix(status.last_error)}"
+        if status.failing_since is not None and self.clock() - status.failing_since > STALE_AFTER:
+            return f"watch of ResourceSlices failing for {int(self.clock() - status.failing_since)}s" \
+                   f"{_suffix(status.last_error)}"
         return None
 
-    def _error_suffix(self) -> str:
-        return f": {self._last_error}" if self._last_error else ""
 
-    def _run(self) -> None:
-        backoff = 0.5
-        api: ResourceSliceApi | None = None
-        while not self._stop.is_set():
-            try:
-                api = api or self.api_factory()
-                version = self._list(api)
-                self._healthy()
-                backoff = 0.5
-                while not self._stop.is_set():
-                    version = self._watch(api, version)
-            except WatchExpired:
-                continue  # list again at once
-            except Exception as exc:  # any API/transport failure: back off, keep the index
-                self._failed(f"{type(exc).__name__}: {exc}"[:300])
-                self._stop.wait(backoff)
-                backoff = min(MAX_BACKOFF, backoff * 2)
-
-    def _list(self, api: ResourceSliceApi) -> str:
-        items: list[Mapping[str, Any]] = []
-        token: str | None = None
-        version = ""
-        while True:
-            page = api.list_page(PAGE_SIZE, token)
-            items.extend(page.get("items") or ())
-            meta = page.get("metadata") or {}
-            version = str(meta.get("resourceVersion") or version)
-            token = meta.get("continue") or None
-            if not token:
-                break
-        self.index.replace_all(items)
-        self._synced.set()
-        return version
-
-    def _watch(self, api: ResourceSliceApi, version: str) -> str:
-        for event in api.watch(version, WATCH_SECONDS):
-            self._healthy()
-            kind = str(event.get("type"))
-            obj = event.get("object")
-            if kind == "ERROR":
-                code = obj.get("code") if isinstance(obj, Mapping) else None
-                if code == 410:
-                    raise WatchExpired()
-                raise RuntimeError(f"watch error: {obj}")
-            if not isinstance(obj, Mapping):
-                continue
-            meta = obj.get("metadata")
-            if isinstance(meta, Mapping) and meta.get("resourceVersion"):
-                version = str(meta["resourceVersion"])
-            self.index.apply(kind, obj)
-        return version
-
-    def _healthy(self) -> None:
-        if self._failing_since is not None:
-            _log.info("resourceslice watch recovered", extra={"fields": {"slices": len(self.index)}})
-        self._failing_since = None
-        self._last_error = None
-
-    def _failed(self, message: str) -> None:
-        if self._failing_since is None:  # log transitions, not every retry
-            self._failing_since = self.clock()
-            _log.warning("resourceslice watch failing", extra={"fields": {"err": message}})
-        self._last_error = message
+def _suffix(error: str | None) -> str:
+    return f": {error}" if error else ""
 
 
 class PoolIndexChecker:
@@ -287,9 +226,9 @@ def _involves(finding: Finding, new: ResourceSlice) -> bool:
     )
 
 
-class KubernetesSliceApi:
-    """`ResourceSliceApi` over the official `kubernetes` client, raw JSON (the typed models
-    would drop fields they do not know, `sharingAffinity` first among them)."""
+class KubernetesSliceApi(KubernetesResource):
+    """`kube.listwatch.ResourceClient` of ResourceSlices over the official `kubernetes`
+    client, from a kubeconfig or the in-cluster service account."""
 
     def __init__(self, kubeconfig: str | None) -> None:
         from kubernetes import client, config
@@ -299,33 +238,8 @@ class KubernetesSliceApi:
         else:
             config.load_incluster_config()
             api_client = client.ApiClient()
-        self._api = client.CustomObjectsApi(api_client)
-
-    def list_page(self, limit: int, continue_token: str | None) -> Mapping[str, Any]:
-        kwargs: dict[str, Any] = {"limit": limit, "_request_timeout": 30}
-        if continue_token:
-            kwargs["_continue"] = continue_token
-        result = self._api.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs)
-        return result if isinstance(result, Mapping) else {}
-
-    def watch(self, resource_version: str, timeout_seconds: int) -> Iterator[Mapping[str, Any]]:
-        from kubernetes import watch
-        from kubernetes.client.exceptions import ApiException
-
-        stream = watch.Watch()
-        try:
-            for event in stream.stream(
-                self._api.list_cluster_custom_object, GROUP, VERSION, PLURAL,
-                resource_version=resource_version, timeout_seconds=timeout_seconds,
-                allow_watch_bookmarks=True, _request_timeout=timeout_seconds + 30,
-            ):
-                yield {"type": event.get("type"), "object": event.get("raw_object", event.get("object"))}
-        except ApiException as exc:
-            if exc.status == 410:
-                raise WatchExpired() from exc
-            raise
-        finally:
-            stream.stop()
+        super().__init__(api_client, PLURAL, watch_seconds=WATCH_SECONDS, list_timeout=30,
+                         page_size=PAGE_SIZE)
 
 
 def cluster_pool_checker(settings: WebhookSettings) -> PoolIndexChecker:

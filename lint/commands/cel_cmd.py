@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.options import format_option, kubernetes_version_option
+from dra_affinity.lint.reporters.output import emit
 from dra_affinity.lint.values import json_value
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 
@@ -180,9 +181,18 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
     return out, compiled.error_text
 
 
+def _verdict(verdict: dict[str, Any], error_text: str) -> str:
+    """A verdict as lint's first line reads (`RULE severity: message`); a message that quotes
+    the compile error printed just above says so instead of printing it twice."""
+    message = verdict["message"]
+    if error_text and error_text in message:
+        message = message.replace(error_text, "").rstrip(": ") + " (the error above)"
+    return f"{verdict['rule']} {verdict['severity']}: {message}"
+
+
 def _text(doc: dict[str, Any], error_text: str) -> str:
     lines: list[str] = []
-    verdicts = [f"{v['severity']} {v['rule']} {v['message']}" for v in doc["verdicts"]]
+    verdicts = [_verdict(v, error_text) for v in doc["verdicts"]]
     if doc["compiles"] is None:
         lines.append(f"not fully checked: {doc.get('engineLimited')}")
     elif not doc["compiles"]:
@@ -221,22 +231,22 @@ def _text(doc: dict[str, Any], error_text: str) -> str:
 @click.option("--stored", is_flag=True,
               help="Use the environment for stored expressions (every option of the release) "
                    "instead of the one that validates new expressions (n−1).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@format_option(("text", "json"))
 @kubernetes_version_option
 def check(expression: str | None, file: str | None, obj: str | None, stored: bool, fmt: str,
-          kubernetes_version: KubernetesVersion) -> None:
+          output: str | None, kubernetes_version: KubernetesVersion) -> None:
     """Would this extractor be accepted and work? Compile EXPRESSION, print its output type,
     estimated cost and lint's verdicts (SA105–SA108), and evaluate it with --object as the
     scheduler does.
 
     Exit code 1 when the expression does not compile, a verdict fails (what the API server
     rejects), or the evaluation fails or returns what the scheduler cannot use (a
-    non-string: `cel expression returned non-string`); 2 on usage errors.
+    non-string: `cel expression returned non-string`); 0 otherwise; 2 on usage errors.
     """
     text = _read_expression(expression, file)
     value = _read_object(obj) if obj is not None else None
     doc, error_text = check_expression(text, kubernetes_version, value, stored)
-    click.echo(json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text))
+    emit("cel check", json.dumps(doc, indent=2) if fmt == "json" else _text(doc, error_text), output)
     failed = (doc["compiles"] is False or any(v["severity"] == "error" for v in doc["verdicts"])
               or (doc["result"] is not None and doc["result"]["scheduler"]))
     sys.exit(1 if failed else 0)

@@ -10,8 +10,12 @@ from __future__ import annotations
 import datetime as dt
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from dra_affinity.webhook.certs import CertSet
 
 _KEY_TYPES = ("ecdsa-p256", "rsa-2048")
 
@@ -49,6 +53,18 @@ def _emit(cert_set: object, secret: str | None, namespace: str) -> None:
         click.echo(cert_set.ca_bundle_base64())
 
 
+def _write(command: str, cert_set: CertSet, out_dir: Path) -> list[Path]:
+    """`write_dir`, a directory that cannot be written being the user's to fix (exit 2)."""
+    from dra_affinity.webhook import certs as c
+
+    try:
+        return c.write_dir(cert_set, out_dir)
+    except OSError as error:
+        click.echo(f"dra-affinity certs {command}: {out_dir}: cannot write: {error.strerror or error}",
+                   err=True)
+        sys.exit(2)
+
+
 @click.group("certs")
 def certs() -> None:
     """Create and rotate the webhook's CA and serving certificate (kubernetes.io/tls layout)."""
@@ -60,7 +76,8 @@ def certs() -> None:
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write ca.crt, ca.key, tls.crt, tls.key here (keys mode 0600).")
 @click.option("--secret", metavar="NAME", help="Print a kubernetes.io/tls Secret manifest named NAME.")
-@click.option("--cluster-domain", default="cluster.local", show_default=True)
+@click.option("--cluster-domain", default="cluster.local", show_default=True,
+              help="Cluster DNS domain of the Service's names in the certificate.")
 @click.option("--dns-name", "extra_dns", multiple=True, help="Extra DNS name for the serving certificate.")
 @click.option("--ip", "ips", multiple=True, metavar="ADDRESS",
               help="IP address for the serving certificate (an IP SAN), e.g. 127.0.0.1 for a local "
@@ -69,7 +86,8 @@ def certs() -> None:
               help="Validity of the serving certificate.")
 @click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
               help="Validity of the CA.")
-@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True)
+@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True,
+              help="Key algorithm of the new keys.")
 @click.option("--force", is_flag=True, help="Overwrite existing files in --out-dir.")
 def generate(service: str, namespace: str, out_dir: Path | None, secret: str | None, cluster_domain: str,
              extra_dns: tuple[str, ...], ips: tuple[str, ...], days: int, ca_days: int, key_type: str,
@@ -78,6 +96,8 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
 
     Prints the base64 caBundle (or, with --secret, the Secret manifest on stdout and the
     caBundle on stderr). Keep ca.key: `certs rotate` signs the next certificate with it.
+
+    Exit code 0; 2 on usage errors or files that cannot be written.
     """
     from dra_affinity.webhook import certs as c
 
@@ -95,7 +115,7 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
                           validity=dt.timedelta(days=days), ca_validity=dt.timedelta(days=ca_days),
                           key_type="rsa-2048" if key_type == "rsa-2048" else "ecdsa-p256")
     if out_dir is not None:
-        _report(c.write_dir(cert_set, out_dir), (*cert_set.dns_names, *cert_set.ip_addresses),
+        _report(_write("generate", cert_set, out_dir), (*cert_set.dns_names, *cert_set.ip_addresses),
                 cert_set.serving.certificate.not_valid_after_utc)
     elif secret:
         click.echo("note: without --out-dir the CA key is not kept; rotation will need a new CA",
@@ -110,9 +130,12 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
               help="Also make a new CA; the old one stays in ca.crt until it expires (overlap).")
 @click.option("--secret", metavar="NAME", help="Print a kubernetes.io/tls Secret manifest named NAME.")
 @click.option("--namespace", help="Namespace of the --secret manifest (default: from <svc>.<ns>.svc).")
-@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True)
-@click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True)
-@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True)
+@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True,
+              help="Validity of the serving certificate.")
+@click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
+              help="Validity of the CA.")
+@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True,
+              help="Key algorithm of the new keys.")
 def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | None, days: int,
            ca_days: int, key_type: str) -> None:
     """Issue a new serving certificate for the same DNS names.
@@ -121,6 +144,8 @@ def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | Non
     certificate; otherwise (or with --new-ca) by a new CA that is added to ca.crt in front of
     the old one. With a new CA, publish the printed caBundle (it trusts old and new) to the
     webhook configuration before the new files reach the webhook pods.
+
+    Exit code 0; 2 on usage errors or a directory that cannot be read or written.
     """
     from dra_affinity.webhook import certs as c
 
@@ -134,7 +159,7 @@ def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | Non
     if rotated.ca is not None and current.ca is not None and \
             rotated.ca.certificate != current.ca.certificate:
         click.echo(f"new CA; ca.crt now holds {len(rotated.bundle)} CA certificate(s)", err=True)
-    _report(c.write_dir(rotated, out_dir), (*rotated.dns_names, *rotated.ip_addresses),
+    _report(_write("rotate", rotated, out_dir), (*rotated.dns_names, *rotated.ip_addresses),
             rotated.serving.certificate.not_valid_after_utc, kept=(out_dir / c.CA_KEY, out_dir / c.CA_CRT))
     _emit(rotated, secret, namespace or _namespace_of(rotated.dns_names))
 

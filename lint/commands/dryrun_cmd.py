@@ -10,11 +10,20 @@ from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.inputs import exclude_option, exclude_patterns, load_input, model_objects
+from dra_affinity.lint.inputs import (
+    cluster_target,
+    exclude_patterns,
+    load_cluster_input,
+    load_input,
+    model_objects,
+    report_problems,
+)
 from dra_affinity.lint.json_text import ELEMENT_NEWLINE, members_text
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
+    cluster_options,
+    exclude_option,
     kubernetes_version_option,
     report_options,
     suppression_options,
@@ -22,7 +31,7 @@ from dra_affinity.lint.options import (
 from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters import render_ci
 from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
-from dra_affinity.lint.reporters.output import to_stdout, write_reports
+from dra_affinity.lint.reporters.output import emit, to_stdout, write_reports
 from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit
@@ -39,6 +48,7 @@ from dra_affinity.policies.scheduler.dryrun import dry_run as run
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
+    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.config import Config
     from dra_affinity.lint.inputs import Input, Objects
     from dra_affinity.lint.reporters.run import RunResult
@@ -262,8 +272,8 @@ class OutcomeCounts:
         return "\n".join(f"{r[0].ljust(widths[0])}  {r[1].rjust(widths[1])}  {r[2]}" for r in rows)
 
 
-DRY_RUN_FORMATS = ("table", "text", "json", "sarif", "junit", "github")
-"""`text` is the table, so one config `format:` list serves lint, dry-run and test."""
+DRY_RUN_FORMATS = ("text", "json", "sarif", "junit", "github")
+"""The formats of lint and test: `text` is the table (`table`, its former name, is accepted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +281,7 @@ class DryRunSettings:
     """Everything one `dry-run` uses, resolved from flags and config before it starts."""
 
     paths: tuple[str, ...]
+    cluster: ClusterTarget | None
     report: ReportSettings
     filters: Filters
     explain: bool
@@ -281,16 +292,18 @@ class DryRunSettings:
 
 def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
     """Flags > config > defaults for `dry-run`."""
+    target = cluster_target(params["paths"], params["cluster"], params["kubeconfig"],
+                            params["kube_context"], params["chunk_size"])
     config = config_for(params)
     report = report_settings(ctx, params, config, command="dry-run", choices=DRY_RUN_FORMATS,
-                             default="table", strict=True, version=True)
+                             default="text", strict=True, version=True)
     explain_claim = params["explain_claim"]
     if explain_claim and params["claim"] and explain_claim != params["claim"]:
         raise click.UsageError("--explain names the claim to explain; --claim with another claim "
                                "contradicts it")
     filters = Filters(claim=explain_claim or params["claim"], pool=params["pool"],
                       request=params["request_name"])
-    return DryRunSettings(params["paths"], report, filters, explain=bool(explain_claim),
+    return DryRunSettings(params["paths"], target, report, filters, explain=bool(explain_claim),
                           summary=params["summary"], only_failing=params["only_failing"],
                           excludes=exclude_patterns(params["excludes"], config))
 
@@ -298,11 +311,13 @@ def dry_run_settings(ctx: click.Context, params: Params) -> DryRunSettings:
 @click.command("dry-run", cls=FormatCommand)
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
 @exclude_option
-@report_options(DRY_RUN_FORMATS, "table")
+@cluster_options
+@report_options(DRY_RUN_FORMATS, "text")
 @ci_options
 @suppression_options
-@click.option("--claim", help="Only this claim (namespace/name; a bare name means namespace default).")
-@click.option("--pool", help="Only this pool (driver/name, or name).")
+@click.option("--claim", metavar="NS/NAME",
+              help="Only this claim (a bare name means namespace default).")
+@click.option("--pool", metavar="POOL", help="Only this pool (driver/name, or name).")
 @click.option("--request", "request_name", help="Only this request (or sub-request parent/sub).")
 @click.option("--explain", "explain_claim", metavar="CLAIM",
               help="Print every step for one claim (namespace/name) in words.")
@@ -317,19 +332,30 @@ def dry_run(settings: DryRunSettings) -> None:
     """Run the pools' extractors against the claims' opaque configs, as the scheduler would.
 
     PATHS hold ResourceSlices, ResourceClaims / ResourceClaimTemplates and (optionally)
-    DeviceClasses, in any files; objects are told apart by kind. For every claim ×
+    DeviceClasses, in any files; objects are told apart by kind. --cluster reads the
+    cluster's ResourceSlices, DeviceClasses and ResourceClaims instead. For every claim ×
     request × pool of the class's driver, prints the outcome (ok, not-satisfied,
     claim-inconsistent, slice-error, not-applicable, pool-incomplete, no-matching-device,
-    selector-error), the affinity map or the error. Exit code 1 when an authoring error
-    (slice-error, claim-inconsistent, selector-error) or an input error (a request naming a
-    DeviceClass not in the input, too) is found (with --strict, an input warning too); 2 when
-    a --claim/--pool/--request/--explain filter matches nothing.
+    selector-error), the affinity map or the error.
+
+    Exit code 0 when no result fails; 1 when an authoring error (slice-error,
+    claim-inconsistent, selector-error) or an input error (a request naming a DeviceClass
+    not in the input, too) is found (with --strict, an input warning too); 2 on usage errors,
+    unreadable input or a report that cannot be written, and when a
+    --claim/--pool/--request/--explain filter matches nothing.
     """
 
     config, specs = settings.report.config, settings.report.outputs
     threshold, show = settings.report.threshold, settings.report.show_suppressed
-    loaded = load_input(settings.paths, walk=WalkFilter(excludes=settings.excludes))
-    inputs = model_objects(loaded)
+    if settings.cluster is not None:
+        loaded = load_cluster_input(settings.cluster)
+        report_problems("dry-run", loaded)
+        if loaded.usage_errors:
+            sys.exit(2)  # the cluster could not be read: no report to print
+        inputs = model_objects(loaded, trusted=True)
+    else:
+        loaded = load_input(settings.paths, walk=WalkFilter(excludes=settings.excludes))
+        inputs = model_objects(loaded)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     if inputs.usage_errors and not settings.paths:
@@ -355,7 +381,7 @@ def dry_run(settings: DryRunSettings) -> None:
     checked, findings = _audited(config, [*inputs.findings, *report.findings], loaded)
     results = list(report.results)
     if settings.explain:
-        click.echo(explain(results))
+        emit("dry-run", explain(results), specs[0].output if len(specs) == 1 else None)
         failures: list[str] = []
     else:
 
@@ -369,7 +395,7 @@ def dry_run(settings: DryRunSettings) -> None:
                 if show:
                     data["suppressed"] = [suppressed_to_json(s) for s in checked.suppressed]
                 return json.dumps(data, indent=2)
-            if name in ("table", "text"):
+            if name == "text":
                 table = render_table(results) if results else (
                     "no result other than ok" if counts.total else "no claim requests matched any pool")
                 return f"{table}\n\n{counts.render()}" if settings.summary else table

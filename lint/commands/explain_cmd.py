@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from dra_affinity.lint.commands.locks_cmd import build_book, lock_input_options, read_lock_input
+from dra_affinity.lint.options import format_option, load_settings
+from dra_affinity.lint.reporters.output import emit
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import Mode, render_map
 
@@ -38,6 +40,10 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
     out["pools"] = [_pool_json(p) for p in e.pools]
     out["events"] = list(e.events)
     out["hints"] = list(e.hints)
+    out["releases"] = [{"device": device_to_json(r.device) if r.device else None, "release": list(r.claims),
+                        "kept": list(r.kept), "fewest": r.fewest,
+                        "allocations": [{"request": p.request, "device": device_to_json(p.device)}
+                                        for p in r.placements]} for r in e.releases]
     return out
 
 
@@ -120,10 +126,11 @@ def render_text(e: Explanation) -> str:
 @lock_input_options
 @click.option("--mode", type=click.Choice([m.value for m in Mode]), default=Mode.ALPHA.value,
               show_default=True, help="Device choice: alpha first-fit, or beta's affinity-aware preference.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
-            kube_context: str | None, chunk_size: int | None, gate: str,
-            kubernetes_version: KubernetesVersion, mode: str, fmt: str) -> None:
+@format_option(("text", "json"))
+def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None,
+            cluster: bool, kubeconfig: str | None, kube_context: str | None, chunk_size: int | None,
+            gate: str, kubernetes_version: KubernetesVersion, mode: str, fmt: str,
+            output: str | None) -> None:
     """Explain why a claim (namespace/name) or a pod's claims are pending, or where they are.
 
     Automates the KEP's troubleshooting steps from the reconstructed locks: the request's
@@ -132,17 +139,25 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     viable, the verdict in the scheduler's per-pod wording, and what would change it. An
     allocated claim shows its devices, the lock it holds and who shares it. For
     `pod/NAMESPACE/NAME`, claims from templates are found through the pod's
-    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster).
+    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster), and
+    the pod's pending claims are allocated together, in order, each seeing the earlier ones'
+    tentative locks and capacity (as `simulate` of those claims). Every hint that promises an
+    outcome was checked by running the allocation again with the change applied (claims
+    released, a config added, a slice republished), naming the fewest releases that work;
+    other verdicts (slice CEL error, incomplete pool, gate off) get the next step.
 
-    Exit code 0 when every claim is allocated or schedulable; 1 when one is not (or an
-    input is invalid); 2 on usage errors (unknown claim or pod).
+    Exit code 0 when the explanation is written, whether the claims are schedulable or not
+    (the JSON's `schedulable` says which); 1 when an input object is invalid; 2 on usage
+    errors (unknown claim or pod) or unreadable input.
     """
+    from dra_affinity.lint.inputs import walk_filter
     from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.explain import explain_claim, pod_claims
+    from dra_affinity.policies.scheduler.explain import explain_pod, pod_claims
 
     pod_ref = _pod_target(target)
     objects, cluster_target = read_lock_input("explain", paths, cluster, kubeconfig, kube_context,
-                                              chunk_size, keep_pods=pod_ref is not None)
+                                              chunk_size, keep_pods=pod_ref is not None,
+                                              walk=walk_filter(excludes, load_settings(config_path)))
     claims: list[str] = []
     missing: list[str] = []
     if pod_ref is not None:
@@ -158,17 +173,16 @@ def explain(target: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str 
     if unknown:
         sys.exit(2)
     book = build_book(objects, gate, kubernetes_version, focus=claims)
-    explanations = [explain_claim(book, c, mode=Mode(mode)) for c in claims]
+    explanations = list(explain_pod(book, claims, mode=Mode(mode)))
     schedulable = all(e.schedulable for e in explanations) and not missing
     if fmt == "json":
-        click.echo(json.dumps(_document(pod_ref, explanations, missing, schedulable), indent=2))
+        emit("explain", json.dumps(_document(pod_ref, explanations, missing, schedulable), indent=2), output)
     else:
-        if pod_ref is not None:
-            click.echo(f"Pod {pod_ref[0]}/{pod_ref[1]}: {len(claims)} claim(s)"
-                       + (", " + "; ".join(missing) if missing else ""))
-        click.echo("\n\n".join(render_text(e) for e in explanations))
+        head = ([f"Pod {pod_ref[0]}/{pod_ref[1]}: {len(claims)} claim(s)"
+                 + (", " + "; ".join(missing) if missing else "")] if pod_ref is not None else [])
+        emit("explain", "\n".join([*head, "\n\n".join(render_text(e) for e in explanations)]), output)
     invalid = any(f.severity is Severity.ERROR for f in objects.findings)
-    sys.exit(0 if schedulable and not invalid else 1)
+    sys.exit(1 if invalid else 0)
 
 
 def _document(pod: tuple[str, str] | None, explanations: list[Explanation], missing: list[str],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import sys
+import threading
 from types import FrameType
 
 import click
@@ -34,47 +36,55 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
              gate: str, kubernetes_version: KubernetesVersion) -> None:
     """Serve the cluster's affinity-lock metrics on /metrics, kept current from watches.
 
-    Lists ResourceSlices, DeviceClasses and ResourceClaims once, reconstructs every device's
-    lock as a restarted scheduler does, then applies each watch event (no re-lists, except
-    after 410 Gone or a failure). Serves the series of `locks --format prometheus` plus the
-    exporter's health (dra_affinity_exporter_*: watch restarts, events, apply time, last
-    sync). /healthz is 200 once everything is listed. Stops on SIGTERM or SIGINT.
+    Lists ResourceSlices, DeviceClasses and ResourceClaims, reconstructs every device's lock
+    as a restarted scheduler does, then applies each watch event (no re-lists, except after
+    410 Gone or a failure). A failure — the initial list's included — is retried with
+    exponential back-off and jitter; the exporter never exits on one. Serves the series of
+    `locks --format prometheus` once everything is listed, plus the exporter's health
+    (dra_affinity_exporter_*: synced, failures, back-off, restarts, events, invalid objects).
+    /healthz is 200 once everything is listed and says what is wrong otherwise. Stops on
+    SIGTERM or SIGINT.
+
+    Exit code 0 when stopped by SIGTERM or SIGINT; 2 when no kubeconfig or context can be
+    used, or the address cannot be listened on (a failing cluster is retried, never an exit).
     """
+    from dra_affinity.kube.client import KubernetesResource
     from dra_affinity.lint.cluster import ClusterTarget, api_client
-    from dra_affinity.lint.exporter import LockExporter, ResourceApi, serve
+    from dra_affinity.lint.exporter import LockExporter, serve
 
     host, port = _listen(listen)
+    # the list-watch loops' lines (failing, recovered, malformed items) on stderr, as the rest
+    logging.basicConfig(format="dra-affinity exporter: %(message)s", level=logging.INFO)
     client, context = api_client(ClusterTarget(kubeconfig=kubeconfig, context=kube_context))
     if client is None:
         click.echo(f"dra-affinity exporter: {context}", err=True)
         sys.exit(2)
-    lock_exporter = LockExporter(lambda plural: ResourceApi(client, plural, watch_timeout),
-                                 feature_gate=gate == "on", kubernetes_version=kubernetes_version)
+    lock_exporter = LockExporter(
+        lambda plural: KubernetesResource(client, plural, watch_seconds=watch_timeout),
+        feature_gate=gate == "on", kubernetes_version=kubernetes_version)
     try:
         server = serve(lock_exporter, host, port)
     except OSError as error:
         click.echo(f"dra-affinity exporter: cannot listen on {listen}: {error.strerror or error}", err=True)
         sys.exit(2)
 
+    stopping = threading.Event()
+
     def stop(signum: int, frame: FrameType | None) -> None:
-        lock_exporter.stop()
-        raise KeyboardInterrupt
+        stopping.set()
 
     signal.signal(signal.SIGTERM, stop)
-    import threading
-
+    signal.signal(signal.SIGINT, stop)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     click.echo(f"dra-affinity exporter: serving /metrics on {host}:{server.server_address[1]} "
                f"(context {context})", err=True)
+    lock_exporter.start()
+    announced = False
     try:
-        lock_exporter.start()
-        click.echo("dra-affinity exporter: synced; watching", err=True)
-        signal.pause() if hasattr(signal, "pause") else threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    except Exception as error:  # the initial list failed: say why, as `locks --cluster` does
-        click.echo(f"dra-affinity exporter: initial list failed: {type(error).__name__}: {error}", err=True)
-        sys.exit(1)
+        while not stopping.wait(0.2):
+            if not announced and lock_exporter.ready:
+                click.echo("dra-affinity exporter: synced; watching", err=True)
+                announced = True
     finally:
         lock_exporter.stop()
         server.shutdown()

@@ -8,13 +8,23 @@ live cluster (`--cluster`); the input helpers here are shared with `pools`.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-from dra_affinity.lint.file_lint import Linted, LintJob, default_jobs, lint_loaded, lint_plan, merge
+from dra_affinity.lint.file_lint import (
+    FileLinted,
+    Linted,
+    LintJob,
+    default_jobs,
+    lint_loaded,
+    lint_plan,
+    merge,
+    pool_siblings,
+)
 from dra_affinity.lint.inputs import (
     NO_PATH_EMPTY,
     Input,
@@ -29,6 +39,7 @@ from dra_affinity.lint.inputs import (
 from dra_affinity.lint.options import (
     FormatCommand,
     ci_options,
+    complete_pools_option,
     kubernetes_version_option,
     report_options,
     rule_selection_options,
@@ -50,6 +61,7 @@ from dra_affinity.policies.rules.engine import EngineOptions
 if TYPE_CHECKING:
     from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.config import OutputSpec
+    from dra_affinity.lint.loader import FileTask, Plan
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Audit
 
@@ -83,6 +95,8 @@ class LintSettings:
     """What directory walks leave out besides hidden and git-ignored entries (`--exclude`, `exclude:`)."""
     jobs: int = 1
     """Worker processes checking files (`--jobs`; the report is the same with any number)."""
+    pools_from: tuple[str, ...] = ()
+    """Directories the rest of each given file's pools is read from (`--pools-from`)."""
 
 
 def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
@@ -92,6 +106,9 @@ def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
     if params["pools_only"] and params["no_pools"]:
         raise click.UsageError("--pools-only and --no-pools exclude each other")
     paths = params["paths"]
+    if params["pools_from"] and (params["no_pools"] or params["cluster"] or not paths):
+        raise click.UsageError("--pools-from reads the rest of the pools of the FILES given: it needs "
+                               "FILES, and neither --no-pools nor --cluster")
     target = cluster_target(paths, params["cluster"], params["kubeconfig"], params["kube_context"],
                             params["chunk_size"])
     enable, disable = params["enable"], params["disable"]
@@ -109,7 +126,7 @@ def lint_settings(ctx: click.Context, params: Params) -> LintSettings:
                         Layers(slices=not params["pools_only"], pools=not params["no_pools"]),
                         complete_pools=params["complete_pools"] or target is not None,
                         excludes=exclude_patterns(params["excludes"], config),
-                        jobs=params["jobs"] or default_jobs())
+                        jobs=params["jobs"] or default_jobs(), pools_from=params["pools_from"])
 
 
 def run_lint(
@@ -150,9 +167,12 @@ def lint_input(
     complete_pools: bool,
     walk: WalkFilter | None = None,
     jobs: int = 1,
+    pools_from: Sequence[str] = (),
 ) -> Linted:
     """Files file by file (in `jobs` workers), or the cluster's slices as one batch; notes and
-    usage errors included. Only what the report and the audit need is kept of any file."""
+    usage errors included. Only what the report and the audit need is kept of any file.
+    With `pools_from`, the pools of the files given are completed from those directories
+    (`file_lint.pool_siblings`)."""
     from dra_affinity.lint.loader import LoadResult, plan_paths
 
     if cluster is not None or stdin_is_terminal(paths):
@@ -163,10 +183,24 @@ def lint_input(
                        complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
+    from dra_affinity.lint.terminal import Progress, verbose
+
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
     yielded: dict[str, int] = {}
-    linted = merge(lint_plan(plan, job, jobs, yielded), job, complete_pools=complete_pools,
-                   not_walked=plan.not_walked)
+    verbose(f"{len(plan.tasks)} file(s) to check in {jobs} process(es)")
+    with Progress(len(plan.tasks), "Checking files") as progress:
+
+        def checked() -> Iterator[FileLinted]:
+            for one in lint_plan(plan, job, jobs, progress.tick if progress.enabled else None,
+                                 yielded):
+                progress.advance(one.files)  # a walk's report counts no file
+                yield one
+
+        results: Iterable[FileLinted] = checked()
+        if pools_from:
+            given = list(results)
+            results = [*given, *pool_siblings(given, _other_files(plan, pools_from, walk), job, jobs)]
+        linted = merge(results, job, complete_pools=complete_pools, not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
     if paths:
@@ -174,6 +208,22 @@ def lint_input(
         linted.empty_inputs = warn_empty({a: yielded.get(a, 0) for a in plan.arguments
                                           if a not in unusable and a not in plan.repeated})
     return linted
+
+
+def _other_files(given: Plan, directories: Sequence[str], walk: WalkFilter | None) -> list[FileTask]:
+    """The files a walk of `directories` finds (skipping what `walk` skips), minus the given ones."""
+    from dra_affinity.lint.loader import plan_paths
+
+    def identity(path: str) -> tuple[int, int] | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_dev, info.st_ino
+
+    read = {identity(t.path) for t in given.tasks if t.path is not None}
+    plan = plan_paths(list(directories), walk=WalkFilter(excludes=walk.excludes if walk else ()))
+    return [t for t in plan.tasks if t.path is not None and identity(t.path) not in read]
 
 
 @click.command("lint", cls=FormatCommand)
@@ -187,9 +237,12 @@ def lint_input(
 @click.option("--pools-only", is_flag=True, help="Run only the pool rules (SP301–SP306).")
 @click.option("--no-pools", is_flag=True,
               help="Skip the pool rules: check each slice alone, as the API server does.")
-@click.option("--complete-pools", is_flag=True,
-              help="The input holds every slice of every pool (a full dump): incomplete pools "
-                   "(SP303/SP304) are errors instead of warnings.")
+@complete_pools_option
+@click.option("--pools-from", "pools_from", multiple=True, metavar="DIR",
+              type=click.Path(exists=True, file_okay=False),
+              help="Read the rest of each pool the FILES hold from DIR (walked as a directory "
+                   "argument is); only those pools are checked, and nothing else found there is "
+                   "reported. For pre-commit's pool hook, which is given the staged files.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N",
               help="Check files in N worker processes (default: the cores available to this "
                    "process); the report is the same with any N.")
@@ -206,13 +259,18 @@ def lint(settings: LintSettings) -> None:
     every slice involved. Findings can be suppressed, with a reason, by a
     `# dra-affinity: ignore RULE -- reason` comment, a `dra-affinity.io/ignore`
     annotation or the config file's `ignore:` list.
+
+    Exit code 0 when no finding is at or above --fail-on; 1 when one is; 2 on usage errors,
+    an unreadable path or config, a report that cannot be written, or (with
+    --fail-if-no-resources) no ResourceSlice in the input.
     """
 
     run = settings.report
     ci = any(spec.format not in ("text", "json") for spec in run.outputs)
     job = LintJob(settings.options, settings.layers.slices, settings.layers.pools, cases=ci)
     linted = lint_input(settings.paths, settings.cluster, job, complete_pools=settings.complete_pools,
-                        walk=WalkFilter(excludes=settings.excludes), jobs=settings.jobs)
+                        walk=WalkFilter(excludes=settings.excludes), jobs=settings.jobs,
+                        pools_from=settings.pools_from)
     report_problems("lint", Input(usage_errors=linted.usage_errors, notes=linted.notes))
     if linted.usage_errors and (settings.cluster is not None or not settings.paths):
         sys.exit(2)  # nothing was read (the cluster, or stdin with no PATH): no report to print

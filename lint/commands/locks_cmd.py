@@ -9,13 +9,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from dra_affinity.lint.json_text import write_indented
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.options import (
+    cluster_options,
+    config_option,
+    exclude_option,
+    format_option,
+    kubernetes_version_option,
+    load_settings,
+)
+from dra_affinity.lint.reporters.output import emit, report_stream
+from dra_affinity.lint.terminal import warn
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import render_map
 
 if TYPE_CHECKING:
     from dra_affinity.lint.inputs import Objects
+    from dra_affinity.lint.walk import WalkFilter
     from dra_affinity.policies.core.findings import Finding
     from dra_affinity.policies.scheduler.lock_book import LockBook
     from dra_affinity.policies.scheduler.lock_report import DeviceLocks, LockReport, PoolLocks
@@ -25,17 +35,12 @@ STATE_CHOICES = ("clean", "locked", "unreconstructable", "untracked")
 
 
 def lock_input_options(func: F) -> F:
-    """PATHs or a live cluster, as `lint --cluster` reads one; shared by `locks` and `explain`."""
+    """PATHs or a live cluster (ResourceSlices, DeviceClasses, ResourceClaims), with `--exclude`
+    and `--config` for the walk; shared by `locks` and `explain`."""
     decorators = (
-        click.option("--cluster", is_flag=True,
-                     help="Read ResourceSlices, DeviceClasses and ResourceClaims from the cluster of "
-                          "the kubeconfig context (read-only, paginated) instead of PATHs."),
-        click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
-                     help="Kubeconfig file for --cluster (default: $KUBECONFIG, ~/.kube/config)."),
-        click.option("--context", "kube_context", default=None, metavar="NAME",
-                     help="Kubeconfig context for --cluster (default: the current context)."),
-        click.option("--chunk-size", type=click.IntRange(min=1), default=None, metavar="N",
-                     help="Objects per list request with --cluster (default 500, like kubectl)."),
+        exclude_option,
+        config_option,
+        cluster_options,
         click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on",
                      show_default=True,
                      help="DRASharingAffinity in the scheduler; off: no device of an affinity pool "
@@ -58,9 +63,10 @@ class LockInput:
 
 def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
                     kube_context: str | None, chunk_size: int | None, gate: str,
-                    kubernetes_version: KubernetesVersion) -> LockInput:
+                    kubernetes_version: KubernetesVersion, walk: WalkFilter | None = None) -> LockInput:
     """Read and reconstruct every pool; usage errors (exit 2) and input findings go to stderr."""
-    objects, target = read_lock_input(command, paths, cluster, kubeconfig, kube_context, chunk_size)
+    objects, target = read_lock_input(command, paths, cluster, kubeconfig, kube_context, chunk_size,
+                                      walk=walk)
     return LockInput(objects, build_book(objects, gate, kubernetes_version), target)
 
 
@@ -76,16 +82,17 @@ def build_book(objects: Objects, gate: str, kubernetes_version: KubernetesVersio
 
 def read_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
                     kube_context: str | None, chunk_size: int | None, *,
-                    keep_pods: bool = False) -> tuple[Objects, Any]:
+                    keep_pods: bool = False, walk: WalkFilter | None = None) -> tuple[Objects, Any]:
     """The modelled objects and the cluster target (None for PATHs); usage errors (exit 2) and
     input findings go to stderr here."""
     from dra_affinity.lint.inputs import cluster_target, load_cluster_state
 
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
     with gc_paused(freeze=True):  # the model lives until the command exits
-        objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods)
+        objects = load_cluster_state(target) if target is not None else _load_files(paths, keep_pods,
+                                                                                              walk)
     for note in objects.notes:
-        click.echo(f"dra-affinity {command}: warning: {note}", err=True)
+        warn(command, note)
     for message in objects.usage_errors:
         click.echo(f"dra-affinity {command}: {message}", err=True)
     if objects.usage_errors:
@@ -95,7 +102,7 @@ def read_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
     return objects, target
 
 
-def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
+def _load_files(paths: tuple[str, ...], keep_pods: bool, walk: WalkFilter | None) -> Objects:
     """Files as a `kubectl get -o json|yaml` dump: trusted, JSON decoded without node positions.
 
     Positions cost minutes at 100,000 objects and matter only for findings: when there is
@@ -106,7 +113,7 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
 
     def load(json_positions: bool) -> Objects:
         loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions,
-                            lazy_positions=True)
+                            lazy_positions=True, walk=walk)
         if paths and (not json_positions or "-" in paths):  # the first read warns, not the second
             warn_empty(loaded.yielded)
         inputs = Input(documents=loaded.documents, findings=loaded.findings,
@@ -120,9 +127,10 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool) -> Objects:
 
 
 def echo_finding(finding: Finding) -> None:
-    loc = finding.primary
-    where = f"{loc.file}:{loc.position.line}:{loc.position.column}" if loc.position else (loc.file or "")
-    click.echo(f"{where}: {finding.severity.label} {finding.rule} {finding.message}", err=True)
+    """An input finding on stderr, as `lint` prints it."""
+    from dra_affinity.lint.reporters.text_reporter import finding_line
+
+    click.echo(finding_line(finding), err=True)
 
 
 # -- JSON -----------------------------------------------------------------------------------------
@@ -166,12 +174,13 @@ def report_json(report: LockReport, findings: list[Finding]) -> dict[str, Any]:
     }
 
 
-def echo_json(doc: Any) -> None:
-    """`click.echo(json.dumps(doc, indent=2))`, rendered by `json_text` (same text, half the
-    CPU) and written in pieces (at 100,000 claims the whole text cost 170 MB of peak RSS)."""
-    write_indented(doc, sys.stdout.write)
-    sys.stdout.write("\n")
-    sys.stdout.flush()
+def echo_json(doc: Any, command: str = "locks", output: str | None = None) -> None:
+    """`click.echo(json.dumps(doc, indent=2))` to stdout or `output`, rendered by `json_text`
+    (same text, half the CPU) and written in pieces (at 100,000 claims the whole text cost
+    170 MB of peak RSS)."""
+    with report_stream(command, output) as stream:
+        write_indented(doc, stream.write)
+        stream.write("\n")
 
 
 # -- table ----------------------------------------------------------------------------------------
@@ -227,19 +236,29 @@ def render_table(report: LockReport) -> str:
 
 
 def render_html(report: LockReport) -> str:
-    """One self-contained page (the renderer `simulate --workload --format html` uses): totals,
-    pools with their lock values and locked-free capacity, and every device coloured by its lock."""
+    """One self-contained page (the renderer `simulate --workload --format html` uses): totals
+    once, pools with their lock values and locked-free capacity, and every device as a card
+    with its state, lock, holders and consumption written out, coloured by its lock.
+
+    Devices of pools that keep no lock are neither shown nor counted unless `--all` lists them:
+    a total that counts devices the page never shows cannot be checked against it.
+    """
     from dra_affinity.lint.reporters.html_page import Grid, Page, Table, device_cells
 
     t = report.totals
+    shows_untracked = any(p.untracked for p in report.pools)
     page = Page("Sharing-affinity locks")
     page.paragraph("Every device's lock as a restarted scheduler reconstructs it from the claims' "
                    "status.allocation (KEP-5981).")
     page.heading("Totals")
-    rows = [("sharing_affinity_locked_devices", str(t.locked_devices)),
-            ("sharing_affinity_unreconstructable_devices", str(t.unreconstructable_devices)),
-            *((f"{state} devices", str(n)) for state, n in t.states.items())]
-    page.table(Table(("", "value"), tuple(rows), (False, True)))
+    gauges = {"locked": "sharing_affinity_locked_devices",
+              "unreconstructable": "sharing_affinity_unreconstructable_devices"}
+    rows = tuple((state, str(n), gauges.get(state, "")) for state, n in t.states.items()
+                 if state != "untracked" or shows_untracked)
+    page.table(Table(("devices", "in the cluster", "metric"), rows, (False, True, False)))
+    if t.states.get("untracked") and not shows_untracked:
+        page.paragraph("Devices of pools that keep no lock (untracked) are not shown or counted here: "
+                       "--all adds them.")
     if report.pools:
         page.heading("Pools")
         page.table(Table(
@@ -253,9 +272,11 @@ def render_html(report: LockReport) -> str:
             (False, False, True, True, True, False, False)))
     page.heading("Devices")
     if report.devices:
-        page.paragraph("One square per device, coloured by its lock value; hover for holders and capacity.")
-        page.grids([Grid("devices", device_cells((d.ref, d.state, d.capacity, d.consumed)
-                                                 for d in report.devices))])
+        page.paragraph("One card per device, by pool: its state and lock, the claims holding it and "
+                       "the capacity they consume; the bar on the left is the lock value's colour.")
+        nodes = {f"{p.ref.driver}/{p.ref.name}": p.node for p in report.pools}
+        page.grids([Grid("devices", device_cells(((d.ref, d.state, d.capacity, d.consumed)
+                                                  for d in report.devices), nodes))], cards=True)
     else:
         page.paragraph("No device matches.")
     for note in report.notes:
@@ -275,13 +296,13 @@ def render_html(report: LockReport) -> str:
               help="Only devices this claim holds (a bare name means namespace default); repeatable.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list the devices of pools that keep no lock (untracked).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "prometheus", "html"]), default="table",
-              show_default=True,
-              help="html: one self-contained page (device grid coloured by lock value, holders on hover).")
-def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_context: str | None,
-          chunk_size: int | None, gate: str, kubernetes_version: KubernetesVersion,
-          pools: tuple[str, ...], nodes: tuple[str, ...], states: tuple[str, ...],
-          claims: tuple[str, ...], show_all: bool, fmt: str) -> None:
+@format_option(("text", "json", "prometheus", "html"),
+               extra=" (html: one self-contained page, a card per device: state, lock, holders, consumption)")
+def locks(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None, cluster: bool,
+          kubeconfig: str | None, kube_context: str | None, chunk_size: int | None, gate: str,
+          kubernetes_version: KubernetesVersion, pools: tuple[str, ...], nodes: tuple[str, ...],
+          states: tuple[str, ...], claims: tuple[str, ...], show_all: bool, fmt: str,
+          output: str | None) -> None:
     """Show every device's sharing-affinity lock, reconstructed from bound claims.
 
     Reads ResourceSlices, DeviceClasses and ResourceClaims (`kubectl get
@@ -293,27 +314,28 @@ def locks(paths: tuple[str, ...], cluster: bool, kubeconfig: str | None, kube_co
     of the lock is what `simulate --workload` calls stranded). `--format prometheus` writes
     the KEP's gauges and per-pool series for a node-exporter textfile collector.
 
-    Exit code 0 (unreconstructable devices are a state, shown, not a failure); 1 when an
-    input is invalid; 2 on usage errors.
+    Exit code 0 when the report is written (unreconstructable devices are a state, shown, not
+    a failure); 1 when an input object is invalid; 2 on usage errors or unreadable input.
     """
+    from dra_affinity.lint.inputs import walk_filter
     from dra_affinity.policies.core.findings import Severity
     from dra_affinity.policies.scheduler.lock_report import LockFilters, lock_report
 
     loaded = load_lock_input("locks", paths, cluster, kubeconfig, kube_context, chunk_size, gate,
-                             kubernetes_version)
+                             kubernetes_version, walk_filter(excludes, load_settings(config_path)))
     notes = [f"claim {c} is allocated device {r}, which no slice of the input publishes"
              for c in loaded.book.claims for r in loaded.book.missing_devices(c)]
     report = lock_report(loaded.book, LockFilters(pools, nodes, states, claims, show_all), notes)
     findings = list(loaded.objects.findings)
     if fmt == "json":
-        echo_json(report_json(report, findings))
+        echo_json(report_json(report, findings), "locks", output)
     elif fmt == "prometheus":
         from dra_affinity.lint.lock_metrics import exposition
 
-        click.echo(exposition(report), nl=False)
+        emit("locks", exposition(report), output)
     elif fmt == "html":
-        click.echo(render_html(report), nl=False)
+        emit("locks", render_html(report), output)
     else:
-        click.echo(render_table(report))
+        emit("locks", render_table(report), output)
     failed = any(f.severity is Severity.ERROR for f in findings)
     sys.exit(1 if failed else 0)

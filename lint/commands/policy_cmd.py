@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import click
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.options import kubernetes_version_option, output_option
 from dra_affinity.policies.core.limits import KubernetesVersion
 
 
@@ -64,21 +64,23 @@ def policy() -> None:
 
 
 @policy.command("export", short_help="Print the native ValidatingAdmissionPolicy and its binding.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write the manifests to FILE (atomically) instead of stdout.")
+@output_option
 @click.option("--action", "actions", multiple=True, type=click.Choice(["Deny", "Warn", "Audit"]),
-              help="validationActions of the binding; repeat for several (default: Deny). "
+              help="The binding's validationActions; repeat for several (default: Deny). "
                    "Use --action Warn --action Audit to observe before enforcing.")
 @click.option("--name", default=None, help="Name of the policy and its binding.")
 @click.option("--show-cost", is_flag=True,
               help="Also print each expression's estimated CEL cost to stderr.")
 @kubernetes_version_option
-def export(output: Path | None, actions: tuple[str, ...], name: str | None, show_cost: bool,
+def export(output: str | None, actions: tuple[str, ...], name: str | None, show_cost: bool,
            kubernetes_version: KubernetesVersion) -> None:
     """Print a ValidatingAdmissionPolicy and its binding enforcing SA101-SA105 and SA109.
 
     The API server evaluates them itself, so they hold while the webhook is down or removed.
-    Compiling extractors, their cost and the pool rules still need the webhook.
+    Compiling extractors, their cost and the pool rules still need the webhook. A file
+    given with -o is replaced atomically.
+
+    Exit code 0; 2 on usage errors or a file that cannot be written.
     """
     from dra_affinity.policies.rules.vap import (
         POLICY_NAME,
@@ -99,10 +101,15 @@ def export(output: Path | None, actions: tuple[str, ...], name: str | None, show
             click.echo(f"dra-affinity policy export: {p.where}: {p.message}", err=True)
         sys.exit(2)
     text = render_policy(generated, chosen, name or POLICY_NAME)
-    if output is None:
+    if output is None or output == "-":
         click.echo(text, nl=False)
     else:
-        _write_atomically(output, text)
+        try:
+            _write_atomically(Path(output), text)
+        except OSError as error:
+            click.echo(f"dra-affinity policy export: {output}: cannot write the policy: "
+                       f"{error.strerror or error}", err=True)
+            sys.exit(2)
         click.echo(f"wrote {output}", err=True)
     if show_cost:
         for line in _cost_lines(kubernetes_version):

@@ -15,9 +15,16 @@ from typing import Any
 
 import click
 from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems, walk_filter
-from dra_affinity.lint.options import kubernetes_version_option, load_settings
+from dra_affinity.lint.options import (
+    complete_pools_option,
+    config_option,
+    format_option,
+    kubernetes_version_option,
+    load_settings,
+)
 from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.lint.reporters.output import emit
 from dra_affinity.lint.reporters.text_reporter import finding_line
 from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
 from dra_affinity.policies.core.findings import Finding, Severity
@@ -27,7 +34,7 @@ from dra_affinity.policies.rules.engine import EngineOptions, check_pool
 from dra_affinity.policies.scheduler.pool_report import PoolReport, SliceSummary, pool_report
 from dra_affinity.policies.scheduler.pools import build_pools
 
-REPORT_FORMATS = ("table", "json")
+REPORT_FORMATS = ("text", "json")
 
 
 def _cost(cost: int) -> str:
@@ -137,10 +144,9 @@ def render_table(reports: Sequence[PoolReport]) -> str:
 
 @click.command("pools")
 @input_options
-@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS), default="table", show_default=True,
-              help="A table for people, or JSON for CI.")
-@click.option("--complete-pools", is_flag=True,
-              help="The input holds every slice of every pool: SP303/SP304 are errors.")
+@format_option(REPORT_FORMATS, extra=" (text: a table for people, json for scripts)")
+@config_option
+@complete_pools_option
 @kubernetes_version_option
 def pools(
     paths: tuple[str, ...],
@@ -150,6 +156,8 @@ def pools(
     kube_context: str | None,
     chunk_size: int | None,
     fmt: str,
+    output: str | None,
+    config_path: str | None,
     complete_pools: bool,
     kubernetes_version: KubernetesVersion,
 ) -> None:
@@ -160,10 +168,13 @@ def pools(
     devices and how many allow multiple allocations, its slices with their files, and
     the pool findings (SP301–SP306). Objects that cannot be read (SA000: a YAML syntax
     error, a missing required field) are reported as `lint` reports them and left out of
-    the pools. Exit 0; 1 when there is such an input error; 2 when the input cannot be read.
+    the pools. With --cluster, every ResourceSlice of the cluster is read.
+
+    Exit code 0 when the report is written, whatever the pool findings; 1 when an input
+    object cannot be read (SA000); 2 when the input cannot be read or a usage error.
     """
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
-    inputs = load_input(paths, target, walk_filter(excludes, load_settings(None)))
+    inputs = load_input(paths, target, walk_filter(excludes, load_settings(config_path)))
     report_problems("pools", inputs)
     if inputs.usage_errors:
         sys.exit(2)
@@ -182,11 +193,9 @@ def pools(
     ]
     problems.sort(key=position_order)
     if fmt == "json":
-        click.echo(render_json(reports, inputs.files, problems))
+        emit("pools", render_json(reports, inputs.files, problems), output)
     else:
-        click.echo(render_table(reports))
-        if problems:  # as lint reports them: the object is left out of the pools above
-            click.echo("")
-            for problem in problems:
-                click.echo(finding_line(problem))
+        # unreadable objects as lint reports them: each is left out of the pools above
+        emit("pools", "\n\n".join([render_table(reports), *(["\n".join(finding_line(p) for p in problems)]
+                                                         if problems else [])]), output)
     sys.exit(1 if problems else 0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import click
+from dra_affinity.lint.options import format_option
+from dra_affinity.lint.reporters.output import emit
 from dra_affinity.policies.rules.base import Rule
 from dra_affinity.policies.rules.catalog import UnknownRuleError, catalog, get_rule
 from dra_affinity.policies.rules.context import SliceRule
@@ -50,16 +52,18 @@ def _explain(rule: Rule) -> str:
 
 @click.command("rules")
 @click.argument("rule_id", required=False, metavar="[RULE_ID]")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules(rule_id: str | None, fmt: str) -> None:
-    """List every rule, or explain RULE_ID (e.g. `dra-affinity rules SA105`)."""
+@format_option(("text", "json"))
+def rules(rule_id: str | None, fmt: str, output: str | None) -> None:
+    """List every rule, or explain RULE_ID (e.g. `dra-affinity rules SA105`).
+
+    Exit code 0; 2 on usage errors (an unknown rule).
+    """
     if rule_id is None:
         selected = list(catalog().values())
         if fmt == "json":
-            click.echo(json.dumps([_as_json(r) for r in selected], indent=2))
+            emit("rules", json.dumps([_as_json(r) for r in selected], indent=2), output)
             return
-        for rule in selected:
-            click.echo(f"{rule.id}  {rule.severity.label:<7}  {rule.slug:<24} {rule.summary}")
+        emit("rules", _table(selected), output)
         return
     try:
         rule = get_rule(rule_id)
@@ -67,4 +71,12 @@ def rules(rule_id: str | None, fmt: str) -> None:
         raise click.UsageError(
             f"unknown rule {rule_id!r}; `dra-affinity rules` lists them"
         ) from None
-    click.echo(json.dumps(_as_json(rule), indent=2) if fmt == "json" else _explain(rule))
+    emit("rules", json.dumps(_as_json(rule), indent=2) if fmt == "json" else _explain(rule), output)
+
+
+def _table(selected: list[Rule]) -> str:
+    """One rule per line, columns as wide as their longest cell."""
+    rows = [(r.id, r.severity.label, r.slug, r.summary) for r in selected]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+                     + "  " + row[3] for row in rows)

@@ -33,16 +33,18 @@ def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None
               help="Directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret).")
 @click.option("--client-ca-file", type=click.Path(dir_okay=False),
               help="Require client certificates signed by this CA (API server mTLS).")
-@click.option("--tls-min-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True)
+@click.option("--tls-min-version", type=click.Choice(["1.2", "1.3"]), default="1.2", show_default=True,
+              help="Lowest TLS version the admission listener accepts.")
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8443, show_default=True,
+              help="Port of the TLS admission listener (/validate and probes).")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), default=8080, show_default=True,
               help="Port of the plain-HTTP listener for /metrics (and /healthz, /readyz); 0: none. "
                    "The admission port does not serve /metrics.")
 @click.option("--metrics-host", default=None,
               help="Address of the metrics listener (default: --host).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
-              help="gunicorn worker processes.")
+              help="Worker processes (gunicorn's).")
 @click.option("--threads", type=click.IntRange(1, 256), default=4, show_default=True,
               help="Threads per worker (gthread).")
 @click.option("--keepalive", type=click.IntRange(0, 3600), default=30, show_default=True,
@@ -59,7 +61,7 @@ def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None
 @click.option("--pool-sync-timeout", type=click.FloatRange(0), default=2.0, show_default=True,
               help="How long a request may wait for the first pool list before skipping the pool check.")
 @click.option("--metrics-dir", type=click.Path(file_okay=False),
-              help="prometheus multiprocess directory (default: a fresh temporary directory).")
+              help="Directory of the Prometheus multiprocess files (default: a fresh temporary directory).")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
               default="info", show_default=True, help="Lowest level logged (JSON lines on stderr).")
 @kubernetes_version_option
@@ -77,6 +79,10 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     Same rules, ids and messages as `lint`. Certificates are reloaded when their files change
     (checked every --cert-check-interval seconds), without restarting or dropping requests.
     Equivalent to `gunicorn -c webhook/gunicorn_conf.py` with the matching settings.
+
+    Exit code 0 when stopped by SIGTERM or SIGINT; 2 when it cannot start (usage errors,
+    unreadable certificates, a port that cannot be listened on); gunicorn's own 3 or 4
+    when its workers cannot boot or load the application.
     """
     from dra_affinity.webhook import tls
 

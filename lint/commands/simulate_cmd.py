@@ -7,12 +7,21 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from json.encoder import encode_basestring_ascii as _string
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from dra_affinity.lint.inputs import exclude_option, load_objects, walk_filter
-from dra_affinity.lint.options import kubernetes_version_option, load_settings
+from dra_affinity.lint.inputs import cluster_target, load_cluster_state, load_objects, walk_filter
+from dra_affinity.lint.options import (
+    cluster_options,
+    config_option,
+    exclude_option,
+    format_option,
+    kubernetes_version_option,
+    load_settings,
+)
 from dra_affinity.lint.reporters.json_reporter import finding_to_json
+from dra_affinity.lint.reporters.output import emit, report_stream
+from dra_affinity.lint.terminal import warn
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
@@ -32,7 +41,9 @@ from dra_affinity.policies.scheduler.simulation import (
 )
 
 if TYPE_CHECKING:
+    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.inputs import Objects
+    from dra_affinity.lint.walk import WalkFilter
     from dra_affinity.lint.workload_file import WorkloadFile
     from dra_affinity.policies.core.findings import Finding
 
@@ -369,6 +380,8 @@ def render_text(report: SimulationReport) -> str:
 @click.command("simulate")
 @click.argument("paths", nargs=-1, metavar="[PATH|-]...")
 @exclude_option
+@config_option
+@cluster_options
 @click.option("--order", metavar="CLAIM,CLAIM,...",
               help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
                    "Prefix a claim with '-' to release it at that point. Default: every claim without "
@@ -378,19 +391,17 @@ def render_text(report: SimulationReport) -> str:
               help="Replay a workload file (arrivals, lifetimes, varied affinity values; see "
                    "docs/simulate.md) and print the fragmentation report instead of single steps.")
 @click.option("--mode", "modes", type=click.Choice([m.value for m in Mode]), multiple=True,
-              help="alpha: first-fit in slice/device order; beta: prefer compatibly locked devices. "
-                   "[default: alpha] Give both (with --workload) to compare them on the same arrivals.")
+              help="Device choice: alpha first-fit in slice/device order, or beta's preference for "
+                   "compatibly locked devices (default alpha). Give both (with --workload) to compare "
+                   "them on the same arrivals.")
 @click.option("--compare", is_flag=True, help="Same as --mode alpha --mode beta (needs --workload).")
 @click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
               help="DRASharingAffinity in the scheduler; off makes every device of an affinity pool "
                    "unallocatable.")
 @click.option("--pool", "pools", multiple=True, metavar="POOL",
               help="Only these candidate pools (driver/name, or name); repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "html"]), default="table",
-              show_default=True,
-              help="html (with --workload): one self-contained page with device grids and charts.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Write the report to FILE instead of standard output.")
+@format_option(("text", "json", "html"),
+               extra=" (html, with --workload: one self-contained page with device grids and charts)")
 @click.option("--summary", is_flag=True,
               help="Per step, how many devices were not viable for which reason instead of one entry per "
                    "device (JSON: `rejected` instead of `candidates`); for large inputs.")
@@ -398,9 +409,10 @@ def render_text(report: SimulationReport) -> str:
               help="Print only the steps whose claim could not be placed (devices and metrics stay "
                    "complete).")
 @kubernetes_version_option
-def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | None, workload_path: Path | None,
-             modes: tuple[str, ...], compare: bool, gate: str, pools: tuple[str, ...], fmt: str,
-             output: Path | None, summary: bool, only_failing: bool,
+def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None, cluster: bool,
+             kubeconfig: str | None, kube_context: str | None, chunk_size: int | None, order: str | None,
+             workload_path: Path | None, modes: tuple[str, ...], compare: bool, gate: str,
+             pools: tuple[str, ...], fmt: str, output: str | None, summary: bool, only_failing: bool,
              kubernetes_version: KubernetesVersion) -> None:
     """Replay the scheduler's sharing-affinity locks over a sequence of claims.
 
@@ -419,11 +431,16 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
     in use, stranded capacity, pending claims that raw capacity could have held,
     time to place and the KEP's metrics, per mode and side by side (docs/simulate.md).
 
-    Exit code 0 when every claim was placed (with --workload: none is pending at the
-    end); 1 when a claim could not be placed or an input is invalid (so a CI job fails
-    when a workload no longer fits); 2 on usage errors. Use `dra-affinity test` when a
-    pending claim is the expected outcome.
+    With --cluster, the cluster's ResourceSlices, DeviceClasses and ResourceClaims are the
+    input (a workload's `resources:` files are added to them).
+
+    Exit code 0 when the report is written, whether every claim was placed or some stay
+    pending (the report says which); 1 when an input object is invalid; 2 on usage errors
+    or unreadable input. To fail a CI job when a workload no longer fits, ask the question
+    in a `dra-affinity test` suite (a `workload:` case with expectations such as
+    `pending <= 0`).
     """
+    target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
 
     chosen = [Mode.ALPHA, Mode.BETA] if compare else list(dict.fromkeys(Mode(m) for m in modes))
     if workload_path is None:
@@ -445,7 +462,10 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
             _usage(str(exc))
         paths = (*paths, *(str(p) for p in workload_file.resources))
     with gc_paused(freeze=True):  # the model lives until the command exits
-        inputs = load_objects(paths, walk=walk_filter(excludes, load_settings(None)))
+        inputs = _load(paths, target, walk_filter(excludes, load_settings(config_path)),
+                       workload_file is not None)
+    for note in inputs.notes:
+        warn("simulate", note)
     for message in inputs.usage_errors:
         click.echo(f"dra-affinity simulate: {message}", err=True)
     if inputs.usage_errors:
@@ -465,26 +485,19 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], order: str | Non
         sys.exit(2)
     findings = [*inputs.findings, *result.findings]
     _print_findings(findings)
-    unplaced = 0
 
     def decided() -> Iterable[tuple[int, StepResult]]:
-        nonlocal unplaced
         for n, s in enumerate(result.steps(), start=1):
             failed_step = s.step.action is Action.ALLOCATE and not s.placed
-            unplaced += failed_step
             if failed_step or not only_failing:
                 yield n, s
 
-    out: TextIO = sys.stdout if output is None else _open(output)
-    if fmt == "json":
-        _stream_json(out.write, result, decided(), summary, [finding_to_json(f) for f in findings])
-    else:
-        _stream_text(out.write, result, decided(), summary)
-    out.flush()
-    if output is not None:
-        out.close()
-    failed = bool(unplaced) or any(f.severity is Severity.ERROR for f in findings)
-    sys.exit(1 if failed else 0)
+    with report_stream("simulate", output) as out:
+        if fmt == "json":
+            _stream_json(out.write, result, decided(), summary, [finding_to_json(f) for f in findings])
+        else:
+            _stream_text(out.write, result, decided(), summary)
+    sys.exit(1 if any(f.severity is Severity.ERROR for f in findings) else 0)
 
 
 def _usage(message: str) -> NoReturn:
@@ -492,19 +505,20 @@ def _usage(message: str) -> NoReturn:
     sys.exit(2)
 
 
-def _open(output: Path) -> TextIO:
-    try:
-        return output.open("w", encoding="utf-8")
-    except OSError as exc:
-        _usage(f"--output {output}: {exc.strerror or exc}")
-
-
-def _emit(text: str, output: Path | None) -> None:
-    if output is None:
-        click.echo(text)
-        return
-    with _open(output) as out:
-        out.write(text if text.endswith("\n") else text + "\n")
+def _load(paths: tuple[str, ...], target: ClusterTarget | None, walk: WalkFilter,
+          workload: bool) -> Objects:
+    """PATHs, or the cluster plus a workload's own `resources:` files (already in `paths`)."""
+    if target is None:
+        return load_objects(paths, walk=walk)
+    objects = load_cluster_state(target)
+    if workload and paths and not objects.usage_errors:
+        files = load_objects(paths, walk=walk)
+        objects.slices += files.slices
+        objects.claims += files.claims
+        objects.classes += files.classes
+        objects.findings += files.findings
+        objects.usage_errors += files.usage_errors
+    return objects
 
 
 def _print_findings(findings: Sequence[Finding]) -> None:
@@ -517,7 +531,7 @@ def _print_findings(findings: Sequence[Finding]) -> None:
 
 
 def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode], feature_gate: bool,
-            pools: tuple[str, ...], fmt: str, output: Path | None,
+            pools: tuple[str, ...], fmt: str, output: str | None,
             kubernetes_version: KubernetesVersion) -> None:
     from dra_affinity.lint.reporters import workload_reporter
     from dra_affinity.policies.scheduler.replay import ReplayReport, replay
@@ -543,10 +557,10 @@ def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode],
 
         doc = workload_reporter.render_json(reports, seed)
         doc["findings"] = [finding_to_json(f) for f in findings]
-        _emit(json.dumps(doc, indent=2), output)
+        emit("simulate", json.dumps(doc, indent=2), output)
     elif fmt == "html":
-        _emit(workload_reporter.render_html(reports, seed), output)
+        emit("simulate", workload_reporter.render_html(reports, seed), output)
     else:
-        _emit(workload_reporter.render_text(reports, seed), output)
-    failed = any(r.pending for r in reports) or any(f.severity is Severity.ERROR for f in findings)
-    sys.exit(1 if failed else 0)
+        emit("simulate", workload_reporter.render_text(reports, seed), output)
+    # a pending claim is what the report shows, not a failure: `test` asks that question
+    sys.exit(1 if any(f.severity is Severity.ERROR for f in findings) else 0)

@@ -267,13 +267,20 @@ def test_run(results: list[CaseResult]) -> RunResult:
 
 
 def _text(results: list[CaseResult]) -> str:
+    """A line per case and the count; with -q, only the failing cases."""
+    from dra_affinity.lint.terminal import current
+
+    quiet = current().quiet
     lines = []
     for r in results:
+        if quiet and r.passed:
+            continue
         status = click.style("PASS", fg="green") if r.passed else click.style("FAIL", fg="red")
         lines.append(f"{status} {r.suite}: {r.case.name}")
         lines += [f"     {failure}" for failure in r.failures]
     passed = sum(r.passed for r in results)
-    lines.append(f"{passed} passed, {len(results) - passed} failed")
+    if not quiet:
+        lines.append(f"{passed} passed, {len(results) - passed} failed")
     return "\n".join(lines)
 
 

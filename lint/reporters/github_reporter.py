@@ -68,6 +68,8 @@ def render(run: RunResult) -> str:
             why = item.by.reason or "no reason"
             reason = f" [suppressed by {item.by.kind.value} at {item.by.where()}: {why}]"
             lines.append(annotation(item.finding, namer, command="notice", prefix="suppressed ", note=reason))
-    if run.summary:
+    from dra_affinity.lint.terminal import current
+
+    if run.summary and not current().quiet:  # -q: the annotations alone
         lines.append(run.summary)
     return "\n".join(lines)

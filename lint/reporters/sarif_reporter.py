@@ -7,13 +7,19 @@ the rules carry their catalog docs as help text, and nothing but the log goes to
 the output. Columns count Unicode code points (`columnKind`), as the loader does.
 URIs are relative to the checkout (`SRCROOT`), so uploads resolve from any
 working directory.
+
+Beyond the schema, the SARIF validator's advice (`sarif multitool validate`, SARIF2xxx) is
+followed where it applies: `$schema` (SARIF2008); the tool's name, version and
+`informationUri` (SARIF2005: where a reader of an uploaded log learns what made it, taken
+from the package's own `Project-URL`, so the address is written once, in pyproject.toml);
+plain-text messages as sentences ending with a period (SARIF2001).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, metadata, version
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,6 +43,21 @@ def _tool_version() -> str:
         return version("dra-affinity")
     except PackageNotFoundError:
         return "0+unknown"
+
+
+def _information_uri() -> str | None:
+    """The package's home page (`Project-URL: Homepage`), else its first project URL."""
+    try:
+        entries = metadata("dra-affinity").get_all("Project-URL") or []
+    except PackageNotFoundError:
+        return None
+    urls = [(label.strip().lower(), url.strip()) for label, _, url in (e.partition(",") for e in entries)]
+    return next((url for label, url in urls if label == "homepage"), urls[0][1] if urls else None)
+
+
+def _sentence(text: str) -> str:
+    """A message as SARIF viewers expect it: a sentence that ends with a period."""
+    return text if text.endswith((".", "?", "!")) else f"{text}."
 
 
 def _text(rule: Rule) -> str:
@@ -143,7 +164,7 @@ class _Builder:
         out: dict[str, Any] = {
             "ruleId": finding.rule,
             "level": _LEVELS[finding.severity],
-            "message": {"text": text},
+            "message": {"text": _sentence(text)},
             "locations": [self.location(primary)] if finding.locations else [],
             "partialFingerprints": {f"{TOOL_NAME}/v1": _fingerprint(finding)},
         }
@@ -185,20 +206,20 @@ def build(run: RunResult, namer: PathNamer | None = None) -> dict[str, Any]:
     invocation: dict[str, Any] = {"executionSuccessful": run.successful}
     if run.notifications:
         invocation["toolExecutionNotifications"] = [
-            {"level": "error" if n.level == "error" else "warning", "message": {"text": n.message}}
+            {"level": "error" if n.level == "error" else "warning", "message": {"text": _sentence(n.message)}}
             for n in run.notifications
         ]
     root = Path(namer.root).as_uri().rstrip("/") + "/"
+    driver: dict[str, Any] = {"name": TOOL_NAME, "version": _tool_version(),
+                              "semanticVersion": _tool_version()}
+    information = _information_uri()
+    if information is not None:
+        driver["informationUri"] = information
     return {
         "$schema": SCHEMA_URI,
         "version": SARIF_VERSION,
         "runs": [{
-            "tool": {"driver": {
-                "name": TOOL_NAME,
-                "version": _tool_version(),
-                "semanticVersion": _tool_version(),
-                "rules": builder.rules,
-            }},
+            "tool": {"driver": {**driver, "rules": builder.rules}},
             "automationDetails": {"id": f"{TOOL_NAME}/{run.command}/"},
             "originalUriBaseIds": {BASE_ID: {"uri": root}},
             "columnKind": "unicodeCodePoints",

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dra_affinity.lint.reporters.html_page import Chart, Grid, Page, Series, Table, device_cells
+from dra_affinity.lint.reporters.html_page import (
+    OTHER_COLOUR,
+    Chart,
+    Grid,
+    Page,
+    Series,
+    Table,
+    device_cells,
+    grid_colours,
+)
 from dra_affinity.policies.scheduler.locks import METRIC_NAMES
 from dra_affinity.policies.scheduler.replay import ReplayReport, Snapshot
 
@@ -163,13 +172,16 @@ def render_html(reports: Sequence[ReplayReport], seed: int) -> str:
             Series(r.mode.value, tuple((s.time, pick(s)) for s in r.series)) for r in reports)))
     page.heading("Devices at the end of the run")
     page.paragraph("One square per device, coloured by its lock value; hover for holders and capacity.")
-    page.grids([Grid(r.mode.value, device_cells((d.ref, d.state, d.capacity, d.consumed) for d in r.devices))
-                for r in reports])
+    grids = [Grid(r.mode.value, device_cells((d.ref, d.state, d.capacity, d.consumed) for d in r.devices))
+             for r in reports]
+    page.grids(grids)
     values = _values(reports)
     if values:
+        colours = grid_colours(grids)
         page.heading("Devices locked per value at end", 3)
         page.table(Table(("value", *(r.mode.value for r in reports)),
                          tuple((v, *(str(dict(r.final.by_value).get(v, 0)) for r in reports))
                                for v in values),
-                         (False, *(True for _ in reports))))
+                         (False, *(True for _ in reports)),
+                         swatches=tuple(colours.get(v, OTHER_COLOUR) for v in values)))
     return page.render()

@@ -134,6 +134,61 @@ def test_patches_hit_exactly_one_object_and_take_effect(tmp_path: Path, director
                 assert resolve_pointer(patched, op["path"]) == op["value"]
 
 
+def _package_version() -> str:
+    return str(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"])
+
+
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+
+
+def _images(objects: list[Obj]) -> list[tuple[str, str]]:
+    """(object, image) of every container, init container and ephemeral container rendered."""
+    found: list[tuple[str, str]] = []
+
+    def visit(node: Any, owner: str) -> None:
+        if isinstance(node, dict):
+            for name, value in node.items():
+                if name in _CONTAINER_LISTS and isinstance(value, list):
+                    found.extend((owner, c.get("image", "")) for c in value if isinstance(c, dict))
+                visit(value, owner)
+        elif isinstance(node, list):
+            for item in node:
+                visit(item, owner)
+
+    for obj in objects:
+        visit(obj.get("spec"), f"{obj['kind']}/{obj['metadata']['name']}")
+    return found
+
+
+def _component_dirs() -> list[str]:
+    return sorted(str(p.parent.relative_to(DEPLOY)) for p in DEPLOY.glob("components/*/kustomization.yaml"))
+
+
+@pytest.mark.parametrize("entry", [*KUSTOMIZATIONS, *_component_dirs()])
+def test_every_container_image_is_tagged_with_the_package_version(tmp_path: Path, entry: str) -> None:
+    """An untagged image is `:latest` to the kubelet: whatever was pushed last, not this release.
+    Components are rendered as an overlay adds them (beside the base), where the base's
+    `images:` does not reach them."""
+    if entry.startswith("components/"):
+        objects = render_with(tmp_path, resources=["base"], components=[entry])
+    else:
+        objects = render(DEPLOY / entry)
+    version = _package_version()
+    for owner, image in _images(objects):
+        name, _, digest = image.partition("@")
+        tag = name.rsplit("/", 1)[-1].partition(":")[2]  # a registry's port is before the last /
+        assert tag == version or digest.startswith("sha256:"), f"{entry}: {owner} runs {image!r}"
+
+
+def test_an_overlays_image_entry_renames_the_webhook_and_the_exporter(tmp_path: Path) -> None:
+    """The install steps' `images:` (a registry and a tag) reaches the component's container too."""
+    rel = {k: [os.path.relpath(DEPLOY / p, tmp_path) for p in v]
+           for k, v in {"resources": ["base"], "components": ["components/lock-exporter"]}.items()}
+    images = [{"name": "dra-affinity", "newName": "registry.example.com/dra-affinity", "newTag": "9.9.9"}]
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({**rel, "images": images}))
+    assert {image for _, image in _images(render(tmp_path))} == {"registry.example.com/dra-affinity:9.9.9"}
+
+
 # ------------------------------------------------------------------------------------------------
 # Schemas
 # ------------------------------------------------------------------------------------------------
@@ -326,7 +381,7 @@ def test_cert_manager_overlay_issues_the_secret_the_deployment_mounts(cert_manag
 
 
 def test_image_tag_is_the_package_version_and_args_are_serve_options(base: list[Obj]) -> None:
-    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    version = _package_version()
     container = find(base, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == f"dra-affinity:{version}"
     ctx = serve.make_context("serve", list(container["args"]))  # raises on an unknown option

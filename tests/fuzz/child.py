@@ -49,7 +49,9 @@ from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
 from dra_affinity.policies.rules.engine import EngineOptions, check_slice
 from dra_affinity.policies.scheduler.dryrun import dry_run
+from dra_affinity.webhook.body import GO_MAX_DEPTH
 
+from tests.fuzz.grammar import NEST_PLACEHOLDER, nested_text
 from tests.webhook.support import SvcConnection, client_context
 
 _KEYS = (EnvKey((1, 37), EnvMode.NEW_EXPRESSIONS), EnvKey((1, 37), EnvMode.STORED_EXPRESSIONS))
@@ -182,8 +184,12 @@ def lint_verdict(obj: dict[str, Any], old: ResourceSlice | None,
 def check_review(case: dict[str, Any], webhook: Webhook) -> dict[str, Any]:
     """POST the review to the webhook; compare with `lint`; run `dry-run` on the claim."""
     review = case["review"]
+    text = json.dumps(review)
+    nest = case.get("nest")
+    if nest:
+        text = text.replace(f'"{NEST_PLACEHOLDER}"', nested_text(nest["depth"], nest["opener"]), 1)
     try:
-        status, body = webhook.post(json.dumps(review).encode())
+        status, body = webhook.post(text.encode())
     except TimeoutError:
         return {"kind": "hang", "detail": f"the webhook gave no answer in {_REQUEST_TIMEOUT}s"}
     except ConnectionError as error:
@@ -191,6 +197,9 @@ def check_review(case: dict[str, Any], webhook: Webhook) -> dict[str, Any]:
     if status >= 500:
         return {"kind": "5xx", "detail": f"HTTP {status}: {body[:500]!r}"}
     problems: list[str] = []
+    if nest and (nest["depth"] > GO_MAX_DEPTH) != (status == 400 and b"exceeded max depth" in body):
+        problems.append(f"nested {nest['depth']} levels (Go decodes up to {GO_MAX_DEPTH}): HTTP {status} "
+                        f"{body[:200]!r}")
     request = review.get("request")
     obj = request.get("object") if isinstance(request, dict) else None
     if status == 200 and isinstance(obj, dict) and request.get("operation") in ("CREATE", "UPDATE") \

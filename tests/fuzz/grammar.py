@@ -429,9 +429,30 @@ def expression_case(src: Source) -> dict[str, Any]:
     return {"expr": expression(src), "object": cel_object(src)}
 
 
+NEST_PLACEHOLDER = "__NEST__"
+NEST_ENVELOPE = 7
+"""Levels above `fieldsV1`'s value: review, request, object, metadata, managedFields, [0], fieldsV1."""
+
+
 def review_case(src: Source) -> dict[str, Any]:
-    """A review for the webhook and, for `dry-run`, a claim the slice's extractors run on."""
-    return {"review": admission_review(src), "claim": resource_claim(src)}
+    """A review for the webhook and, for `dry-run`, a claim the slice's extractors run on;
+    one in eight nests `metadata.managedFields[0].fieldsV1` around Go's bound (10,000 levels
+    in all), as text (`nest`): Python's own encoder could not write it."""
+    case = {"review": admission_review(src), "claim": resource_claim(src)}
+    request = case["review"].get("request")
+    obj = request.get("object") if isinstance(request, dict) else None
+    if src.integer(0, 7) == 0 and isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+        obj["metadata"]["managedFields"] = [{"manager": "fuzz", "operation": "Apply",
+                                             "fieldsType": "FieldsV1", "fieldsV1": {"f:x": NEST_PLACEHOLDER}}]
+        case["nest"] = {"depth": choice(src, (500, 999, 1_000, 5_000, 10_000, 10_001, 20_000)),
+                        "opener": choice(src, ("[", "{"))}
+    return case
+
+
+def nested_text(depth: int, opener: str) -> str:
+    """JSON nested `depth` levels in all once put in place of `NEST_PLACEHOLDER`."""
+    inner = depth - NEST_ENVELOPE
+    return ("[" * inner + "1" + "]" * inner) if opener == "[" else ('{"f:x":' * inner + "1" + "}" * inner)
 
 
 TARGETS: dict[str, Callable[[Source], dict[str, Any]]] = {

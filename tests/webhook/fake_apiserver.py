@@ -9,7 +9,11 @@ for all resources, as etcd has. `expire()` makes the next watch of a resource an
 the API server does at a watch's timeout) and `hold_watches()` keeps new ones waiting until
 `release_watches()`, so writes can land while no watch is open; `outage()` cuts them
 mid-stream and drops every request until `restore()`, as a restarting API server or a broken
-network path does.
+network path does. `misbehave(mode)` makes list requests go wrong the way a hostile or broken
+path does — `500`, `truncated` (a valid status and length, the body cut short), `html` (a
+proxy's error page with status 200) — until `misbehave(None)`; `junk_items` adds malformed
+items to every list; `inject(resource, line)` puts a raw line (garbage, an event without an
+object, …) into that resource's watch streams. `list_times` keeps when each list came.
 Loopback only; stopped by the fixture that starts it.
 """
 
@@ -19,6 +23,7 @@ import contextlib
 import json
 import socket
 import threading
+import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -63,6 +68,9 @@ class FakeApiServer:
         self.watch_versions: list[int] = []
         """The resourceVersion of every watch request, in order."""
         self.list_requests = 0
+        self.list_times: dict[str, list[float]] = {}
+        self.mode: str | None = None
+        self.junk_items: list[Any] = []
         self.watch_requests = 0
         self.lists: dict[str, int] = {}
         self.watches: dict[str, int] = {}
@@ -103,6 +111,8 @@ class FakeApiServer:
                 if query.get("watch") in {"true", "1", "True"}:
                     fake._watch(self, resource, int(query.get("resourceVersion") or 0),
                                 float(query.get("timeoutSeconds") or 30))
+                elif fake.mode is not None:
+                    fake._misbehave(self, resource)
                 else:
                     self._send(200, fake._list(resource, int(query.get("limit") or 0),
                                                query.get("continue")))
@@ -191,6 +201,38 @@ class FakeApiServer:
     def restore(self) -> None:
         self._down.clear()
 
+    def misbehave(self, mode: str | None) -> None:
+        """Answer lists with `mode` (`500`, `truncated`, `html`) from now on; None: correctly."""
+        self.mode = mode
+
+    def inject(self, resource: str, line: bytes) -> None:
+        """A raw line in `resource`'s watch streams, after the events so far."""
+        with self._cond:
+            self._version += 1
+            self._events.append((self._version, resource, "RAW", {"line": line}))
+            self._cond.notify_all()
+
+    def _misbehave(self, handler: BaseHTTPRequestHandler, resource: str) -> None:
+        with self._cond:
+            self.list_requests += 1
+            self.lists[resource] = self.lists.get(resource, 0) + 1
+            self.list_times.setdefault(resource, []).append(time.monotonic())
+        mode = self.mode
+        if mode == "html":
+            body, code, kind = b"<html><body><h1>502 Bad Gateway</h1></body></html>", 200, "text/html"
+        elif mode == "500":
+            body = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500,
+                               "reason": "InternalError", "message": "etcdserver: leader changed"}).encode()
+            code, kind = 500, "application/json"
+        else:
+            full = json.dumps(self._list(resource, 0, None, count=False)).encode()
+            body, code, kind = full[:len(full) // 2], 200, "application/json"
+        handler.send_response(code)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
     @staticmethod
     def _cut(handler: BaseHTTPRequestHandler) -> None:
         with contextlib.suppress(OSError):
@@ -201,10 +243,12 @@ class FakeApiServer:
 
     # -- the protocol --------------------------------------------------------------------
 
-    def _list(self, resource: str, limit: int, token: str | None) -> dict[str, Any]:
+    def _list(self, resource: str, limit: int, token: str | None, count: bool = True) -> dict[str, Any]:
         with self._cond:
-            self.list_requests += 1
-            self.lists[resource] = self.lists.get(resource, 0) + 1
+            if count:
+                self.list_requests += 1
+                self.lists[resource] = self.lists.get(resource, 0) + 1
+                self.list_times.setdefault(resource, []).append(time.monotonic())
             objects = self._objects[resource]
             items = [objects[n] for n in sorted(objects)]
             version = self._version
@@ -213,8 +257,11 @@ class FakeApiServer:
         meta: dict[str, Any] = {"resourceVersion": str(version)}
         if end < len(items):
             meta["continue"] = str(end)
+        page = items[start:end]
+        if not start:
+            page = [*self.junk_items, *page]
         return {"apiVersion": "resource.k8s.io/v1", "kind": f"{RESOURCES[resource]}List", "metadata": meta,
-                "items": items[start:end]}
+                "items": page}
 
     def _watch(self, handler: BaseHTTPRequestHandler, resource: str, since: int, timeout: float) -> None:
         with self._cond:
@@ -253,16 +300,23 @@ class FakeApiServer:
                 if self._stopping.is_set() or cut or ended:
                     break  # an expiry ends the running watch; the next one gets 410
                 for version, _, kind, obj in pending:
-                    self._chunk(handler, {"type": kind, "object": obj})
+                    if kind == "RAW":
+                        self._raw_chunk(handler, obj["line"])
+                    else:
+                        self._chunk(handler, {"type": kind, "object": obj})
                     sent = version
             handler.wfile.write(b"0\r\n\r\n")
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             pass
 
+    @classmethod
+    def _chunk(cls, handler: BaseHTTPRequestHandler, event: Mapping[str, Any]) -> None:
+        cls._raw_chunk(handler, json.dumps(event).encode())
+
     @staticmethod
-    def _chunk(handler: BaseHTTPRequestHandler, event: Mapping[str, Any]) -> None:
-        line = json.dumps(event).encode() + b"\n"
+    def _raw_chunk(handler: BaseHTTPRequestHandler, line: bytes) -> None:
+        line += b"\n"
         handler.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
         handler.wfile.flush()
 

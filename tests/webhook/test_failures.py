@@ -102,10 +102,19 @@ def test_a_worker_killed_under_load_is_replaced_and_the_other_keeps_serving(tmp_
         assert len(load.failed) <= len(load.threads), load.failed
         assert all(at >= killed_at for at, _ in load.failed)
         assert any(x.get("pid") == new and x.get("uid") for x in server.log_lines())
-        # The metrics still add up across the live workers (and the dead one's counters stay).
-        text = server.metrics()
-        assert metric_value(text, "dra_affinity_admission_requests_total",
-                            {"decision": "allowed"}) >= len(load.ok) * 0.9
+        # The metrics still add up across the live workers. A killed worker takes its last
+        # unwritten batch of samples with it (events.FLUSH_INTERVAL), and how many requests
+        # that is depends on the machine's load, so the bound is on what it cannot have served:
+        # every review answered a second or more after the kill came from a live worker and
+        # is counted once that worker has written its batch. Nothing is counted twice.
+        served_by_live_workers = sum(1 for at in load.ok if at >= killed_at + 1.0)
+
+        def allowed() -> float:
+            return metric_value(server.metrics(), "dra_affinity_admission_requests_total",
+                                {"decision": "allowed"})
+
+        _eventually(lambda: allowed() >= served_by_live_workers, what="the live workers' samples")
+        assert allowed() <= len(load.ok) + len(load.failed)
     finally:
         stop_server(server)
 

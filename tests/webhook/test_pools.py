@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dra_affinity.kube.listwatch import SHORT_WATCH
 from dra_affinity.policies.rules.engine import check_pools, check_slice
 from dra_affinity.webhook.admission import AdmissionRequest, Admitter, parse_review
 from dra_affinity.webhook.poolcache import KubernetesSliceApi, PoolIndexChecker, SliceWatch
@@ -154,8 +155,11 @@ def test_a_dropped_or_ended_watch_resumes_and_loses_no_update(tmp_path: Path) ->
         _eventually(lambda: fake.watches.get("resourceslices", 0) >= 1)
 
         # 1. The watch ends (its timeout) and writes land before the next one is answered.
+        # (It has run longer than a second first: one that ends sooner without an event is a
+        # failure, as client-go's "very short watch", and lists again.)
         lists, watches = fake.lists["resourceslices"], fake.watches["resourceslices"]
         last_seen = fake.watch_versions[-1]
+        time.sleep(SHORT_WATCH + 0.2)
         fake.hold_watches()
         fake.end_watches()
         _eventually(lambda: fake.watches["resourceslices"] > watches)  # resume sent, held
@@ -168,7 +172,7 @@ def test_a_dropped_or_ended_watch_resumes_and_loses_no_update(tmp_path: Path) ->
 
         # 2. Cut mid-stream, API server unreachable while slices change: listed again.
         fake.outage()
-        _eventually(lambda: watch._last_error is not None, timeout=20)  # it noticed
+        _eventually(lambda: watch.loop.status().last_error is not None, timeout=20)  # it noticed
         fake.put(_meta("s3", "c"))
         fake.delete("s1")
         fake.put(_meta("s2", "b", "d"))
@@ -179,6 +183,8 @@ def test_a_dropped_or_ended_watch_resumes_and_loses_no_update(tmp_path: Path) ->
 
         # 3. The watch ends, writes land, and etcd compacts: the resume gets 410, then a list.
         lists, watches = fake.lists["resourceslices"], fake.watches["resourceslices"]
+        _eventually(lambda: fake.watches["resourceslices"] > 0)
+        time.sleep(SHORT_WATCH + 0.2)
         fake.hold_watches()
         fake.end_watches()
         _eventually(lambda: fake.watches["resourceslices"] > watches)

@@ -568,3 +568,110 @@ def test_findings_cache_is_bounded_by_bytes_as_well_as_by_count() -> None:
     weight = FindingsCache.weigh(ordinary.key(model(slice_doc([entry("a")])), None, options),
                                  ordinary.entry(model(slice_doc([entry("a")])), None, options))
     assert weight * 1024 <= FindingsCache.MAX_BYTES
+
+
+def test_body_framing_reads_length_chunked_and_refuses_ambiguity() -> None:
+    from dra_affinity.webhook.worker import body_framing
+
+    def framing(*headers: bytes) -> tuple[str, int]:
+        head = b"POST / HTTP/1.1\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+        found = body_framing(head, len(head))
+        return found.kind, found.length
+
+    assert framing(b"Content-Length: 12") == ("length", 12)
+    assert framing(b"content-length:  7 ") == ("length", 7)
+    assert framing(b"Transfer-Encoding: chunked") == ("chunked", 0)
+    assert framing() == ("none", 0)
+    assert framing(b"Content-Length: 1", b"Content-Length: 1")[0] == "other"
+    assert framing(b"Content-Length: 1", b"Transfer-Encoding: chunked")[0] == "other"
+    assert framing(b"Transfer-Encoding: gzip")[0] == "other"
+    assert framing(b"Content-Length: -1")[0] == "other"
+
+
+def test_scan_chunks_waits_finishes_bounds_and_refuses() -> None:
+    from dra_affinity.webhook.worker import ChunkScan, scan_chunks
+
+    body = b"5\r\nhello\r\n3;ext=1\r\nabc\r\n0\r\n\r\n"
+    for cut in range(len(body) - 1):
+        assert scan_chunks(body[:cut], ChunkScan(0), 100) == "more", cut
+    scan = ChunkScan(0)
+    assert scan_chunks(body, scan, 100) == "done" and scan.decoded == 8
+    assert scan_chunks(b"0\r\nTrailer: x\r\n\r\n", ChunkScan(0), 100) == "done"
+    assert scan_chunks(body, ChunkScan(0), 6) == "over"
+    assert scan_chunks(b"zz\r\n{}\r\n0\r\n\r\n", ChunkScan(0), 100) == "bad"
+    assert scan_chunks(b"ffffffffffffffffff\r\n", ChunkScan(0), 100) == "bad"
+
+
+def test_nesting_is_measured_outside_strings_and_refused_past_go_bound() -> None:
+    from dra_affinity.webhook.body import GO_MAX_DEPTH, DepthError, decode, nesting
+
+    assert nesting(b'[{"a": "[[[{{{\\"[["}, [[]]]') == (3, None)
+    assert nesting(b"[" * GO_MAX_DEPTH + b"]" * GO_MAX_DEPTH) == (GO_MAX_DEPTH, None)
+    assert nesting(b"[" * (GO_MAX_DEPTH + 5)) == (GO_MAX_DEPTH + 1, ord("["))
+    value = decode(b"[" * GO_MAX_DEPTH + b"]" * GO_MAX_DEPTH)
+    for _ in range(GO_MAX_DEPTH - 1):
+        assert isinstance(value, list)
+        value = value[0]
+    assert value == []
+    with pytest.raises(DepthError, match=r"^invalid character '\{' exceeded max depth$"):
+        decode(b'{"a":' * (GO_MAX_DEPTH + 1) + b"1" + b"}" * (GO_MAX_DEPTH + 1))
+    assert sys.getrecursionlimit() < GO_MAX_DEPTH  # raised for the deep decode only
+
+
+def test_throttled_log_counts_every_event_and_writes_one_line_per_interval() -> None:
+    from dra_affinity.webhook.throttle import ThrottledLog
+
+    clock = _Clock()
+    counted: list[str] = []
+    lines: list[dict[str, object]] = []
+
+    class _Counter:
+        def count(self, kind: str) -> None:
+            counted.append(kind)
+
+    class _Log:
+        def warning(self, message: str, extra: dict[str, dict[str, object]]) -> None:
+            lines.append({"msg": message, **extra["fields"]})
+
+    throttled = ThrottledLog(_Log(), _Counter(), 10.0, clock=lambda: clock.now)
+    for _ in range(500):
+        throttled.record("timeout:body")
+        clock.now += 0.01
+    throttled.record("rejected:plain-http")
+    assert len(counted) == 501
+    assert [(x["kind"], x["count"]) for x in lines] == [("timeout:body", 1), ("rejected:plain-http", 1)]
+    throttled.flush()
+    assert len(lines) == 2  # the interval has not passed
+    clock.now += 10
+    throttled.flush()
+    assert [(x["kind"], x["count"]) for x in lines[2:]] == [("timeout:body", 499)]
+
+
+def test_listening_line_names_plain_listeners_http() -> None:
+    from dra_affinity.webhook.gunicorn_logging import plain_listeners
+
+    assert plain_listeners("https://0.0.0.0:8443,https://0.0.0.0:8080", frozenset({8080})) == \
+        "https://0.0.0.0:8443,http://0.0.0.0:8080"
+    assert plain_listeners("https://[::]:8443,https://[::]:8080", frozenset({8080})) == \
+        "https://[::]:8443,http://[::]:8080"
+    assert plain_listeners("http://127.0.0.1:9", frozenset({9})) == "http://127.0.0.1:9"
+
+
+def test_throttled_lines_carry_the_fields_of_the_occurrence_that_opens_the_interval() -> None:
+    from dra_affinity.webhook.throttle import ThrottledLog
+
+    clock = _Clock()
+    lines: list[dict[str, object]] = []
+
+    class _Log:
+        def warning(self, message: str, extra: dict[str, dict[str, object]]) -> None:
+            lines.append({"msg": message, **extra["fields"]})
+
+    throttled = ThrottledLog(_Log(), None, 2.0, clock=lambda: clock.now)
+    for error in ("first", "second", "third"):
+        throttled.record("rejected-request:400", "request rejected", {"code": 400, "error": error})
+    clock.now = 2.5
+    throttled.record("rejected-request:400", "request rejected", {"code": 400, "error": "fourth"})
+    throttled.record("rejected-request:413", "request rejected", {"code": 413, "error": "big"})
+    assert [(x["msg"], x["error"], x["count"]) for x in lines] == [
+        ("request rejected", "first", 1), ("request rejected", "fourth", 3), ("request rejected", "big", 1)]

@@ -22,7 +22,7 @@ def test_discovered_upward_from_a_subdirectory(tmp_path: Path) -> None:
         """)
     out = cli("lint", "slice.yaml", cwd=repo / "deploy")
     assert out.code == 1  # fail-on warning from the file: SA201 is a warning
-    assert "info SA202" in out.out and "warning SA201" in out.out
+    assert "SA202 info: " in out.out and "SA201 warning: " in out.out
 
 
 def test_pyproject_tool_table(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_config_format_beats_the_github_default(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     write(repo / ".dra-affinity.yaml", "format: text\n")
     out = cli("lint", "deploy", cwd=repo, env={"GITHUB_ACTIONS": "true"})
-    assert out.out.startswith("deploy/slice.yaml:11:7: warning SA202")
+    assert out.out.startswith("deploy/slice.yaml:11:7: SA202 warning: ")
 
 
 def test_explicit_config_and_kubernetes_version(tmp_path: Path) -> None:

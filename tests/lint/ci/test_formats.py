@@ -28,7 +28,7 @@ def test_output_pairs_with_the_format_just_before_it(tmp_path: Path) -> None:
     out = cli("lint", "--format", "text", "--format", "json", "--output", "r.json", "slice.yaml",
               cwd=tmp_path)
     assert out.code == 0
-    assert out.out.startswith("slice.yaml:11:7: warning SA202")  # text, not JSON, on stdout
+    assert out.out.startswith("slice.yaml:11:7: SA202 warning: ")  # text, not JSON, on stdout
     assert json.loads((tmp_path / "r.json").read_text())["summary"]["warnings"] == 2
 
 

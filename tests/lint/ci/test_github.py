@@ -48,7 +48,7 @@ def test_annotations_point_at_the_text_reports_lines(tmp_path: Path) -> None:
     located = [(c["file"], c["line"], c["col"], unquote(c["title"]).split()[0]) for c in commands]
     expected = []
     for line in text:
-        match = re.match(r"^(\S+):(\d+):(\d+): \w+ (\S+) ", line)
+        match = re.match(r"^(\S+):(\d+):(\d+): (\S+) \w+: ", line)
         if match:
             expected.append(match.groups())
     assert located == expected

@@ -29,19 +29,19 @@ def test_a_case_per_slice_failing_only_at_the_threshold(tmp_path: Path) -> None:
     code, root = _junit(tmp_path, "lint", ".")
     assert code == 1  # the SA000 of c.yaml
     cases = _cases(root)
-    assert set(cases) == {"./a.yaml::ResourceSlice/warned", "./b.yaml::ResourceSlice/clean",
-                          "./c.yaml::./c.yaml"}
-    warned = cases["./a.yaml::ResourceSlice/warned"]
+    assert set(cases) == {"a.yaml::ResourceSlice/warned", "b.yaml::ResourceSlice/clean",
+                          "c.yaml::c.yaml"}
+    warned = cases["a.yaml::ResourceSlice/warned"]
     assert warned.find("failure") is None  # warnings do not fail the run, so not the case either
     out = warned.findtext("system-out") or ""
-    assert "./a.yaml:13:24: warning SA201" in out and "./a.yaml:11:7: warning SA202" in out
+    assert "a.yaml:13:24: warning SA201" in out and "a.yaml:11:7: warning SA202" in out
     assert warned.get("line") == "1"
-    broken = cases["./c.yaml::./c.yaml"].find("failure")
+    broken = cases["c.yaml::c.yaml"].find("failure")
     assert broken is not None and "SA000" in (broken.get("message") or "")
     assert (root.get("tests"), root.get("failures")) == ("3", "1")
     strict_code, strict = _junit(tmp_path, "lint", "--strict", ".")
     assert strict_code == 1 and strict.get("failures") == "2"
-    failure = _cases(strict)["./a.yaml::ResourceSlice/warned"].find("failure")
+    failure = _cases(strict)["a.yaml::ResourceSlice/warned"].find("failure")
     assert failure is not None and failure.text is not None and failure.text.count("\n") == 1
 
 

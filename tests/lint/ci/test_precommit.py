@@ -13,11 +13,16 @@ the suites the driver's `.dra-affinity.yaml` lists under `test: suites:`.
 The driver repository holds slices (staged, unstaged, one with an error, one in a directory its
 config excludes), a `.venv/` with broken JSON in it (what made `lint .` fail before), a
 git-ignored directory with broken YAML, a workflow file and a suite.
+
+A second run (`committed`) is what a driver's `.pre-commit-config.yaml` does: it pins a commit
+of a snapshot of this checkout and narrows the file hooks with `exclude: ^charts/`, so the
+hooks' own filename handling is tested with pre-commit's filters (one more environment install).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import shlex
@@ -29,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli import REPO
+from tests.cli import REPO, snapshot
 from tests.lint.ci.support import SLICE, cli, write
 
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
@@ -140,8 +145,8 @@ def test_hooks_file_declares_the_three_hooks() -> None:
 def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-lint")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
-    assert "deploy/node-a.yaml:13:24: warning SA201" in out
-    assert "deploy/node-c.yaml:10:7: error SA103" in out  # an error fails the commit
+    assert "deploy/node-a.yaml:13:24: SA201 warning: " in out
+    assert "deploy/node-c.yaml:10:7: SA103 error: " in out  # an error fails the commit
     assert "node-a-extra.yaml" not in out and "SP301" not in out  # not staged: not seen
     assert "in 2 objects (3 files, 1 other object skipped)" in out  # the workflow is skipped
 
@@ -150,11 +155,12 @@ def test_lint_hook_checks_only_the_staged_files(tried: TryRepo) -> None:
 def test_pool_hook_checks_the_repository_but_not_venv_ignored_or_excluded(tried: TryRepo) -> None:
     out = tried.hook("dra-affinity-pools")
     assert "Failed" in out.splitlines()[0] and "- exit code: 1" in out, out
-    assert "error SP301" in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
+    assert "SP301 error: " in out and "node-a-extra.yaml" in out  # the unstaged slice of the pool
     assert "SA000" not in out and ".venv" not in out and "generated" not in out
     assert "legacy" not in out  # the config's `exclude:` holds for the hook
-    # .git, .github, .venv, .dra-affinity.yaml; generated/ by .gitignore; deploy/legacy/ by config
-    assert "not read: 4 hidden, 1 git-ignored, 1 excluded" in out
+    # it was given the staged YAML files (the workflow among them); the rest of pool node-a
+    # was read from the repository, and is no file of the report
+    assert "in 2 objects (3 files, 1 other object skipped)" in out
 
 
 @pytest.mark.slow
@@ -201,3 +207,126 @@ def test_readme_config_examples_are_valid(tmp_path: Path) -> None:
     (tmp_path / ".dra-affinity.yaml").unlink()
     (tmp_path / "pyproject.toml").write_text(toml_example)
     assert cli("lint", "deploy", cwd=tmp_path).code == 1  # strict = true: the SA202 warning fails
+
+
+@dataclass(frozen=True)
+class Committed:
+    """One `pre-commit run` of the staged files, with a `.pre-commit-config.yaml` pinning this
+    checkout (a snapshot of it committed in a temporary repository)."""
+
+    code: int
+    output: str
+    hooks: dict[str, str]
+
+
+_FINDING = re.compile(r"^(\S+):(\d+):(\d+): (?:error|warning|info) ([A-Z]+\d+) ", re.M)
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> Committed:
+    """A driver repository whose config narrows both file hooks with `exclude: ^charts/` and
+    stages: a slice of pool node-a (its sibling committed before), a slice with an error, a
+    file that is not YAML, and a Helm template under charts/."""
+    source = snapshot(tmp_path_factory.mktemp("dra-affinity"))
+    _git(source, "init", "-q", ".")
+    _git(source, "add", "-A")
+    _git(source, "commit", "-q", "-m", "snapshot")
+    rev = _git(source, "rev-parse", "HEAD").strip()
+    root = tmp_path_factory.mktemp("driver")
+    write(root / "deploy" / "node-a-extra.yaml", SLICE.format(name="meta-b", pool="node-a"))
+    write(root / "README.md", "# driver\n")
+    _git(root, "init", "-q", ".")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "the pool's first slice")
+    write(root / "deploy" / "node-a.yaml", SLICE.format(name="meta-a", pool="node-a"))
+    write(root / "deploy" / "node-c.yaml",
+          SLICE.format(name="meta-c", pool="node-c").replace("- name: subnet", "- name: Sub Net"))
+    write(root / "deploy" / "broken.yaml", "kind: [\n")
+    write(root / "charts" / "nic" / "templates" / "slice.yaml",
+          "{{- range .Values.pools }}\nkind: ResourceSlice\nspec: {{ . | toYaml | nindent 2 }}\n{{- end }}\n")
+    config = {"repos": [{"repo": str(source), "rev": rev, "hooks": [
+        {"id": "dra-affinity-lint", "exclude": "^charts/"},
+        {"id": "dra-affinity-pools", "exclude": "^charts/"}]}]}
+    write(root / ".pre-commit-config.yaml", yaml.safe_dump(config))
+    _git(root, "add", "-A")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_PROJECT", "PRE_COMMIT"))}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PRE_COMMIT_HOME"] = str(tmp_path_factory.mktemp("pre-commit-store"))
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "run", "--verbose", "--color", "never"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=1200)
+    return Committed(proc.returncode, proc.stdout + proc.stderr, _sections(proc.stdout))
+
+
+@pytest.mark.slow
+def test_hooks_honour_the_configs_exclude(committed: Committed) -> None:
+    """The Helm template under charts/ is excluded by the config: neither hook fails on it, the
+    pool hook included, although it reads the repository for the rest of each pool."""
+    assert sorted(committed.hooks) == ["dra-affinity-lint", "dra-affinity-pools"], committed.output
+    assert "charts" not in committed.output and "toYaml" not in committed.output
+    lint = committed.hooks["dra-affinity-lint"]
+    assert "deploy/broken.yaml:2:1: error SA000" in lint and "deploy/node-c.yaml:10:7: error SA103" in lint
+    # the three staged files of deploy/ and .pre-commit-config.yaml (an object of another kind)
+    assert "in 2 objects (4 files, 1 other object skipped)" in lint, lint
+
+
+@pytest.mark.slow
+def test_the_pool_hook_completes_the_staged_files_pools_from_the_repository(committed: Committed) -> None:
+    pools = committed.hooks["dra-affinity-pools"]
+    assert "Failed" in pools.splitlines()[0] and "- exit code: 1" in pools, pools
+    # the staged slice of node-a and its committed sibling, which was not passed to the hook
+    assert "deploy/node-a.yaml" in pools and "error SP301" in pools and "deploy/node-a-extra.yaml" in pools
+    assert "SA000" not in pools and "SA103" not in pools  # the lint hook's findings
+
+
+@pytest.mark.slow
+def test_each_finding_is_reported_once_with_one_path_spelling(committed: Committed) -> None:
+    found = _FINDING.findall(committed.output)
+    assert found and len(found) == len(set(found)), found
+    assert not [f for f in found if f[0].startswith("./")], found
+    assert committed.code == 1
+
+
+def _entry(hook_id: str) -> list[str]:
+    (hook,) = [h for h in yaml.safe_load(HOOKS_FILE.read_text()) if h["id"] == hook_id]
+    assert hook.get("pass_filenames", True), hook
+    return [*shlex.split(hook["entry"])[1:], *hook.get("args", [])]
+
+
+def test_the_pool_hooks_command_reads_only_the_given_files_pools(tmp_path: Path) -> None:
+    """The pool hook's entry and args as pre-commit runs them, given one staged file, without
+    pre-commit: the rest of its pool is read from the repository, any other file is not."""
+    write(tmp_path / "deploy" / "node-a.yaml", SLICE.format(name="meta-a", pool="node-a"))
+    write(tmp_path / "deploy" / "node-a-extra.yaml", SLICE.format(name="meta-b", pool="node-a"))
+    write(tmp_path / "deploy" / "node-q.yaml", SLICE.format(name="meta-q", pool="node-q"))
+    write(tmp_path / "deploy" / "node-q-extra.yaml", SLICE.format(name="meta-r", pool="node-q"))
+    write(tmp_path / "charts" / "nic" / "templates" / "slice.yaml", "{{- if .Values.on }}\nkind: [\n")
+    write(tmp_path / "generated" / "node-a-old.yaml", SLICE.format(name="meta-old", pool="node-a"))
+    write(tmp_path / ".gitignore", "generated/\n")
+    _git(tmp_path, "init", "-q", ".")
+    out = cli(*_entry("dra-affinity-pools"), "deploy/node-a.yaml", "--format", "json", cwd=tmp_path)
+    assert out.code == 1, out.err
+    report = json.loads(out.out)
+    found = {f["rule"]: f for f in report["findings"]}
+    assert sorted(found) == ["SP301", "SP303"], report["findings"]  # node-a only
+    for finding in found.values():
+        assert finding["pool"] == {"driver": "net.example.com", "name": "node-a"}
+        files = [loc["file"] for loc in finding["locations"]]
+        assert files == ["deploy/node-a.yaml", "deploy/node-a-extra.yaml"]  # one spelling, no ./
+    assert "2 slices are present" in found["SP303"]["message"]  # the sibling, not the git-ignored one
+    assert "node-q" not in out.out and "charts" not in out.out and "generated" not in out.out
+    assert report["summary"]["files"] == 1 and report["summary"]["objects"] == 1
+    # a broken given file is the lint hook's to report; the pool hook passes over it
+    write(tmp_path / "deploy" / "broken.yaml", "kind: [\n")
+    quiet = cli(*_entry("dra-affinity-pools"), "deploy/broken.yaml", "--format", "json", cwd=tmp_path)
+    assert quiet.code == 0 and json.loads(quiet.out)["findings"] == [], quiet.out
+    loud = cli(*_entry("dra-affinity-lint"), "deploy/broken.yaml", "--format", "json", cwd=tmp_path)
+    assert loud.code == 1 and [f["rule"] for f in json.loads(loud.out)["findings"]] == ["SA000"]
+
+
+def test_pools_from_needs_files_and_the_pool_rules(tmp_path: Path) -> None:
+    for args in (["--pools-from", "."], ["--pools-from", ".", "--no-pools", "a.yaml"]):
+        out = cli("lint", *args, cwd=tmp_path)
+        assert out.code == 2, out.err
+        assert "--pools-from reads the rest of the pools of the FILES given" in out.err, out.err
+    out = cli("lint", "--pools-from", "missing", "a.yaml", cwd=tmp_path)
+    assert out.code == 2 and "'missing' does not exist" in out.err, out.err

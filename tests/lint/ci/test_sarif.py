@@ -33,13 +33,13 @@ def test_examples_validate_and_point_at_the_text_reports_positions() -> None:
     log = _sarif("lint", "examples/")
     text = cli("lint", "examples/").out.splitlines()
     regions = _regions(log)
-    # every text finding `file:line:col: severity RULE` has the same region in SARIF
+    # every text finding `file:line:col: RULE severity: ...` has the same region in SARIF
     for line in text[:-1]:
         if line.startswith(" "):
             continue
         where, rest = line.split(": ", 1)
         file, row, col = where.rsplit(":", 2)
-        rule = rest.split()[1]
+        rule = rest.split()[0]
         assert (file, int(row), int(col)) in regions[rule], (line, regions.get(rule))
     assert ("examples/broken-slice.yaml", 19, 7) in regions["SA102"]
     run = log["runs"][0]
@@ -136,3 +136,27 @@ def test_dry_run_and_test_sarif_validate(tmp_path: Path) -> None:
     assert "missing field" in error["message"]["text"]
     suites = _sarif("test", "examples/suites/kep.yaml")
     assert suites["runs"][0]["results"] == []
+
+
+def test_the_validators_advice_is_followed(tmp_path: Path) -> None:
+    """What `sarif multitool validate` advises beyond the schema, where it applies: the tool's
+    name, version and an absolute `informationUri` (SARIF2005), `$schema` (SARIF2008), result
+    and notification messages as sentences ending with a period (SARIF2001)."""
+    from urllib.parse import urlparse
+
+    logs = [_sarif("lint", "examples/"), _sarif("lint", "examples/pools/broken-pools.yaml")]
+    out = cli("lint", "--format", "sarif", str(tmp_path / "missing.yaml"), "examples/broken-slice.yaml")
+    logs.append(json.loads(out.out))
+    for log in logs:
+        assert log["$schema"].startswith("https://")
+        driver = log["runs"][0]["tool"]["driver"]
+        assert driver["name"] == "dra-affinity" and len(driver["name"].split()) <= 3
+        assert driver["version"] and driver["semanticVersion"]
+        information = urlparse(driver["informationUri"])
+        assert information.scheme == "https" and information.netloc, driver["informationUri"]
+        invocation = log["runs"][0]["invocations"][0]
+        messages = [r["message"]["text"] for r in log["runs"][0]["results"]]
+        messages += [n["message"]["text"] for n in invocation.get("toolExecutionNotifications", [])]
+        unfinished = [m for m in messages if not m.endswith(".")]
+        assert messages and not unfinished, unfinished
+    assert logs[2]["runs"][0]["invocations"][0]["toolExecutionNotifications"]

@@ -63,6 +63,10 @@ def test_compile_error_text_and_exit_code() -> None:
     assert result.code == 1
     assert "ERROR: <input>:1:10:" in result.out
     assert " | object.x." in result.out
+    # the compile error once: SA106's verdict points at it instead of repeating it
+    assert result.out.count("ERROR: <input>:1:10:") == 1 and result.out.count(" | object.x.") == 1
+    assert result.out.splitlines()[-1].endswith("compilation failed (the error above)")
+    assert result.out.splitlines()[-1].startswith("SA106 error: ")
 
 
 def test_expression_from_file_and_kubernetes_version(tmp_path: Path) -> None:
@@ -119,17 +123,17 @@ def test_cel_check_gives_lint_and_scheduler_verdicts() -> None:
     for expression in ("42", "size(object.tags)"):
         static_int = run("cel", "check", expression)
         assert static_int.code == 1, expression
-        line = f'error SA107 spec.sharingAffinity[0].expression: Invalid value: "{expression}": ' \
+        line = f'SA107 error: spec.sharingAffinity[0].expression: Invalid value: "{expression}": ' \
                "must evaluate to string, not int"
         assert line in static_int.out
         # word for word what lint prints for the same extractor
         slice_yaml = SLICE_WITH.format(expression=json.dumps(expression))
         linted = run("lint", "-", stdin=slice_yaml)
-        assert line.removeprefix("error SA107 ") in linted.out
+        assert f": {line}" in linted.out
     too_long = run("cel", "check", '"' + "a" * 10300 + '"', "--format", "json")
     assert too_long.code == 1 and "SA105" in [v["rule"] for v in too_long.json()["verdicts"]]
     broken = run("cel", "check", "object.")
-    assert broken.code == 1 and "error SA106" in broken.out
+    assert broken.code == 1 and "SA106 error" in broken.out
     good = run("cel", "check", 'has(object.subnet) ? "%s".format([object.subnet]) : ""', "--object",
                "subnet: a")
     assert good.code == 0, good.out

@@ -303,7 +303,8 @@ def test_a_request_whose_class_is_missing_is_an_input_error(tmp_path: Path) -> N
     assert finding["message"] == ("claim ml/pod request 'nic': DeviceClass 'nic-typo' is not in the input "
                                   "(the scheduler leaves the claim pending); give the class's file, "
                                   "or fix the name")
-    assert "error SA000 ResourceClaim/ml/pod: claim ml/pod request" in run("dry-run", *paths).err
+    err = run("dry-run", *paths).err
+    assert ": SA000 error: claim ml/pod request" in err and "\n    in ResourceClaim/ml/pod\n" in err
     # without any DeviceClass in the input, every pool is a candidate as before
     no_classes = run("dry-run", "examples/networking-node-a.yaml", "examples/claims.yaml")
     assert no_classes.code == 0

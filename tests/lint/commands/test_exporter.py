@@ -189,3 +189,110 @@ def test_an_unreachable_cluster_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and b"kubeconfig" in proc.stderr and b"Traceback" not in proc.stderr
     bad = subprocess.run([str(SCRIPT), "exporter", "--listen", "nowhere"], capture_output=True, timeout=60)
     assert bad.returncode == 2 and b"HOST:PORT" in bad.stderr
+
+
+def _start(fake: FakeApiServer, tmp_path: Path) -> Exporter:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    proc = subprocess.Popen([str(SCRIPT), "exporter", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
+                             "--listen", f"127.0.0.1:{port}", "--watch-timeout", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    exporter = Exporter(port, proc)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            exporter.get("/healthz")
+            return exporter
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the exporter did not serve"
+            time.sleep(0.1)
+
+
+def _stop(exporter: Exporter) -> str:
+    exporter.proc.terminate()
+    try:
+        _, err = exporter.proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        exporter.proc.kill()
+        _, err = exporter.proc.communicate()
+    return err.decode()
+
+
+def _value(s: Samples, name: str, resource: str) -> float:
+    return s.get((name, (("resource", resource),)), 0.0)
+
+
+@pytest.mark.parametrize("mode", ["html", "500", "truncated"])
+def test_a_hostile_api_server_never_reads_as_a_cluster_and_the_exporter_recovers(
+        tmp_path: Path, mode: str) -> None:
+    """Lists answered with a proxy's HTML page (status 200), a 500, or a body cut short: the
+    exporter stays up, serves no lock series, says why on /healthz, backs off exponentially
+    (the current back-off's base doubles with each failure), and once the server heals it
+    lists and serves the cluster as it is."""
+    fake = FakeApiServer().start()
+    for obj in _items():
+        fake.put(obj)
+    fake.misbehave(mode)
+    exporter = _start(fake, tmp_path)
+    try:
+        s = exporter.eventually(lambda s: _value(s, "dra_affinity_exporter_list_watch_failures_total",
+                                                 "resourceslices") >= 3, timeout=60)
+        assert ("sharing_affinity_locked_devices", ()) not in s  # never a false zero
+        assert _value(s, "dra_affinity_exporter_synced", "resourceslices") == 0
+        assert _value(s, "dra_affinity_exporter_backoff_seconds", "resourceslices") >= 3.2  # 0.8 · 2²
+        code, text = exporter.get("/healthz")
+        reason = {"html": "not JSON", "500": "HTTP 500", "truncated": "not JSON"}[mode]
+        assert code == 503 and "not synced" in text and reason in text, text
+        assert exporter.proc.poll() is None
+        fake.misbehave(None)
+        s = exporter.eventually(lambda s: _value(s, "dra_affinity_exporter_synced", "resourceclaims") == 1
+                                and ("sharing_affinity_locked_devices", ()) in s, timeout=90)
+        assert _gauges(s) == (3, 1)
+        assert exporter.get("/healthz") == (200, "ok\n")
+    finally:
+        err = _stop(exporter)
+        fake.stop()
+    assert "Traceback" not in err, err
+    assert "failing (backing off, retrying)" in err and "recovered" in err
+
+
+def test_junk_items_and_garbage_events_are_counted_skipped_and_logged_once(tmp_path: Path) -> None:
+    fake = FakeApiServer().start()
+    for obj in _items():
+        fake.put(obj)
+    fake.junk_items = ["a string", 7, None, {"metadata": {}}, {"spec": {}}]
+    exporter = _start(fake, tmp_path)
+    try:
+        s = exporter.eventually(lambda s: _value(s, "dra_affinity_exporter_synced", "resourceclaims") == 1
+                                and ("sharing_affinity_locked_devices", ()) in s)
+        assert _gauges(s) == (3, 1)
+        claims = sum(1 for o in _items() if o["kind"] == "ResourceClaim")
+        assert _value(s, "dra_affinity_exporter_objects", "resourceclaims") == claims
+        assert _value(s, "dra_affinity_exporter_invalid_objects_total", "resourceclaims") == 5
+        lists = fake.lists["resourceclaims"]
+        for line in (b'{"type": "MODIFIED"}', b'{"type": "WEIRD", "object": {"metadata": {"name": "x"}}}',
+                     b'{"type": "ADDED", "object": {"metadata": {}}}', b'[1, 2]'):
+            fake.inject("resourceclaims", line)
+        legacy = _by_name("legacy", "team-b")
+        del legacy["status"]
+        fake.put(legacy)  # an event after the garbage is still applied
+        s = exporter.eventually(lambda s: _gauges(s) == (3, 0))
+        assert _value(s, "dra_affinity_exporter_invalid_objects_total", "resourceclaims") == 5 + 4
+        assert fake.lists["resourceclaims"] == lists  # skipped, not a re-list
+        fake.inject("resourceclaims", b"<html>not an event</html>")  # undecodable: the watch ends
+        s = exporter.eventually(
+            lambda s: _value(s, "dra_affinity_exporter_list_watch_failures_total", "resourceclaims") >= 1
+            and _value(s, "dra_affinity_exporter_watch_restarts_total", "resourceclaims") >= 1)
+        assert _gauges(s) == (3, 0) and exporter.proc.poll() is None
+    finally:
+        err = _stop(exporter)
+        fake.stop()
+    assert "Traceback" not in err, err
+    skipped = [line.split(": ", 1)[1] for line in err.splitlines() if ": skipped " in line]
+    # one line per resource and kind of problem: list items not objects, without a name, and
+    # each kind of bad event — not one per occurrence (each list carried the junk again)
+    kinds = {(line.split(":")[0], line.split("skipped ", 1)[1].split(" ", 1)[1].split(" (")[0])
+             for line in skipped}
+    assert len(skipped) == len(kinds), skipped
+    assert ("resourceclaims", "MODIFIED watch event without an object") in kinds

@@ -64,14 +64,14 @@ def test_examples_give_located_findings_and_exit_1() -> None:
     result = run("lint", "examples/")
     assert result.code == 1
     lines = result.out.splitlines()
-    assert any(
-        line.startswith("examples/broken-slice.yaml:19:7: error SA102 ResourceSlice/broken-meta")
-        for line in lines
-    ), result.out
+    first = 'examples/broken-slice.yaml:19:7: SA102 error: spec.sharingAffinity[1]: Duplicate value: "subnet"'
+    assert first in lines, result.out
+    at = lines.index(first)
+    assert lines[at + 1] == "    in ResourceSlice/broken-meta (pool networking.example.com/node-z)"
     # 4 slice-rule errors in broken-slice.yaml, 1 pool-rule error (SP301) in pools/broken-pools.yaml
     assert "5 errors" in lines[-1]
     # the valid examples produce nothing
-    assert not any("networking-node-a.yaml" in line and " error " in line for line in lines)
+    assert not any("networking-node-a.yaml" in line and " error: " in line for line in lines)
 
 
 def test_json_output_matches_the_contract() -> None:

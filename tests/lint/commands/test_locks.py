@@ -152,7 +152,7 @@ def test_bad_input_is_a_clear_error_never_a_traceback(tmp_path: Path) -> None:
 # -- explain ----------------------------------------------------------------------------------
 
 
-def explain_json(*args: str, code: int) -> dict[str, Any]:
+def explain_json(*args: str, code: int = 0) -> dict[str, Any]:
     out = run("explain", *args, "--format", "json")
     assert out.code == code, out.out + out.err
     doc = out.json()
@@ -161,7 +161,7 @@ def explain_json(*args: str, code: int) -> dict[str, Any]:
 
 
 def test_explain_a_pending_pod_through_its_template_claim() -> None:
-    doc = explain_json("pod/web/frontend", DUMP, code=1)
+    doc = explain_json("pod/web/frontend", DUMP)  # a report: exit 0 though unschedulable
     assert doc["pod"] == "web/frontend" and doc["claim"] == "web/frontend-nic-x7k2p"
     assert doc["schedulable"] is False and doc["allocations"] == []
     assert doc["unschedulable"]["reasons"] == ["lock mismatch", "unknown lock state"]
@@ -177,7 +177,8 @@ def test_explain_a_pending_pod_through_its_template_claim() -> None:
         in doc["events"]
     assert "device nic.example.com/node-1/eth1 has unknown affinity state due to legacy or invalid active " \
            "claims" in doc["events"]
-    assert "nic.example.com/node-1/eth0 becomes clean when team-a/a and team-a/b are released" in doc["hints"]
+    assert ("nic.example.com/node-1/eth0: release team-a/a and team-a/b (all of them: releasing fewer is not "
+            "enough); then 'nic' goes on nic.example.com/node-1/eth0") in doc["hints"]
 
 
 def test_explain_a_schedulable_claim_says_where_it_would_go() -> None:
@@ -206,7 +207,7 @@ def test_explain_no_keys_extracted_names_the_key(tmp_path: Path) -> None:
     for obj in objects:
         if obj["metadata"]["name"] == "e":
             obj["spec"]["devices"]["config"][0]["opaque"]["parameters"] = {"mtu": 1500}
-    doc = explain_json("team-c/e", write(tmp_path, objects), code=1)
+    doc = explain_json("team-c/e", write(tmp_path, objects))
     assert doc["unschedulable"]["reasons"][0] == "no keys extracted"
     assert any("no config yields key `subnet`" in h for h in doc["hints"])
     assert any(e.startswith("claim's opaque configs produced no non-empty key under any sharingAffinity "
@@ -220,7 +221,7 @@ def test_explain_a_missing_class_gives_the_schedulers_reason_on_every_pool(tmp_p
     for obj in objects:
         if obj["kind"] == "ResourceClaim" and obj["metadata"]["name"] == "e":
             obj["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic-typo"
-    doc = explain_json("team-c/e", write(tmp_path, objects), code=1)
+    doc = explain_json("team-c/e", write(tmp_path, objects))
     reason = ("request 'nic': DeviceClass 'nic-typo' is not in the input "
               "(the scheduler leaves the claim pending)")
     assert doc["pools"] and all(not p["candidate"] and p["whyNot"] == reason for p in doc["pools"])
@@ -253,7 +254,7 @@ def test_locks_and_explain_read_the_cluster(cluster: tuple[FakeApiServer, Path])
     live = locks_json("--cluster", "--kubeconfig", str(kubeconfig), "--chunk-size", "2")
     assert live["devices"] == files["devices"] and live["pools"] == files["pools"]
     assert fake.lists["resourceclaims"] >= 1 and fake.lists["deviceclasses"] >= 1
-    doc = explain_json("pod/web/frontend", "--cluster", "--kubeconfig", str(kubeconfig), code=1)
+    doc = explain_json("pod/web/frontend", "--cluster", "--kubeconfig", str(kubeconfig))
     assert doc["claim"] == "web/frontend-nic-x7k2p" and doc["schedulable"] is False
     assert run("explain", "pod/web/nope", "--cluster", "--kubeconfig", str(kubeconfig)).code == 2
 

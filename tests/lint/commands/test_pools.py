@@ -86,14 +86,17 @@ def test_pool_findings_point_at_every_slice_in_text_and_json(tmp_path: Path, sce
     assert (finding["file"], finding["line"]) == (finding["locations"][0]["file"], want[0][2])
 
     text = run("lint", "--pools-only", str(tmp_path)).out.splitlines()
-    head = next(i for i, line in enumerate(text) if f" {severity} {rule} " in line)
+    head = next(i for i, line in enumerate(text) if f": {rule} {severity}: " in line)
     first = finding["locations"][0]
-    assert text[head].startswith(f"{first['file']}:{first['line']}:{first['column']}: {severity} {rule} ")
-    for offset, loc in enumerate(finding["locations"][1:], start=1):
-        assert text[head + offset] == (
-            f"    also at {loc['file']}:{loc['line']}:{loc['column']} "
-            f"ResourceSlice/{loc['object']['name']} {loc['field']}"
-        )
+    assert text[head].startswith(f"{first['file']}:{first['line']}:{first['column']}: {rule} {severity}: ")
+    detail = text[head + 1:]
+    detail = detail[:next((i for i, line in enumerate(detail) if not line.startswith("    ")), len(detail))]
+    also = [line for line in detail if line.startswith("    also at ")]
+    assert also == [
+        f"    also at {loc['file']}:{loc['line']}:{loc['column']} "
+        f"ResourceSlice/{loc['object']['name']} {loc['field']}"
+        for loc in finding["locations"][1:]
+    ]
 
 
 def test_incomplete_pools_are_warnings_unless_the_input_is_complete(tmp_path: Path) -> None:
@@ -234,7 +237,7 @@ def test_unreadable_objects_are_named_with_their_place(tmp_path: Path) -> None:
     broken.write_text("a: [\n")
     out = run("pools", str(broken), "examples/networking-node-a.yaml")
     assert out.code == 1  # an input error, as lint reports it
-    assert f"{broken}:2:1: error SA000 YAML syntax error" in out.out
+    assert f"{broken}:2:1: SA000 error: YAML syntax error" in out.out
 
 
 def test_an_unreadable_file_is_reported_like_lint_and_fails(tmp_path: Path) -> None:
@@ -242,7 +245,7 @@ def test_an_unreadable_file_is_reported_like_lint_and_fails(tmp_path: Path) -> N
     bad.write_text("apiVersion: v1\nkind: [\n")
     table = run("pools", str(bad), "examples/rdma-pkey.yaml")
     assert table.code == 1, table.out + table.err
-    line = f"{bad}:3:1: error SA000 YAML syntax error"
+    line = f"{bad}:3:1: SA000 error: YAML syntax error"
     assert line in table.out  # on stdout, as lint prints it
     assert line in run("lint", str(bad)).out
     assert "rdma.example.com/node-b" in table.out  # the readable pools are still reported

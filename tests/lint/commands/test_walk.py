@@ -66,7 +66,7 @@ def test_exclude_flag_and_config_exclude(tree: Path) -> None:
 def test_named_hidden_or_ignored_paths_are_read(tree: Path) -> None:
     out = run("lint", ".gitlab-ci.yml", "deploy/gen/b.yaml", cwd=tree)
     assert out.code == 1
-    assert ".gitlab-ci.yml:2:1: error SA000 YAML syntax error" in out.out
+    assert ".gitlab-ci.yml:2:1: SA000 error: YAML syntax error" in out.out
     assert "in 1 object" in out.out
 
 

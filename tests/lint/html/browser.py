@@ -8,23 +8,33 @@ as an `INFO:CONSOLE` line with `--enable-logging=stderr`; the screenshot is deco
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import struct
 import subprocess
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 BROWSERS = ("chromium", "chromium-browser")
 
 
+INSTALL = "sudo apt-get install -y chromium"
+"""The install line the README gives (Debian/Ubuntu); `.ci/run` runs it when Chromium is absent."""
+
+
 def browser() -> str:
+    """The Chromium binary; the test is skipped, naming the install line, when there is none."""
     for name in BROWSERS:
         found = shutil.which(name)
         if found:
             return found
-    raise AssertionError("headless Chromium is needed for the HTML tests: apt-get install -y chromium "
-                         "(.ci/run installs it)")
+    pytest.skip(f"headless Chromium is needed for the HTML tests and is not installed: {INSTALL} "
+                "(README.md, Quick start)")
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,61 @@ def render(page: Path, tmp: Path, size: tuple[int, int] = (1280, 1600)) -> Rende
                          capture_output=True, text=True, timeout=120, check=True)
     console = tuple(line for line in (dom.stderr + pic.stderr).splitlines() if ":CONSOLE" in line)
     return Rendered(dom.stdout, console, shot.read_bytes())
+
+
+_MEASURE = """
+<script>
+(() => {
+  const box = (e) => { const r = e.getBoundingClientRect();
+    return {x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height}; };
+  const out = {charts: [], legends: [], cards: []};
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    const title = svg.querySelector("text.chart-title");
+    out.charts.push({name: svg.dataset.chart, title: title ? title.textContent : null,
+      titleBox: title ? box(title) : null, plot: box(svg.querySelector("rect.plot")),
+      legend: [...svg.querySelectorAll("g.legend-item")].map((g) => ({text: g.textContent, box: box(g)})),
+      series: [...svg.querySelectorAll("polyline.series")].map((p) => ({
+        label: p.dataset.series, stroke: p.getAttribute("stroke"),
+        dash: p.getAttribute("stroke-dasharray") || ""})),
+      texts: [...svg.querySelectorAll("text")].map((t) => ({text: t.textContent, box: box(t)}))});
+  }
+  for (const legend of document.querySelectorAll("div.legend")) {
+    out.legends.push([...legend.children].map((item) => ({
+      text: item.textContent, other: item.dataset.other || null, box: box(item),
+      swatch: item.querySelector(".swatch").style.background})));
+  }
+  for (const card of document.querySelectorAll(".device.card")) {
+    out.cards.push({text: card.innerText, box: box(card), state: card.dataset.state,
+      overflow: card.scrollWidth > card.clientWidth + 1 || card.scrollHeight > card.clientHeight + 1});
+  }
+  document.body.setAttribute("data-measured", JSON.stringify(out));
+})();
+</script>
+"""
+"""Run in a copy of the page (its CSP, which forbids scripts, taken out): where Chromium laid
+out the charts' titles, plots, legends and texts, the legends' swatches, and the device cards."""
+
+
+def measure(page: Path, tmp: Path, size: tuple[int, int] = (1280, 1600)) -> dict[str, Any]:
+    """Bounding boxes of what a reader looks at, as Chromium lays the page out (`_MEASURE`)."""
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+    probe = tmp / f"measured-{page.name}"
+    probe.write_text(text.replace("</body>", _MEASURE + "</body>"))
+    dom = subprocess.run([*_flags(tmp / "profile-measure"), f"--window-size={size[0]},{size[1]}",
+                          "--dump-dom", probe.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    found = re.search(r'<body[^>]*\sdata-measured="([^"]*)"', dom)
+    assert found, "the measuring script did not run"
+    import html
+
+    measured: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+    return measured
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    """Whether two boxes share any area (touching edges do not count)."""
+    return (a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"]
+            and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"])
 
 
 def pixels(png: bytes) -> tuple[int, int, list[bytes]]:
