@@ -252,7 +252,14 @@ class _Parser:
             raise self.fail(path, "must be a mapping")
         for key in value:
             if key not in allowed:
-                raise self.fail((*path, key), f"unknown key; expected one of {', '.join(allowed)}")
+                from dra_affinity.policies.model.schema import unknown_field_message
+
+                where = self.source.locate((*path, key))
+                at = f"{self.file}:{where.line}:{where.column}" if where else self.file
+                message = unknown_field_message(path, str(key), allowed)
+                if "did you mean" not in message:
+                    message += f"; expected one of {', '.join(allowed)}"
+                raise _Invalid(f"{at}: {message}")
         return value
 
     def _config(self, data: Any, root: Path) -> Config:

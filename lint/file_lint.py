@@ -107,9 +107,10 @@ def lint_file(task: FileTask, job: LintJob, on_document: Callable[[], None] | No
     return checker.finish(loaded)
 
 
-def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
-    """Model and check what was loaded from one file (or stdin), or one cluster read."""
-    checker = _Checker(job, keep=True)
+def lint_loaded(loaded: LoadResult, job: LintJob, *, trusted: bool = False) -> FileLinted:
+    """Model and check what was loaded from one file (or stdin), or one cluster read
+    (`trusted`: the API server stored the objects, so field names are its to judge)."""
+    checker = _Checker(job, keep=True, trusted=trusted)
     for document in loaded.documents:
         checker.add(document)
     return checker.finish(loaded)
@@ -118,9 +119,10 @@ def lint_loaded(loaded: LoadResult, job: LintJob) -> FileLinted:
 class _Checker:
     """One file's checks, document by document (see `lint_file`)."""
 
-    def __init__(self, job: LintJob, *, keep: bool) -> None:
+    def __init__(self, job: LintJob, *, keep: bool, trusted: bool = False) -> None:
         self.job = job
         self.keep = keep
+        self.trusted = trusted
         self.out = FileLinted()
         self.modelled = Objects()
         """The model's findings and counts; its objects are dropped after each document."""
@@ -132,7 +134,7 @@ class _Checker:
 
     def add(self, document: LoadedDocument, text: str = "") -> None:
         out, job, modelled = self.out, self.job, self.modelled
-        model_document(modelled, document)
+        model_document(modelled, document, trusted=self.trusted)
         for slice_ in modelled.slices:
             if job.slices:
                 self.found += check_slice(slice_, options=job.options)
@@ -232,12 +234,17 @@ def lint_tasks(tasks: Sequence[FileTask], job: LintJob, jobs: int,
 
 
 def lint_plan(plan: Plan, job: LintJob, jobs: int,
-              on_document: Callable[[], None] | None = None) -> Iterator[FileLinted]:
-    """Every planned file checked, with what the walk reported before it, in input order."""
+              on_document: Callable[[], None] | None = None,
+              yielded: dict[str, int] | None = None) -> Iterator[FileLinted]:
+    """Every planned file checked, with what the walk reported before it, in input order;
+    `yielded` counts, per argument, the objects and input findings its files gave."""
     tasks = plan.tasks
     for task, linted in zip(tasks, lint_tasks(tasks, job, jobs, on_document), strict=True):
         if task.before is not None:
             yield _walk_reports(task.before)
+        if yielded is not None:
+            yielded[task.argument] = yielded.get(task.argument, 0) + linted.objects \
+                + len(linted.input_findings) + len(linted.usage_errors)
         yield linted
     yield _walk_reports(plan.after)
 
@@ -285,6 +292,8 @@ class Linted:
     suppressions: list[Written]
     notes: list[str] = field(default_factory=list)
     resource_slices: int = 0
+    empty_inputs: list[str] = field(default_factory=list)
+    """Arguments that read as nothing (`inputs.warn_empty`)."""
 
 
 def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,

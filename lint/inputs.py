@@ -8,7 +8,7 @@ modelling (`model_objects`: typed slices, claims and classes) are shared by `lin
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -60,6 +60,28 @@ def check_implicit_stdin(paths: Sequence[str], inputs: Input) -> Input:
     return inputs
 
 
+EMPTY_STDIN = ("standard input (-) held no ResourceSlice, ResourceClaim, ResourceClaimTemplate or "
+               "DeviceClass: did the command feeding it fail? (`set -o pipefail` makes the pipeline "
+               "fail with it)")
+
+
+def warn_empty(yielded: Mapping[str, int]) -> list[str]:
+    """Warn on stderr about every argument that read as nothing — no object of a kind the tool
+    reads and no input error (empty stdin, an empty directory, a file holding only a
+    Deployment) — and return them (`--fail-if-no-resources` makes them an error).
+
+    Why: `kubectl get resourceslices -o yaml | dra-affinity lint -` must not pass in silence
+    when kubectl failed and the pipe was empty."""
+    empty = [argument for argument, count in yielded.items() if count == 0]
+    context = click.get_current_context(silent=True)
+    prefix = f"dra-affinity {context.info_name}" if context is not None else "dra-affinity"
+    for argument in empty:
+        message = EMPTY_STDIN if argument == "-" else (
+            f"{argument}: no ResourceSlice, ResourceClaim, ResourceClaimTemplate or DeviceClass in it")
+        click.echo(f"{prefix}: warning: {message}", err=True)
+    return empty
+
+
 def load_input(
     paths: tuple[str, ...], cluster: ClusterTarget | None = None, walk: WalkFilter | None = None
 ) -> Input:
@@ -80,6 +102,8 @@ def load_input(
     from dra_affinity.lint.loader import load_paths
 
     loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk, lazy_positions=True)
+    if paths:
+        warn_empty(loaded.yielded)
     return check_implicit_stdin(paths, Input(
         documents=list(loaded.documents),
         findings=list(loaded.findings),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import re
 import stat
@@ -33,10 +34,11 @@ from typing import Any, TextIO
 
 import yaml
 from dra_affinity.lint.walk import SkipReason, WalkFilter
-from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder
+from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import FieldPath, Position, Source
+from dra_affinity.policies.model.schema import SCHEMAS
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -52,13 +54,13 @@ _STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _TagMemoParser(_BASE_PARSER):  # type: ignore[misc,valid-type]
-    """The safe loader with implicit tags resolved once per distinct plain scalar.
+    """The safe loader with plain scalars tagged as go-yaml v2 tags them, once per distinct text.
 
-    Why: the C parser calls back into PyYAML's Python resolver for every node (a regex walk
-    per scalar, plus path-resolver bookkeeping the safe loader never uses); that was a third
-    of composing a claims file (issue 15). The answer depends only on the scalar's text, so it
-    is memoised per parser (dropped with it): keys and repeated values cost one dict lookup.
-    Quoted scalars are strings, collections get the default tags, as the resolver would say.
+    Why: kubectl's YAML-to-JSON step (sigs.k8s.io/yaml) resolves with go-yaml v2, not YAML 1.1
+    (`yaml_positions.go_plain`); and the answer depends only on the scalar's text, so it is
+    memoised per parser (dropped with it): keys and repeated values cost one dict lookup, where
+    the C parser would call PyYAML's regex resolver for every node. Quoted scalars are strings,
+    collections get the default tags, as the resolver would say.
     """
 
     def __init__(self, stream: str) -> None:
@@ -71,7 +73,7 @@ class _TagMemoParser(_BASE_PARSER):  # type: ignore[misc,valid-type]
                 return _STR_TAG
             tag = self._tags.get(value)  # type: ignore[arg-type]
             if tag is None:
-                tag = self._tags[value] = super().resolve(kind, value, implicit)  # type: ignore[index]
+                tag = self._tags[value] = go_tag(value)  # type: ignore[index,arg-type]
             return tag
         return super().resolve(kind, value, implicit)
 
@@ -121,6 +123,9 @@ class LoadResult:
     texts: dict[str, str] = field(default_factory=dict)
     not_walked: dict[SkipReason, int] = field(default_factory=dict)
     """What directory walks left out, by reason (hidden, git-ignored, excluded)."""
+    yielded: dict[str, int] = field(default_factory=dict)
+    """Per command-line argument (`-` for stdin): the objects of a modelled kind and the input
+    findings it gave; 0 is an input that reads as nothing (`inputs.warn_empty`)."""
 
 
 def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -139,7 +144,13 @@ def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     loader = _Loader(stdin if stdin is not None else sys.stdin, json_positions=json_positions,
                      walk=walk, lazy_positions=lazy_positions)
     for path in paths:
+        result = loader.result
+        before = loader.modelled + len(result.findings) + len(result.usage_errors)
         loader.load_argument(path)
+        gave = loader.modelled + len(result.findings) + len(result.usage_errors) - before
+        if path in loader.repeated:
+            gave += 1
+        loader.result.yielded[path] = loader.result.yielded.get(path, 0) + gave
     loader.result.not_walked = dict(loader._filter.skipped)
     return loader.result
 
@@ -159,6 +170,8 @@ class FileTask:
     explicit: bool = False
     content: bytes | str | None = None
     before: LoadResult | None = None
+    argument: str = ""
+    """The command-line argument this file came from (`-` for stdin)."""
 
 
 @dataclass(slots=True)
@@ -168,6 +181,10 @@ class Plan:
     tasks: list[FileTask]
     after: LoadResult
     not_walked: dict[SkipReason, int]
+    arguments: tuple[str, ...] = ()
+    """Every argument walked, in order (one may have given no task: an empty directory)."""
+    repeated: frozenset[str] = frozenset()
+    """Arguments that named a file an earlier one had read already."""
 
 
 def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
@@ -182,7 +199,8 @@ def plan_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     loader.plan = []
     for path in paths:
         loader.load_argument(path)
-    return Plan(loader.plan, loader.result, dict(loader._filter.skipped))
+    return Plan(loader.plan, loader.result, dict(loader._filter.skipped), tuple(paths),
+                frozenset(loader.repeated))
 
 
 def load_task(task: FileTask, sink: Callable[[LoadedDocument, str], None] | None = None) -> LoadResult:
@@ -315,8 +333,10 @@ class _JsonStream:
             kind, items = value.get("kind"), value.get("items")
             if isinstance(kind, str) and _is_list_kind(kind):
                 if isinstance(items, list):
-                    if not all(item is None or isinstance(item, dict) for item in items):
-                        return False
+                    if not all(item is None or (isinstance(item, dict)
+                                                and not _is_list_kind(_text_field(item, "kind")))
+                               for item in items):
+                        return False  # a finding to place at its item
                 elif kind == "List" and items is not None:
                     return False
         return True
@@ -414,6 +434,21 @@ def _line_column(text: str, offset: int) -> Position:
     return Position(text.count("\n", 0, offset) + 1, offset - line_start + 1)
 
 
+def _json_float(text: str) -> object:
+    """A JSON number with a fraction or exponent as kubectl re-sends it (`1.0` → 1); one out of
+    float64's range stays text (the caller has the YAML path report it)."""
+    number = float(text)
+    return sent_number(number) if math.isfinite(number) else text
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer as go-yaml reads the same digits: int64 or uint64 exactly, else a float."""
+    number = int(text)
+    if -(1 << 63) <= number < (1 << 64):
+        return number
+    return sent_number(float(number))
+
+
 def _parse_json(text: str) -> _JsonStream:
     out = _JsonStream([])
 
@@ -427,7 +462,14 @@ def _parse_json(text: str) -> _JsonStream:
         out.yaml_differs = True
         return float(name)
 
-    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant)
+    def number(text: str) -> object:
+        value = _json_float(text)
+        if isinstance(value, str):
+            out.yaml_differs = True  # out of float64's range: the YAML path reports it
+        return value
+
+    decoder = json.JSONDecoder(object_pairs_hook=pairs, parse_constant=constant,
+                               parse_float=number, parse_int=_json_int)
     index = 0
     while True:
         match = _JSON_SPACE.match(text, index)
@@ -472,18 +514,15 @@ def _yaml_error(error: yaml.YAMLError, chunk: str, line_base: int) -> tuple[Posi
     return Position(line_base, 1), f"YAML error: {error}"
 
 
-def _next_document(text: str, line: int) -> tuple[int, int] | None:
-    """(offset, line index) of the first `---` line at or after 0-based `line`."""
+def _line_offset(text: str, line: int) -> int:
+    """The offset where 0-based `line` starts (the text's length past its last line)."""
     offset = 0
     for _ in range(line):
         offset = text.find("\n", offset)
         if offset < 0:
-            return None
+            return len(text)
         offset += 1
-    match = _DOCUMENT_START.search(text, offset)
-    if match is None:
-        return None
-    return match.start(), text.count("\n", 0, match.start())
+    return offset
 
 
 def _text_field(data: dict[str, Any] | None, key: str) -> str | None:
@@ -514,6 +553,13 @@ def _found(value: object) -> str:
     return f"a scalar ({str(text)[:40]!r})"
 
 
+def _nested_list(number: int, outer: str | None, inner: str | None) -> str:
+    """A List item that is a List: reported, not read (its objects would be checked by nobody
+    and the file would pass)."""
+    return (f"item {number} of the {outer} is itself a {inner}: a list inside a list is not "
+            "read; put its items in the outer list")
+
+
 def _not_object(what: str, found: str) -> str:
     return f"{what} is not an object: found {found}"
 
@@ -541,12 +587,20 @@ class _Loader:
         self._read: set[tuple[int, int]] = set()
         self.plan: list[FileTask] | None = None
         """Set by `plan_paths`: files are listed here instead of being read."""
+        self.argument = ""
+        """The command-line argument being read."""
+        self.modelled = 0
+        """Documents built so far whose kind the model reads (`LoadResult.yielded`)."""
+        self.repeated: set[str] = set()
+        """Arguments that named a file already read (not "empty" for it)."""
         self.sink: Callable[[LoadedDocument, str], None] | None = None
         """Set by `load_task`: each document goes there as soon as it is built, not to
         `result.documents`, so a large file's documents need not all be alive at once; with
         the text of its file (suppressions may need the document kept)."""
 
     def _emit(self, document: LoadedDocument) -> None:
+        if document.kind in SCHEMAS:
+            self.modelled += 1
         if self.sink is None:
             self.result.documents.append(document)
         else:
@@ -558,12 +612,13 @@ class _Loader:
     def _defer(self, name: str, path: str | None = None, *, explicit: bool = False,
                content: bytes | str | None = None) -> None:
         assert self.plan is not None
-        self.plan.append(FileTask(name, path, explicit, content, self.result))
+        self.plan.append(FileTask(name, path, explicit, content, self.result, self.argument))
         self.result = LoadResult()
 
     # -- paths ----------------------------------------------------------------------------
 
     def load_argument(self, path: str) -> None:
+        self.argument = path
         if path == "-":
             self._load_stdin()
             return
@@ -632,6 +687,7 @@ class _Loader:
                 return
             identity = (info.st_dev, info.st_ino)
             if regular and identity in self._read:
+                self.repeated.add(self.argument)  # what it holds was counted where first read
                 return
             if self.plan is not None:
                 if regular:
@@ -777,34 +833,61 @@ class _Loader:
     def _load_yaml(self, name: str, text: str, *, json_numbers: bool, strict: bool = False) -> int:
         """Parse a multi-document stream; return the number of documents, -1 if `strict` failed.
 
-        After a syntax error, parsing resumes at the next `---` line, so one broken
-        document does not hide the ones after it.
+        After an error, the rest of the stream — from the end of the last document built — is
+        split at its `---` lines and each part is parsed alone, as kubectl splits a stream and
+        converts each document by itself: only the document holding the error is lost. (libyaml
+        checks characters a buffer at a time, so a control character in the fourth document
+        stops the stream before the first three are built: those are parsed again.)
         """
         index = 0
-        offset = line = 0
-        while True:
-            chunk = text[offset:] if offset else text
-            parser = _TagMemoParser(chunk)
-            try:
-                while parser.check_node():
-                    node = parser.get_node()
-                    if node is None:
-                        break
-                    self._load_node(name, node, index, line + 1, json_numbers)
-                    index += 1
-                return index
-            except yaml.YAMLError as error:
-                if strict:
-                    return -1
-                position, message = _yaml_error(error, chunk, line + 1)
-                self._file_finding(name, message, position)
+        parser = _TagMemoParser(text)
+        built_to = 0  # the 0-based line after the last document built
+        try:
+            while parser.check_node():
+                node = parser.get_node()
+                if node is None:
+                    break
+                self._load_node(name, node, index, 1, json_numbers)
                 index += 1
-                resume = _next_document(text, max(position.line - 1, line + 1))
-                if resume is None:
-                    return index
-                offset, line = resume
-            finally:
-                parser.dispose()
+                mark = node.end_mark  # a block node ends where the next line starts
+                built_to = mark.line + (1 if mark.column else 0)
+            return index
+        except yaml.YAMLError:
+            if strict:
+                return -1
+        finally:
+            parser.dispose()
+        start = _line_offset(text, built_to)
+        marks = [m.start() for m in _DOCUMENT_START.finditer(text, start)]
+        for begin, end in zip([start, *marks], [*marks, len(text)], strict=True):
+            index = self._load_part(name, text[begin:end], text.count("\n", 0, begin), index,
+                                    json_numbers, last=end == len(text))
+        return index
+
+    def _load_part(self, name: str, part: str, line: int, index: int, json_numbers: bool, *,
+                   last: bool) -> int:
+        """One `---`-delimited part of a stream (0-based `line` where it starts): its documents,
+        or one finding where it cannot be parsed. Returns the next document index."""
+        parser = _TagMemoParser(part)
+        try:
+            while parser.check_node():
+                node = parser.get_node()
+                if node is None:
+                    break
+                self._load_node(name, node, index, line + 1, json_numbers)
+                index += 1
+            return index
+        except yaml.YAMLError as error:
+            position, message = _yaml_error(error, part, line + 1)
+            content = part.rstrip("\n")
+            end = line + content.count("\n") + 1
+            if position.line > end and not last:  # "unexpected end of stream": at the end of
+                # this part, not on the next part's `---` line
+                position = Position(end, len(content) - content.rfind("\n"))
+            self._file_finding(name, message, position)
+            return index + 1
+        finally:
+            parser.dispose()
 
     def _load_node(
         self, name: str, node: Node, index: int, line_base: int, json_numbers: bool
@@ -845,6 +928,11 @@ class _Loader:
                     what = f"item {position} of the {list_kind}"
                     issue = Issue(_not_object(what, _found(item)), (), builder.position(item))
                     self._content_finding(name, issue, None)
+                continue
+            nested = _scalar_text(_top_level(item, "kind").get("kind"))
+            if _is_list_kind(nested):
+                issue = Issue(_nested_list(position, list_kind, nested), (), builder.position(item))
+                self._content_finding(name, issue, None)
                 continue
             built = builder.build(item)
             if isinstance(built.value, dict):
@@ -900,7 +988,11 @@ class _Loader:
             return
         api_version = _text_field(value, "apiVersion")
         for number, item in enumerate(items):
-            if isinstance(item, dict):
+            nested = _text_field(item, "kind") if isinstance(item, dict) else None
+            if _is_list_kind(nested):
+                issue = Issue(_nested_list(number, kind, nested), (), position)
+                self._content_finding(name, issue, None)
+            elif isinstance(item, dict):
                 data = _with_list_defaults(item, kind, api_version)
                 doc = LoadedDocument(
                     data, source(number), _text_field(data, "kind"), _text_field(data, "apiVersion"),

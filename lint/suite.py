@@ -70,8 +70,11 @@ from typing import TYPE_CHECKING, Any
 from dra_affinity.policies.core.features import KNOWN_GATES, SHARING_AFFINITY
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from dra_affinity.lint.workload_expect import Expectation
     from dra_affinity.lint.workload_file import WorkloadFile
+    from dra_affinity.policies.core.findings import Finding
 
 OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
             "pool-incomplete", "no-matching-device", "selector-error"]
@@ -281,6 +284,28 @@ class Suite:
     cases: tuple[Case | SimulationCase | WorkloadCase, ...] = field(default=())
 
 
+def unreadable_resources(suite_path: Path, findings: Iterable[Finding], usage_errors: Iterable[str],
+                         what: str = "resources") -> SuiteError | None:
+    """A `SuiteError` naming every resource of a suite that cannot be read (a path that is not
+    there, bad YAML, an object kubectl would refuse: SA000), or None.
+
+    Why an error and not a hint: a suite whose slice file is unreadable checks fewer objects
+    than it names, and a case that then passes proves nothing; kubectl would not apply it.
+    """
+    from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
+
+    problems = list(usage_errors)
+    for finding in findings:
+        if finding.rule != INPUT_ERROR.id:
+            continue
+        where = finding.primary
+        position = f":{where.position.line}:{where.position.column}" if where.position else ""
+        problems.append(f"{where.file or suite_path}{position}: {finding.message}")
+    if not problems:
+        return None
+    return SuiteError(f"{suite_path}: {what} cannot be read: " + "; ".join(problems))
+
+
 def load_suite(path: Path) -> Suite:
     """Read and validate one suite file; raises `SuiteError` with a located message."""
     from dra_affinity.lint.loader import load_paths
@@ -300,7 +325,15 @@ def load_suite(path: Path) -> Suite:
     errors = sorted(Draft202012Validator(SUITE_SCHEMA).iter_errors(doc.data),
                     key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        error = errors[0]
+        from dra_affinity.policies.model.schema import unknown_property
+
+        # an unknown key first: a misspelt one is usually why a required one is missing
+        error = next((e for e in errors if unknown_property(e) is not None), errors[0])
+        unknown = unknown_property(error)
+        if unknown is not None:
+            pos = doc.source.locate(unknown[0])
+            where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)
+            raise SuiteError(f"{where}: {unknown[1]}")
         field_path = tuple(error.absolute_path)
         pos = doc.source.locate(field_path)
         where = f"{path}:{pos.line}:{pos.column}" if pos else str(path)

@@ -147,6 +147,7 @@ def _error(path: Path, source: Source, field_path: FieldPath, message: str) -> W
 def load_workload(path: Path) -> WorkloadFile:
     """Read and validate one workload file; raises `WorkloadFileError` with a located message."""
     from dra_affinity.lint.loader import load_paths
+    from dra_affinity.policies.model.schema import unknown_property
     from jsonschema import Draft202012Validator
 
     loaded = load_paths([str(path)])
@@ -164,6 +165,12 @@ def load_workload(path: Path) -> WorkloadFile:
                     key=lambda e: (len(e.absolute_path), [str(p) for p in e.absolute_path]))
     if errors:
         error = max(errors, key=lambda e: len(e.absolute_path))  # the deepest: the most precise
+        error = next((e for e in errors if unknown_property(e) is not None), error)  # a typo first
+        unknown = unknown_property(error)
+        if unknown is not None:
+            pos = doc.source.locate(unknown[0])
+            raise WorkloadFileError(f"{path}:{pos.line}:{pos.column}: {unknown[1]}" if pos
+                                    else f"{path}: {unknown[1]}")
         raise _error(path, doc.source, tuple(error.absolute_path), _schema_message(error))
     data = doc.data
     templates = [_template(path, doc.source, i, t) for i, t in enumerate(data["templates"])]

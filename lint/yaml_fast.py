@@ -19,12 +19,12 @@ warning and position is still libyaml's and the builder's.
   implicit key of 1,024 characters or more (libyaml's limit). rapidyaml is more lenient than
   libyaml in each of these places (or, after a comment, misreads indentation); a
   `kubectl -o yaml` dump has none of them.
-* Plain scalars are typed by YAML 1.1 here (the builder's rule), not by rapidyaml: a number
-  rapidyaml writes bare is built from its text as the builder builds a plain scalar (`1e5`
-  stays a string), and a string the JSON holds that YAML 1.1 would read as something else
-  when plain (`"on"`, `"0x1F"`, `"~"`) is refused unless rapidyaml writes that scalar bare
+* Plain scalars are typed as kubectl types them here (go-yaml v2, the builder's rule), not by
+  rapidyaml: a number rapidyaml writes bare is built from its text as the builder builds a
+  plain scalar, and a string the JSON holds that go-yaml would read as something else when
+  plain (`"on"`, `"y"`, `"0x1F"`, `"~"`) is refused unless rapidyaml writes that scalar bare
   when it is plain — then the JSON string was quoted in the file. A key is refused when the
-  builder would turn its plain form into other text (`1.50` → `"1.5"`).
+  builder would turn its plain form into other text (`1.50` → `"1.5"`, `n` → `"false"`).
 * A repeated key is refused (the builder reports it), as is anything rapidyaml cannot parse
   (its message goes nowhere: libyaml's error is the one reported).
 
@@ -42,10 +42,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import yaml.resolver
-from dra_affinity.lint.yaml_positions import plain_key, plain_scalar
+from dra_affinity.lint.yaml_positions import go_tag, plain_key, plain_scalar
 from dra_affinity.policies.core.source import Position
-from yaml.nodes import ScalarNode
 
 try:
     import ryml
@@ -127,12 +125,12 @@ _LONG_LINE = re.compile(r"\n.{1024,}")
 scan of a 60 MB text near 0.08 s, where `^` under MULTILINE costs 0.3 s."""
 
 _CANDIDATE = re.compile(
-    r'"([-+.0-9][-+.0-9_:A-Za-z]*|~|<<|=|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF'
-    r'|True|TRUE|False|FALSE|Null|NULL)"(\s*:)?'
+    r'"([-+.0-9][-+.0-9_:A-Za-z]*|~|<<|=|y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF'
+    r'|True|TRUE|False|FALSE|null|Null|NULL)"(\s*:)?'
 )
-"""A JSON string that YAML 1.1 might type otherwise when plain: the first characters of the
-resolver's int, float, bool, null and merge forms (PyYAML's implicit resolvers), and the
-words those forms allow; with whether it is a key."""
+"""A JSON string that go-yaml v2 might type otherwise when plain: the first characters of its
+int and float forms, and its words for booleans, null and merge (with `=` and the `:` forms
+YAML 1.1 had, kept for caution); with whether it is a key."""
 
 
 _LEADING_ZERO = re.compile(r"([-+]?)0(\.[0-9])")
@@ -193,7 +191,7 @@ _REWRITTEN = (".inf", ".nan")
 one the file held cannot be told, so such a string is never vouched for."""
 
 MAX_AMBIGUOUS = 256
-"""Distinct strings a file may hold that YAML 1.1 types otherwise when plain (each costs a
+"""Distinct strings a file may hold that go-yaml types otherwise when plain (each costs a
 search of the source); past this, the file is composed."""
 
 
@@ -213,24 +211,24 @@ def _occurs_plain(source: str, text: str) -> bool:
 
 
 class _Typing:
-    """YAML 1.1 typing of plain scalars, asked once per distinct text of one file."""
+    """kubectl's (go-yaml v2's) typing of plain scalars, asked once per distinct text of one
+    file."""
 
     def __init__(self, source: str) -> None:
         self._source = source
-        self._resolver = yaml.resolver.Resolver()
         self._numbers: dict[str, object] = {}
         self._bare: dict[str, bool] = {}
         self._plain: dict[str, bool] = {}
 
     def tag(self, text: str) -> str:
-        return self._resolver.resolve(ScalarNode, text, (True, False))
+        return go_tag(text)
 
     def number(self, text: str) -> object:
         """The builder's value for a plain scalar rapidyaml wrote as a bare JSON number.
 
         rapidyaml writes `1.` as `1.0` and `.5`, `-.5` as `0.5`, `-0.5` (and changes no other
         number): where the text could be such a rewrite, every scalar it could come from must
-        build to the same value (`-.5` is a string to YAML 1.1, `-0.5` a float)."""
+        build to the same value (`-.5` and `-0.5` are the same float)."""
         found = self._numbers.get(text)
         if found is None:
             found = self._numbers[text] = self._built(text)
@@ -340,7 +338,7 @@ class _DumpDecoder:
         return values
 
     def _typed(self, emitted: str) -> object:
-        """The decoded JSON, typed by YAML 1.1 (module docstring)."""
+        """The decoded JSON, typed as kubectl types it (module docstring)."""
         if not emitted.isascii() and _SURROGATE.search(emitted):
             raise _Unsure("not UTF-8")  # bytes rapidyaml wrote that no text of libyaml's holds
         if '"": ' in emitted:

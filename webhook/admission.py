@@ -486,9 +486,10 @@ class Admitter:
                     return self._late(deadline, "its expressions take too long to analyse")
                 result = analysable(extractor.expression, limits)
                 if result is not None and result.ok:
-                    # the advisories' walks, each linear in the expression
-                    _ = (result.unguarded_reads, result.depends_on_object,
-                         result.has_schema_guard, result.can_decline, result.oversized_formats)
+                    # the advisories' walks and their bounded evaluations (advice.py)
+                    _ = (result.unguarded_reads, result.depends_on_object, result.has_schema_guard,
+                         result.can_decline, result.oversized_formats, result.non_string,
+                         result.constant_outcome)
         finally:
             if heavy:
                 self.gate.release()

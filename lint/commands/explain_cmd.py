@@ -40,6 +40,10 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
     out["pools"] = [_pool_json(p) for p in e.pools]
     out["events"] = list(e.events)
     out["hints"] = list(e.hints)
+    out["releases"] = [{"device": device_to_json(r.device) if r.device else None, "release": list(r.claims),
+                        "kept": list(r.kept), "fewest": r.fewest,
+                        "allocations": [{"request": p.request, "device": device_to_json(p.device)}
+                                        for p in r.placements]} for r in e.releases]
     return out
 
 
@@ -135,7 +139,12 @@ def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], conf
     viable, the verdict in the scheduler's per-pod wording, and what would change it. An
     allocated claim shows its devices, the lock it holds and who shares it. For
     `pod/NAMESPACE/NAME`, claims from templates are found through the pod's
-    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster).
+    status.resourceClaimStatuses (the pod must be in PATHs, or is read with --cluster), and
+    the pod's pending claims are allocated together, in order, each seeing the earlier ones'
+    tentative locks and capacity (as `simulate` of those claims). Every hint that promises an
+    outcome was checked by running the allocation again with the change applied (claims
+    released, a config added, a slice republished), naming the fewest releases that work;
+    other verdicts (slice CEL error, incomplete pool, gate off) get the next step.
 
     Exit code 0 when the explanation is written, whether the claims are schedulable or not
     (the JSON's `schedulable` says which); 1 when an input object is invalid; 2 on usage
@@ -143,7 +152,7 @@ def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], conf
     """
     from dra_affinity.lint.inputs import walk_filter
     from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.explain import explain_claim, pod_claims
+    from dra_affinity.policies.scheduler.explain import explain_pod, pod_claims
 
     pod_ref = _pod_target(target)
     objects, cluster_target = read_lock_input("explain", paths, cluster, kubeconfig, kube_context,
@@ -164,7 +173,7 @@ def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], conf
     if unknown:
         sys.exit(2)
     book = build_book(objects, gate, kubernetes_version, focus=claims)
-    explanations = [explain_claim(book, c, mode=Mode(mode)) for c in claims]
+    explanations = list(explain_pod(book, claims, mode=Mode(mode)))
     schedulable = all(e.schedulable for e in explanations) and not missing
     if fmt == "json":
         emit("explain", json.dumps(_document(pod_ref, explanations, missing, schedulable), indent=2), output)

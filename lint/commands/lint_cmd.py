@@ -34,6 +34,7 @@ from dra_affinity.lint.inputs import (
     load_input,
     report_problems,
     stdin_is_terminal,
+    warn_empty,
 )
 from dra_affinity.lint.options import (
     FormatCommand,
@@ -178,17 +179,20 @@ def lint_input(
         inputs = load_input(paths, cluster, walk)
         loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
                             texts=inputs.texts, usage_errors=inputs.usage_errors)
-        linted = merge([lint_loaded(loaded, job)], job, complete_pools=complete_pools)
+        linted = merge([lint_loaded(loaded, job, trusted=cluster is not None)], job,
+                       complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
     from dra_affinity.lint.terminal import Progress, verbose
 
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
+    yielded: dict[str, int] = {}
     verbose(f"{len(plan.tasks)} file(s) to check in {jobs} process(es)")
     with Progress(len(plan.tasks), "Checking files") as progress:
 
         def checked() -> Iterator[FileLinted]:
-            for one in lint_plan(plan, job, jobs, progress.tick if progress.enabled else None):
+            for one in lint_plan(plan, job, jobs, progress.tick if progress.enabled else None,
+                                 yielded):
                 progress.advance(one.files)  # a walk's report counts no file
                 yield one
 
@@ -199,6 +203,10 @@ def lint_input(
         linted = merge(results, job, complete_pools=complete_pools, not_walked=plan.not_walked)
     if not paths and not linted.document_files and not linted.findings and not linted.usage_errors:
         linted.usage_errors.append(NO_PATH_EMPTY)
+    if paths:
+        unusable = {m.partition(": ")[0] for m in linted.usage_errors}
+        linted.empty_inputs = warn_empty({a: yielded.get(a, 0) for a in plan.arguments
+                                          if a not in unusable and a not in plan.repeated})
     return linted
 
 
@@ -278,6 +286,10 @@ def lint(settings: LintSettings) -> None:
         sys.exit(2)
     if run.fail_if_no_resources and not linted.resource_slices:
         click.echo("dra-affinity lint: no ResourceSlice in the input (--fail-if-no-resources)", err=True)
+        sys.exit(2)
+    if run.fail_if_no_resources and linted.empty_inputs:
+        click.echo(f"dra-affinity lint: {', '.join(linted.empty_inputs)}: nothing read "
+                   "(--fail-if-no-resources)", err=True)
         sys.exit(2)
     sys.exit(1 if any(f.severity >= run.threshold for f in report.findings) else 0)
 

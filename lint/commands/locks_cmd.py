@@ -110,12 +110,14 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool, walk: WalkFilter | None
     Positions cost minutes at 100,000 objects and matter only for findings: when there is
     one, the input is loaded again with positions so it names its line.
     """
-    from dra_affinity.lint.inputs import Input, model_objects
+    from dra_affinity.lint.inputs import Input, model_objects, warn_empty
     from dra_affinity.lint.loader import load_paths
 
     def load(json_positions: bool) -> Objects:
         loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions,
                             lazy_positions=True, walk=walk)
+        if paths and (not json_positions or "-" in paths):  # the first read warns, not the second
+            warn_empty(loaded.yielded)
         inputs = Input(documents=loaded.documents, findings=loaded.findings,
                        usage_errors=loaded.usage_errors, files=loaded.files)
         return model_objects(inputs, trusted=True, keep_pods=keep_pods)

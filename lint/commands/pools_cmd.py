@@ -182,7 +182,7 @@ def pools(
     slices: list[ResourceSlice] = []
     problems = [f for f in inputs.findings if f.severity is Severity.ERROR]
     for document in inputs.documents:
-        result = parse(document.data, document.source)
+        result = parse(document.data, document.source, trusted=target is not None)
         problems.extend(result.findings)
         if isinstance(result.obj, ResourceSlice):
             slices.append(result.obj)

@@ -23,6 +23,7 @@ from dra_affinity.lint.suite import (
     SuiteError,
     WorkloadCase,
     load_suite,
+    unreadable_resources,
 )
 from dra_affinity.policies.core.features import SHARING_AFFINITY, FeatureGateError, FeatureGates
 from dra_affinity.policies.core.findings import Finding, Location, Severity
@@ -141,6 +142,11 @@ def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> l
     from dra_affinity.policies.scheduler.replay import ReplayReport, replay
 
     extra = load_objects([str(p) for p in case.workload.resources]) if case.workload.resources else None
+    if extra is not None:
+        unreadable = unreadable_resources(case.workload.path, extra.findings, extra.usage_errors,
+                                          "the workload's resources")
+        if unreadable is not None:
+            raise unreadable
     slices = [*objects.slices, *(extra.slices if extra else [])]
     claims = [*objects.claims, *(extra.claims if extra else [])]
     classes = [*objects.classes, *(extra.classes if extra else [])]
@@ -211,6 +217,10 @@ def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) 
 def run_suite(suite: Suite) -> list[CaseResult]:
 
     inputs = load_objects([str(p) for p in suite.resources]) if suite.resources else None
+    if inputs is not None:
+        unreadable = unreadable_resources(suite.path, inputs.findings, inputs.usage_errors)
+        if unreadable is not None:
+            raise unreadable
     base = _Objects(
         list(inputs.slices) if inputs else [], list(inputs.claims) if inputs else [],
         list(inputs.classes) if inputs else [],

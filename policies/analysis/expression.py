@@ -11,19 +11,26 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dra_affinity.policies.analysis.advice import (
+    EVALUATIONS_PER_EXPRESSION,
     OversizedFormat,
+    Path,
+    Reproduced,
     UnguardedSelect,
-    can_decline,
     depends_on_object,
+    foreign_outcome,
     has_schema_guard,
+    mentioned_fields,
+    missing_field_witness,
+    non_string_witness,
     oversized_format_verbs,
+    run_extractor,
     unguarded_selects,
 )
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import CACHE_BYTES, CompileResult, compile_expression, result_weight
 from dra_affinity.policies.cel.cost.estimate import CostReport, estimate_cost
 from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.limits import KubernetesVersion
+from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 
 ANALYSIS_CACHE_SIZE = 4096
 
@@ -40,6 +47,7 @@ class ExpressionAnalysis:
 
     compiled: CompileResult
     cost: CostReport | None
+    kubernetes_version: KubernetesVersion | None = None
 
     @property
     def ok(self) -> bool:
@@ -49,9 +57,64 @@ class ExpressionAnalysis:
     # expressions on every write of a slice, and these walks cost as much as a compile.
 
     @cached_property
-    def unguarded_reads(self) -> tuple[UnguardedSelect, ...]:
+    def unguarded_reads(self) -> tuple[tuple[UnguardedSelect, Reproduced], ...]:
+        """Each unguarded read with a config on which it fails; a read no built config makes
+        fail is left out (nothing proves the "missing field" abort it would announce)."""
         ast = self.compiled.checked
-        return tuple(unguarded_selects(ast)) if ast is not None else ()
+        if ast is None or not self._runnable:
+            return ()
+        found = []
+        budget = [EVALUATIONS_PER_EXPRESSION]
+        for read in unguarded_selects(ast):
+            witness = missing_field_witness(self.compiled, read, self._fields, self._cost_limit, budget)
+            if witness is not None:
+                found.append((read, witness))
+        return tuple(found)
+
+    @cached_property
+    def foreign_outcome(self) -> Reproduced | None:
+        """What the expression gives a config of another schema when it does not decline it
+        (None: it returns "" for one, or it does not read `object`)."""
+        if not self.depends_on_object or not self._runnable:
+            return None
+        return foreign_outcome(self.compiled, self._fields, self._cost_limit)
+
+    @cached_property
+    def constant_outcome(self) -> Reproduced | None:
+        """What an expression that does not read `object` gives every config (None: it reads
+        `object`, or the scheduler would not run it)."""
+        if self.depends_on_object or not self._runnable:
+            return None
+        return run_extractor(self.compiled, {}, self._cost_limit)
+
+    @cached_property
+    def non_string(self) -> Reproduced | None:
+        """For a `dyn` expression: a config on which it returns a non-string (None: none found)."""
+        if self.compiled.output_type != "dyn" or not self._runnable:
+            return None
+        return non_string_witness(self.compiled, self._fields, self._cost_limit)
+
+    @property
+    def can_decline(self) -> bool:
+        return self.foreign_outcome is None
+
+    @cached_property
+    def _fields(self) -> dict[Path, list[object]]:
+        ast = self.compiled.checked
+        return mentioned_fields(ast) if ast is not None else {}
+
+    @property
+    def _cost_limit(self) -> int:
+        version = self.kubernetes_version
+        return (limits_for(version) if version else limits_for()).runtime_cost_per_evaluation
+
+    @property
+    def _runnable(self) -> bool:
+        """Evaluated only when the scheduler would run it: compiled, within the cost budget,
+        and free of format clauses the engine renders unbounded (SA208)."""
+        if not self.compiled.ok or self.compiled.program is None or self.oversized_formats:
+            return False
+        return self.cost is None or self.cost.max <= self._cost_limit
 
     @cached_property
     def depends_on_object(self) -> bool:
@@ -68,10 +131,6 @@ class ExpressionAnalysis:
         ast = self.compiled.checked
         return tuple(oversized_format_verbs(ast)) if ast is not None else ()
 
-    @cached_property
-    def can_decline(self) -> bool:
-        ast = self.compiled.checked
-        return ast is not None and can_decline(ast)
 
 
 @cached("analysis.expression", ANALYSIS_CACHE_SIZE, max_bytes=CACHE_BYTES,
@@ -82,4 +141,4 @@ def analyse(expression: str, kubernetes_version: KubernetesVersion) -> Expressio
     cost = None
     if compiled.ok and compiled.checked is not None:
         cost = estimate_cost(compiled.checked, presence_test_cost=0)
-    return ExpressionAnalysis(compiled, cost)
+    return ExpressionAnalysis(compiled, cost, kubernetes_version)

@@ -190,11 +190,13 @@ def _name(doc: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _input_errors(kind: str, doc: Mapping[str, Any], source: Source) -> tuple[Finding, ...]:
+def _input_errors(kind: str, doc: Mapping[str, Any], source: Source,
+                  violations: Any = None) -> tuple[Finding, ...]:
     ref = ObjectRef(kind, _name(doc))
     return tuple(
-        INPUT_ERROR.finding(f"{_render(v.path)}: {v.message}", Location.at(source, v.path, ref))
-        for v in schema.validate(kind, doc)
+        INPUT_ERROR.finding(f"{_render(v.path)}: {v.message}" if v.prefixed else v.message,
+                            Location.at(source, v.path, ref))
+        for v in (schema.validate(kind, doc) if violations is None else violations)
     )
 
 
@@ -305,7 +307,16 @@ def parse(
             return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)
         except (KeyError, TypeError, AttributeError, ValueError):
             pass  # not what the API server would have let through: say precisely why below
-    errors = _input_errors(str(kind), doc, source) or _opaque_too_long(str(kind), doc, source)
+        # Field names are the API server's to judge here: it stored the object (a field newer
+        # than this tool's list would otherwise be called unknown).
+        errors = _input_errors(str(kind), doc, source, schema.structural(str(kind), doc))
+    else:
+        errors = _input_errors(str(kind), doc, source)
+    if errors and all(f.message.startswith(schema.UNKNOWN_FIELD) for f in errors):
+        # Only unknown names: the object is still modelled, so its rules are checked as well
+        # (the API server refuses it; the rest of what is wrong with it is worth saying too).
+        return ParseResult(_build(doc, source, str(kind), with_devices), errors, recognised=True)
+    errors = errors or _opaque_too_long(str(kind), doc, source)
     if errors:
         return ParseResult(None, errors, recognised=True)
     return ParseResult(_build(doc, source, str(kind), with_devices), recognised=True)

@@ -44,10 +44,10 @@ from dra_affinity.policies.scheduler.pools import Pool, build_pools
 
 def untracked_reason(pool: Pool, feature_gate: bool) -> str:
     """Why the scheduler keeps no lock for the pool's devices; empty when it does."""
+    if not pool.complete:  # first: a metadata slice not yet published is not "no sharingAffinity"
+        return f"the pool is incomplete ({pool.incomplete_reason})"
     if not pool.declares_affinity:
         return "the pool declares no sharingAffinity"
-    if not pool.complete:
-        return f"the pool is incomplete ({pool.incomplete_reason})"
     if not feature_gate:
         return "the DRASharingAffinity feature gate is off"
     if not pool.extractors:
@@ -212,6 +212,10 @@ class LockBook:
     def tracked(self, pool: Pool) -> bool:
         """The scheduler keeps locks for the pool's devices (gate on, complete, named extractors)."""
         return self.feature_gate and pool.complete and bool(pool.extractors)
+
+    def slice(self, name: str) -> ResourceSlice | None:
+        """The slice of that name as last put (None when absent)."""
+        return self._slices.get(name)
 
     def pool_devices(self, ref: PoolRef) -> tuple[DeviceRef, ...]:
         return self._pool_devices.get(ref, ())

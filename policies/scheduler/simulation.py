@@ -1337,20 +1337,35 @@ def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> Step
     `simulate` step does it. Candidates come from the book's DeviceClasses (every pool when
     it has none).
     """
+    return try_allocate_pod(book, (claim,), mode=mode)[0]
+
+
+def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode.ALPHA,
+                     release: Sequence[str] = ()) -> tuple[StepResult, ...]:
+    """One pod's claims allocated in order against the book's locks, leaving the book unchanged.
+
+    Each placed claim's tentative locks and consumed capacity are visible to the claims after
+    it, as the KEP's Reserve makes them immediately visible, so two claims of one pod cannot
+    both take one device with different locks: the same steps as `simulate` of those claims.
+    `release`: allocated claims released first (`simulate`'s `-name` steps), to check what
+    releasing them would change.
+    """
+    held = {name: set(book.held_by(name)) for name in (*release, *claims) if book.held_by(name)}
     run = _Run(
         pools=book.pools, summaries={ref: book.summary(ref) for ref in book.pools},
         claims=book.claims, mode=mode, feature_gate=book.feature_gate,
         version=book.kubernetes_version or limits_for().kubernetes_version,
         pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes),
-        states=dict(book.states), devices=dict(book.devices), exhaustive=True,
-        held={claim: set(book.held_by(claim))} if book.held_by(claim) else {},
+        states=dict(book.states), devices=dict(book.devices), exhaustive=True, held=held,
     )
     run.build_index()
     unknown = LockStatus.UNRECONSTRUCTABLE
     for index in run.index.values():
         index.unknown = sum(1 for _, d in index.devices if run.states[d].status is unknown)
         run.unknown_total += index.unknown
-    return run.allocate(Step(Action.ALLOCATE, claim))
+    for name in release:
+        run.release(Step(Action.RELEASE, name))
+    return tuple(run.allocate(Step(Action.ALLOCATE, claim)) for claim in claims)
 
 
 def device_matches(ref: DeviceRef, name: str) -> bool:

@@ -7,6 +7,7 @@ import io
 import json
 import os
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -116,46 +117,69 @@ def test_multi_document_positions_are_absolute_and_documents_are_numbered() -> N
         assert doc.source.positions[path] == where(text, "pkey", nth)
 
 
-def test_scalar_types_follow_safe_load_except_timestamps() -> None:
+def test_scalar_types_follow_kubectl_not_yaml_1_1() -> None:
+    """What `kubectl annotate --local -f - x=y -o json` printed for this text (kubectl 1.37):
+    go-yaml v2's typing, then the JSON kubectl sends (`1e5` → 100000, `1.0e+3` → 1000)."""
     text = """\
 int: 42
 neg: -7
 hex: 0x1F
 octal: 017
+octal_o: 0o17
 under: 1_000
 sexagesimal: 1:30
 float: 1.5
 exp: 1.0e+3
-inf: .inf
 bool: true
 y1: yes
+y2: y
+n2: N
 o1: Off
+odd: yEs
 null1: ~
 null2:
 str: "42"
 exp_plain: 1e5
+big: 9223372036854775808
+huge: 1e400
+bin: 0b-101
 date: 2024-01-02
 stamp: 2024-01-02T03:04:05Z
 set: !!set {a, b}
 custom: !mine value
 forced: !!str 12
+tagged: !!float 3
+1e6: key
+0.1: key2
 """
     data = only_doc(load_text(text)).data
-    # safe_load refuses unknown tags (Kubernetes keeps the value) and makes datetimes.
-    expected = yaml.safe_load(text.replace("!mine ", ""))
-    assert (data.pop("date"), data.pop("stamp")) == ("2024-01-02", "2024-01-02T03:04:05Z")
-    del expected["date"], expected["stamp"]
-    assert (data.pop("set"), expected.pop("set")) == ({"a": None, "b": None}, {"a", "b"})
-    assert data == expected
-    assert [type(data[k]) for k in ("int", "float", "bool", "null1", "str", "exp_plain")] == [
-        int, float, bool, type(None), str, str,
-    ]  # fmt: skip
+    assert data == {
+        "int": 42, "neg": -7, "hex": 31, "octal": 15, "octal_o": 15, "under": 1000,
+        "sexagesimal": "1:30", "float": 1.5, "exp": 1000, "bool": True, "y1": True, "y2": True,
+        "n2": False, "o1": False, "odd": "yEs", "null1": None, "null2": None, "str": "42",
+        "exp_plain": 100000, "big": 9223372036854775808, "huge": "1e400", "bin": -5,
+        "date": "2024-01-02", "stamp": "2024-01-02T03:04:05Z", "set": {"a": None, "b": None},
+        "custom": "value", "forced": "12", "tagged": 3, "1e+06": "key", "0.1": "key2",
+    }  # fmt: skip
+    assert [type(data[k]) for k in ("exp", "exp_plain", "tagged", "float")] == [int, int, int, float]
+
+
+def test_values_kubectl_cannot_send_are_reported_at_their_position() -> None:
+    text = "a: .inf\nb: -.Inf\nc: .nan\n~: null key\n18446744073709551615: uint64 key\nok: 1\n"
+    result = load_text(text)
+    found = {(f.locations[0].position.line, f.message.split(" (")[0]) for f in sa000(result)}
+    assert found == {
+        (1, '".inf" cannot be sent as JSON'), (2, '"-.Inf" cannot be sent as JSON'),
+        (3, '".nan" cannot be sent as JSON'),
+        (4, "unsupported map key of type <nil>"), (5, "unsupported map key of type uint64"),
+    }
+    assert "json: unsupported value: -Inf" in messages(result)[1]
 
 
 json_leaves = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=12),
 )
@@ -168,15 +192,32 @@ json_values = st.recursive(
 )
 
 
+def _as_sent(value: object) -> object:
+    """A value as the API server receives it from kubectl (`yaml_positions.sent_number`)."""
+    if isinstance(value, dict):
+        return {k: _as_sent(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_sent(v) for v in value]
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        digits = int(Decimal(repr(value)))  # the shortest digits, as Go writes them
+        return digits if -(2**63) <= digits < 2**63 else value
+    return value
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(min_size=1, max_size=8), json_values, max_size=5))
-def test_built_values_equal_safe_load_and_every_path_has_a_position(data: dict[str, Any]) -> None:
+def test_built_values_are_what_kubectl_sends_and_every_path_has_a_position(
+        data: dict[str, Any]) -> None:
+    """Every scalar written with its tag (`!!int "5"`, `"y"`): the value is the data itself as
+    sent; written plain in flow style, only positions are compared (a plain `y` is a boolean
+    to kubectl: `test_kubectl_typing.py` compares those with kubectl itself)."""
     for text in (
-        yaml.safe_dump(data, sort_keys=False),
+        yaml.safe_dump(data, sort_keys=False, default_style='"'),
         yaml.safe_dump(data, sort_keys=False, default_flow_style=True),
     ):
         doc = only_doc(load_text(text))
-        assert doc.data == yaml.safe_load(text)
+        if text.startswith('"'):
+            assert doc.data == _as_sent(data)
 
         def paths(value: object, prefix: FieldPath) -> list[FieldPath]:
             out = [prefix]
@@ -205,7 +246,8 @@ def test_json_file_positions_and_json_number_semantics(tmp_path: Path) -> None:
     text = json.dumps(obj, indent=2).replace("100000.0", "1e5")
     path = write(tmp_path / "slice.json", text)
     doc = only_doc(load_paths([str(path)]))
-    assert doc.data == obj and isinstance(doc.data["spec"]["n"], float)
+    # kubectl re-sends a JSON float that has no fraction as integer digits.
+    assert doc.data == obj and isinstance(doc.data["spec"]["n"], int)
     assert doc.source.positions[("spec", "sharingAffinity", 0, "expression")] == where(text, '"x"')
     assert doc.source.key_positions[("spec", "m")] == where(text, '"m"')
 
@@ -213,6 +255,18 @@ def test_json_file_positions_and_json_number_semantics(tmp_path: Path) -> None:
     doc = only_doc(load_text(minified))  # sniffed as JSON on stdin
     assert doc.data == obj
     assert doc.source.positions[("spec", "m")] == where(minified, "3")
+
+
+def test_json_numbers_are_what_kubectl_sends(tmp_path: Path) -> None:
+    """kubectl decodes JSON into Go values and sends them again: `1.0` and `1e5` travel as
+    integers, and a number past float64 refuses the document (kubectl 1.37: "json: cannot
+    unmarshal number 1e400 into Go value of type float64")."""
+    path = write(tmp_path / "n.json", '{"kind": "X", "a": 1.0, "b": 1e5, "c": 0.5}')
+    assert only_doc(load_paths([str(path)])).data == {"kind": "X", "a": 1, "b": 100000, "c": 0.5}
+    path = write(tmp_path / "big.json", '{"kind": "X",\n "a": 1e400}')
+    (finding,) = sa000(load_paths([str(path)]))
+    assert finding.message.startswith("json: cannot unmarshal number 1e400 into Go value of type float64")
+    assert finding.primary.position == Position(2, 7)
 
 
 def test_json_syntax_error_is_reported_with_the_json_decoder_position(tmp_path: Path) -> None:
@@ -254,7 +308,7 @@ def test_json_is_decoded_by_the_json_module_and_composed_only_for_positions(tmp_
     assert one.data["n"] == "NaN" and one.source.positions[()] == Position(2, 2)
     duplicate = load_text('{"kind": "X",\n "a": 1,\n "a": 2}', name="d.json")
     (finding,) = sa000(duplicate)
-    assert finding.message.startswith('duplicate key "a" (first at line 2)')
+    assert finding.message.startswith('duplicate field "a" (first at line 2)')
     assert finding.primary.position == Position(3, 2)
 
 
@@ -276,8 +330,8 @@ def test_lazy_positions_are_composed_once_per_file_and_equal_the_eager_ones(tmp_
 
 
 def test_yaml_file_that_looks_like_yaml_flow_is_not_forced_into_json(tmp_path: Path) -> None:
-    result = load_paths([str(write(tmp_path / "flow.yaml", "{kind: X, n: 1e5}\n"))])
-    assert only_doc(result).data == {"kind": "X", "n": "1e5"}
+    result = load_paths([str(write(tmp_path / "flow.yaml", "{kind: X, num: 1e5, n: 1}\n"))])
+    assert only_doc(result).data == {"kind": "X", "num": 100000, "false": 1}  # `n` is false
 
 
 # -- List unpacking -------------------------------------------------------------------------
@@ -361,6 +415,63 @@ def test_syntax_error_in_one_document_does_not_hide_the_others() -> None:
     assert result.documents[1].source.positions[path] == where(text, "pkey", 1)
 
 
+def test_a_control_character_loses_only_its_own_document() -> None:
+    """libyaml checks characters a buffer at a time: a form feed in the fourth document must
+    not take the three before it along (kubectl splits at `---` and sends them)."""
+    parts = [f"kind: K\nmetadata:\n  name: d{i}\n" for i in range(5)]
+    for bad in ("\x0c", "\x0b", "\x1b"):
+        broken = parts.copy()
+        broken[3] = broken[3].replace("name: d3", f"name: d{bad}3")
+        result = load_text("---\n".join(broken), name="m.yaml")
+        assert [(d.source.document, d.data["metadata"]["name"]) for d in result.documents] == [
+            (0, "d0"), (1, "d1"), (2, "d2"), (4, "d4")]
+        (finding,) = sa000(result)
+        assert finding.primary.position == Position(15, 10)
+        assert finding.message.startswith(f"unacceptable character #x{ord(bad):04x}")
+
+
+_MUTATIONS = ["\x0c", "\x0b", "\x1b", "\x07", '"', "'", "[", "{", "]", "}", ": :", "\t", "- ",
+              "*x", "&", "!", "%", "@", "`", "|", ">", "? ", ",", "#", "\\", "\u0085", "\ufeff"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(min_value=2, max_value=7), st.data())
+def test_mutated_multi_document_files_lose_no_document(count: int, data: st.DataObject) -> None:
+    """Every document of a mutated stream is either built or reported at a line inside it;
+    every document left intact is built exactly once, and nothing is reported in it. (A
+    mutated one may yield more than one: NEL is a line break to libyaml, as to go-yaml.)"""
+    parts = [f"kind: Thing\nmetadata:\n  name: d{i}\nspec:\n  v: {i}\n  s: text {i}\n"
+             for i in range(count)]
+    mutated = data.draw(st.sets(st.integers(min_value=0, max_value=count - 1), min_size=1))
+    for i in mutated:
+        for _ in range(data.draw(st.integers(min_value=1, max_value=2))):
+            at = data.draw(st.integers(min_value=0, max_value=len(parts[i]) - 1))
+            parts[i] = parts[i][:at] + data.draw(st.sampled_from(_MUTATIONS)) + parts[i][at:]
+    lead = data.draw(st.booleans())
+    text = ("---\n" if lead else "") + "---\n".join(parts)
+    first_line, line = [], 1 + lead
+    for part in parts:
+        first_line.append(line)
+        line += part.count("\n") + 1
+    result = load_text(text, name="m.yaml")
+
+    def document_at(row: int) -> int:
+        return max(i for i, start in enumerate(first_line) if start - 1 <= row)
+
+    built: dict[int, list[dict[str, Any]]] = {}
+    for document in result.documents:
+        start = document.source.positions.get(())
+        assert start is not None
+        built.setdefault(document_at(start.line), []).append(document.data)
+    reported = {document_at(f.primary.position.line) for f in sa000(result) if f.primary.position}
+    for i in range(count):
+        assert i in built or i in reported, (i, text, messages(result))
+        if i not in mutated:
+            assert i not in reported, (i, text, messages(result))
+            assert built[i] == [{"kind": "Thing", "metadata": {"name": f"d{i}"},
+                                 "spec": {"v": i, "s": f"text {i}"}}]
+
+
 def test_documents_that_are_not_objects_and_empty_documents() -> None:
     text = "---\n- a\n---\n\n---\njust text\n---\n~\n---\nkind: K\n"
     result = load_text(text)
@@ -376,7 +487,7 @@ def test_duplicate_keys_are_reported_and_the_last_value_wins() -> None:
     text = "kind: K\nspec:\n  a: 1\n  b: 2\n  a: 3\n"
     result = load_text(text)
     (finding,) = sa000(result)
-    assert finding.message.startswith('duplicate key "a" (first at line 3)')
+    assert finding.message.startswith('duplicate field "spec.a" (first at line 3)')
     assert finding.primary.position == Position(5, 3)
     assert finding.primary.field_path == "spec.a"
     assert finding.primary.object is not None and finding.primary.object.kind == "K"
@@ -433,16 +544,16 @@ def test_recursive_alias_is_refused() -> None:
 
 
 def test_bad_tags_keys_and_merges_are_reported_but_the_document_is_kept() -> None:
-    text = "n: !!int abc\nb: !!bool maybe\n? [x]\n: 1\n1: one\ntrue: t\nm:\n  <<: 3\n"
+    text = "v: !!int abc\nb: !!bool maybe\n? [x]\n: 1\n1: one\ntrue: t\nm:\n  <<: 3\n"
     result = load_text(text)
     assert messages(result) == [
-        'cannot read "abc" as !!int',
-        'cannot read "maybe" as !!bool',
+        "cannot decode !!str `abc` as a !!int",
+        "cannot decode !!str `maybe` as a !!bool",
         "a mapping key must be a string, found a list",
         "merge key (<<) needs a mapping or a list of mappings, found a scalar",
     ]
     (doc,) = result.documents
-    assert doc.data == {"n": "abc", "b": "maybe", "1": "one", "true": "t", "m": {}}
+    assert doc.data == {"v": "abc", "b": "maybe", "1": "one", "true": "t", "m": {}}
 
 
 def test_too_deep_nesting_is_a_finding() -> None:

@@ -16,7 +16,7 @@ metadata:
   name: pos
 spec:
   driver: d.example.com
-  nodeName: n
+  nodeName: node-1
   pool: {name: p, generation: 1, resourceSliceCount: 1}
   sharingAffinity:
     - name: a

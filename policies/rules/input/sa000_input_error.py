@@ -7,13 +7,16 @@ RULE = InputRule(
     id="SA000",
     slug="input-error",
     severity=Severity.ERROR,
-    summary="unreadable file, unparseable YAML/JSON, a document that is not an object, or a "
-    "missing or mistyped required field",
+    summary="unreadable file, unparseable YAML/JSON, a document that is not an object, a "
+    "missing or mistyped required field, or a field the kind does not have",
     description=(
         "Nothing else can be checked on an object that cannot be read, so this is always an "
         "error. The finding names the file, line and column the parser stopped at, and the "
         "field path for structural problems (`spec.pool.generation: Invalid value: \"7\": must "
-        "be of type integer`). A claim, claim template or DeviceClass whose opaque "
+        "be of type integer`), and a field the kind does not have, worded as the API server's "
+        "strict field validation words it (`unknown field \"spec.sharingAffnity\"`, with the "
+        "nearest known name): `kubectl apply` fails on it. A claim, claim template or DeviceClass "
+        "whose opaque "
         "`parameters` exceed the API server's 10,240 bytes of JSON (`OpaqueParametersMaxLength`) "
         "is one too: no cluster can hold it. Other documents and files are still checked."
     ),

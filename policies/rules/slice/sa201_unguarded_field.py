@@ -14,13 +14,13 @@ def _optional_form(path: tuple[str, ...]) -> str:
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        for read in result.unguarded_reads:
+        for read, witness in result.unguarded_reads:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),
                 f"`{read.text}` ({read.line}:{read.column}) is read without a has(), optional "
-                "or apiVersion/kind guard: a claim config that lacks it makes the scheduler "
-                "abort the pod with \"missing field\"; guard it, e.g. "
+                f"or apiVersion/kind guard: a claim config such as {witness.config_text} makes "
+                f"the scheduler abort the pod with \"{witness.error}\"; guard it, e.g. "
                 f"`{_optional_form(read.path)}`",
                 inner=(read.line, read.column),
             )

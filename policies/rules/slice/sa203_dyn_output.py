@@ -11,11 +11,13 @@ from dra_affinity.policies.rules.slice.sa108_cost_budget import RULE as COST_BUD
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        if result.compiled.output_type == "dyn":
+        witness = result.non_string
+        if witness is not None:
             yield RULE.finding(
                 ctx,
                 ("spec", "sharingAffinity", extractor.index, "expression"),
-                "output type is dyn: a config whose value is not a string (a number, a list) "
+                f"output type is dyn: on a config such as {witness.config_text} it returns a value of "
+                f"type {witness.error.removeprefix('non-string result of type ')}, not a string, which "
                 "makes the scheduler abort the pod (\"cel expression returned non-string\"); "
                 "`string(...)` and `type(...) == string` are unbounded in the scheduler's cost "
                 f"estimate ({COST_BUDGET.id}), so either reject non-string values in the driver's config "
@@ -37,7 +39,9 @@ RULE = SliceRule(
         "unbounded in the scheduler's cost estimate (it knows no sizes of `object`) and fail "
         "SA108. `\"%s\".format([object.x])` has a static `string` type and a bounded cost, but "
         "turns `7` into `\"7\"`: use it only when such values are legitimate keys; otherwise "
-        "keep `dyn` and have the driver's config validation reject non-string values."
+        "keep `dyn` and have the driver's config validation reject non-string values. "
+        "The finding quotes a config on which the expression returns a non-string; a `dyn` "
+        "expression no such config is found for (`v == \"a\" ? v : \"\"`) is not reported."
     ),
     bad_example=(
         "sharingAffinity:\n"

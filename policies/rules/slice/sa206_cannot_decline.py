@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from dra_affinity.policies.core.findings import Finding, Severity
@@ -10,25 +11,34 @@ from dra_affinity.policies.rules.context import SliceContext, SliceRule
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
     for extractor, result in ctx.compiled_extractors():
-        if result.depends_on_object and not result.can_decline:
-            yield RULE.finding(
-                ctx,
-                ("spec", "sharingAffinity", extractor.index, "expression"),
-                "the expression can never return \"\", so it cannot decline a config it does "
-                "not understand: every in-scope config must yield this key or fail; add a "
-                'branch that returns "", e.g. `has(object.x) ? object.x : ""`',
-            )
+        outcome = result.foreign_outcome
+        if outcome is None:
+            continue
+        if outcome.value is not None:
+            what = f"returns {json.dumps(outcome.value)}, so every such config in scope gives " \
+                   f"key {extractor.name or '?'}={outcome.value}"
+        else:
+            what = f"fails with \"{outcome.error}\", which aborts the pod"
+        yield RULE.finding(
+            ctx,
+            ("spec", "sharingAffinity", extractor.index, "expression"),
+            f"the expression does not decline a config of another schema: on {outcome.config_text} "
+            f"it {what}; return \"\" for configs it does not understand, e.g. "
+            '`object.kind == "MyConfig" ? object.x : ""`',
+        )
 
 
 RULE = SliceRule(
     id="SA206",
     slug="cannot-decline",
     severity=Severity.WARNING,
-    summary="the expression can never return \"\"",
+    summary="the expression does not return \"\" for a config of another schema",
     description=(
-        "`\"\"` is how an extractor says \"this config is not mine\". An expression with no "
-        "`\"\"` among its possible results (through `?:`, `cel.bind` and `orValue`) turns "
-        "every foreign config into either a wrong key or a runtime error that aborts the pod."
+        "`\"\"` is how an extractor says \"this config is not mine\". The expression is run on "
+        "two configs of another schema (an apiVersion and kind it does not name and no other "
+        "field, and `{}`); when neither yields `\"\"`, every foreign config in scope gets either "
+        "a wrong key or a runtime error that aborts the pod. The finding quotes the config and "
+        "what the expression returned for it."
     ),
     bad_example=(
         "sharingAffinity:\n"

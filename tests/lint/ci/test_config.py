@@ -101,7 +101,8 @@ def test_explicit_config_and_kubernetes_version(tmp_path: Path) -> None:
 def test_errors_name_file_line_and_key(tmp_path: Path) -> None:
     repo = _repo(tmp_path)
     cases = {
-        "rules:\n  disabel: [SA201]\n": ("2:3", "rules.disabel: unknown key"),
+        "rules:\n  disabel: [SA201]\n": ("2:3", 'unknown field "rules.disabel" '
+                                        '(did you mean "rules.disable"?)'),
         "rules:\n  disable: [SA9]\n": ("2:13", "'SA9' is neither a rule id"),
         "kubernetes-version: 1.30\n": ("1:1", "quote the version"),
         "ignore:\n  - rules: SA201\n    reason: 7\n": ("3:5", "ignore[0].reason: must be a string"),

@@ -18,7 +18,7 @@ kind: ResourceSlice
 metadata: {name: b}
 spec:
   driver: [x]
-  nodeName: n
+  nodeName: node-1
   pool: {name: {a: 1}, generation: 1, resourceSliceCount: 1}
   sharingAffinity: [{name: k, expression: '"a"'}]
 ---
@@ -27,7 +27,7 @@ kind: ResourceSlice
 metadata: {name: c}
 spec:
   driver: d.example.com
-  nodeName: n
+  nodeName: node-1
   pool: {name: p, generation: 1, resourceSliceCount: 1}
   sharingAffinity: [{name: k, expression: '1'}]
 """

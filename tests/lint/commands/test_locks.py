@@ -177,7 +177,8 @@ def test_explain_a_pending_pod_through_its_template_claim() -> None:
         in doc["events"]
     assert "device nic.example.com/node-1/eth1 has unknown affinity state due to legacy or invalid active " \
            "claims" in doc["events"]
-    assert "nic.example.com/node-1/eth0 becomes clean when team-a/a and team-a/b are released" in doc["hints"]
+    assert ("nic.example.com/node-1/eth0: release team-a/a and team-a/b (all of them: releasing fewer is not "
+            "enough); then 'nic' goes on nic.example.com/node-1/eth0") in doc["hints"]
 
 
 def test_explain_a_schedulable_claim_says_where_it_would_go() -> None:

@@ -86,7 +86,8 @@ def test_a_bad_workload_file_is_a_located_error(tmp_path: Path) -> None:
                         "    wieght: 2\n")
     result = run("simulate", "--workload", str(workload), POOLS)
     assert result.code == 2
-    assert f"{workload}:3:5: templates.0: Additional properties are not allowed ('wieght'" in result.err
+    assert f'{workload}:5:5: unknown field "templates[0].wieght" (did you mean "templates[0].weight"?)' \
+        in result.err
     workload.write_text("arrivals: 10\ntemplates:\n  - claim: ml/nic-pod\n    lifetime: {fixed: 1}\n"
                         "    rate: 2\n  - claim: ml/nic-pod\n    lifetime: never\n")
     result = run("simulate", "--workload", str(workload), POOLS)
