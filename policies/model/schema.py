@@ -109,6 +109,7 @@ _EXACT = {
         "allocationMode": _STRING,
         "count": _INT,
         "capacity": _NULLABLE_OBJECT,
+        "adminAccess": {"type": ["boolean", "null"]},
     },
 }
 
@@ -133,6 +134,17 @@ _CLAIM_SPEC = {
                             "name": _STRING,
                             "exactly": _EXACT,
                             "firstAvailable": {"type": "array", "items": _SUB_REQUEST},
+                        },
+                    },
+                },
+                "constraints": {
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "requests": {"type": ["array", "null"], "items": _STRING},
+                            "matchAttribute": {"type": ["string", "null"]},
+                            "distinctAttribute": {"type": ["string", "null"]},
                         },
                     },
                 },
@@ -176,7 +188,10 @@ RESOURCE_CLAIM = {
                                         "type": "object",
                                         "required": ["request", "driver", "pool", "device"],
                                         "properties": {"request": _STRING, "driver": _STRING,
-                                                       "pool": _STRING, "device": _STRING},
+                                                       "pool": _STRING, "device": _STRING,
+                                                       "shareID": {"type": ["string", "null"]},
+                                                       "consumedCapacity": _NULLABLE_OBJECT,
+                                                       "adminAccess": {"type": ["boolean", "null"]}},
                                     },
                                 },
                             },

@@ -34,8 +34,21 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits, render
+from dra_affinity.policies.scheduler.allocator import (
+    ClaimAborted,
+    Entry,
+    SearchResult,
+    search,
+    visiting_order,
+)
+from dra_affinity.policies.scheduler.candidates import (
+    DeviceMatch,
+    SelectorError,
+    match_device,
+    missing_class,
+    pool_is_candidate,
+)
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, demand, fits, render
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
@@ -561,6 +574,11 @@ class _Run:
     remember: bool = True
     """False: every failed placement and every device check is decided again (the oracle the
     memos are tested against)."""
+    entries: list[Entry] | None = None
+    """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
+    matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
+    """(class, request, its selectors, device position) -> the device's selector match: the
+    allocator evaluates each (request, device) once, whatever the search revisits."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -662,17 +680,16 @@ class _Run:
     def reconstruct(self) -> None:
         bound: dict[DeviceRef, list[tuple[Holder, ResourceClaim]]] = {}
         for claim in self.claims.values():
-            for index, result in enumerate(claim.allocation):
+            for result in claim.allocation:
                 ref = DeviceRef(result.driver, result.pool, result.device)
                 if ref not in self.devices:
                     if self.pool_ok(ref.pool_ref):
                         self.notes.append(f"claim {claim.qualified_name} is allocated device {ref}, "
                                           "which is not in the input: ignored")
                     continue
-                holder = Holder(claim.qualified_name, result.request,
-                                self._bound_consumption(claim, index, result.request, self.devices[ref]),
-                                bound=True)
-                bound.setdefault(ref, []).append((holder, claim))
+                holder = locks.bound_holder(claim.qualified_name, result)
+                if holder is not None:
+                    bound.setdefault(ref, []).append((holder, claim))
                 self.held.setdefault(claim.qualified_name, set()).add(ref)
         for ref in self.devices:
             pool = self.pools[ref.pool_ref]
@@ -682,23 +699,6 @@ class _Run:
                 self._set(ref, DeviceState(LockStatus.UNTRACKED, holders=holders))
                 continue
             self._set(ref, locks.reconstruct([(h, self.extraction(c, h.request, pool.ref)) for h, c in held]))
-
-    def _bound_consumption(self, claim: ResourceClaim, index: int, request: str,
-                           device: Device) -> dict[str, Fraction]:
-        """`consumedCapacity` of the allocation result, else what the request would consume now."""
-        status = claim.raw.get("status") or {}
-        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-        raw = results[index].get("consumedCapacity") if index < len(results) else None
-        if isinstance(raw, Mapping):
-            parsed = {str(k): amount(v) for k, v in raw.items()}
-            return {k: v for k, v in parsed.items() if v is not None}
-        spec = _device_requests(claim).get(request)
-        wanted = demand(device, spec) if spec is not None else {}
-        if isinstance(wanted, CapacityProblem):
-            self.notes.append(f"claim {claim.qualified_name} request {request!r} on device "
-                              f"{device.name}: {wanted.message}; counted as consuming nothing")
-            return {}
-        return wanted
 
     def _set(self, ref: DeviceRef, state: DeviceState) -> None:
         """Commit one device's state, keeping its pool's index current."""
@@ -761,6 +761,8 @@ class _Run:
         if self.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
+        if self._searched(claim):
+            return self._allocate_by_search(step, claim)
         working = _Working(self.states)
         placements: list[Placement] = []
         evaluated: list[Sequence[Evaluated]] = []
@@ -789,6 +791,103 @@ class _Run:
         self.held[claim.qualified_name] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
         return StepResult(step, True, tuple(placements), _joined(evaluated), rejected=_joined(rejected))
+
+    def _searched(self, claim: ResourceClaim) -> bool:
+        """The claim needs the allocator's search: selectors decided per device (DeviceClasses
+        given), constraints, several requests or alternatives (backtracking), All, admin access.
+        Otherwise (one ExactCount request, every device of every pool a candidate) first fit
+        over the pools is the search's first branch, answered from the per-pool indexes."""
+        if self.classes and self.candidate is None:
+            return True
+        if claim.constraints or len(claim.requests) > 1:
+            return True
+        for request in claim.requests:
+            if request.first_available:
+                return True
+            exactly = request.exactly
+            if exactly is not None and (exactly.allocation_mode == "All" or exactly.admin_access):
+                return True
+        return False
+
+    def device_match(self, request: DeviceRequest, entry: Entry) -> DeviceMatch | bool:
+        """The device against the request's class and own selectors, once per run (cached)."""
+        if self.candidate is not None:
+            return not self.classes or self.candidate(request, self.classes, entry.pool)
+        if not self.classes:
+            return True
+        key = (request.device_class_name, request.name, request.selectors, entry.position)
+        found = self.matches.get(key)
+        if found is None:
+            found = match_device(request, self.classes[request.device_class_name], entry.device,
+                                 entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
+            self.matches[key] = found
+        return found
+
+    def _allocate_by_search(self, step: Step, claim: ResourceClaim) -> StepResult:
+        """One claim through `allocator.search`, the KEP's Filter as its device check."""
+        if self.entries is None:
+            self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
+        working = _Working(self.states)
+        host = _SearchHost(self, claim, working)
+        ranked = None
+        if self.mode is Mode.BETA:
+            def ranked(request: DeviceRequest, entries: Sequence[Entry]) -> Sequence[Entry]:
+                return sorted(entries, key=lambda e: locks.preference(self.mode, Option(
+                    e.ref, working[e.ref], e.position, self.index[e.pool.ref].unknown > 0)))
+        result = search(claim, self.entries, host, prepare=host.prepare, ranked=ranked)
+        if self.exhaustive:
+            host.examine_rest()
+        evaluated = tuple(host.evaluated.values())
+        counts_by_request: dict[str, dict[Reason, int]] = {}
+        for seen in evaluated:
+            if seen.rejections:
+                per = counts_by_request.setdefault(seen.request, {})
+                per[seen.rejections[0].reason] = per.get(seen.rejections[0].reason, 0) + 1
+        rejected = tuple(RejectionCount(name, reason, n) for name, per in counts_by_request.items()
+                         for reason, n in per.items())
+        for per in counts_by_request.values():
+            self.counters.conflicts += per.get(Reason.LOCK_MISMATCH, 0)
+            self.counters.no_keys += per.get(Reason.NO_KEYS_EXTRACTED, 0)
+        kept = evaluated if self.detail is Detail.DEVICES else ()
+        if not result.placed:
+            return self._search_failure(step, claim, result, host, kept, rejected)
+        placements = []
+        for request, entry in result.chosen:
+            before = self.states[entry.ref]
+            after = working[entry.ref]
+            placements.append(Placement(request.name, entry.ref, before.status, after.lock,
+                                        reused=before.status is LockStatus.LOCKED))
+        for ref, state in working.changes.items():
+            self._set(ref, state)
+        self.held[claim.qualified_name] = {p.device for p in placements}
+        self.counters.reuse += sum(p.reused for p in placements)
+        return StepResult(step, True, tuple(placements), kept, rejected=rejected)
+
+    def _search_failure(self, step: Step, claim: ResourceClaim, result: SearchResult, host: _SearchHost,
+                        evaluated: tuple[Evaluated, ...], rejected: tuple[RejectionCount, ...]) -> StepResult:
+        if result.failure is not None:
+            return StepResult(step, False, (), evaluated, result.failure, result.failed_request,
+                              rejected=rejected)
+        requests = _device_requests(claim)
+        name = result.failed_request
+        request = requests.get(name) if name is not None else None
+        if request is None:
+            failure = Rejection(Reason.NO_CANDIDATES, f"claim {claim.qualified_name}: no allocation found")
+            return StepResult(step, False, (), evaluated, failure, name, rejected=rejected)
+        seen = [e for e in host.evaluated.values() if e.request == request.name]
+        counts = _first_reasons(seen)
+        every = request.allocation_mode == "All"
+        wanted = len(host.listed.get(request.name, ())) if every else max(request.count or 1, 1)
+        viable = sum(1 for e in seen if e.viable)
+        if (not counts and viable >= wanted) or (every and not wanted):
+            detail = ("no device matches the request" if every and not wanted else
+                      f"{viable} viable device(s), but no combination satisfies the claim's constraints "
+                      "and requests together")
+            reason = Reason.CONSTRAINT if claim.constraints and not every else Reason.NO_CANDIDATES
+            failure = Rejection(reason, f"request {request.name!r}: {detail}")
+        else:
+            failure = self._summary(request, counts, len(seen), wanted, viable)
+        return StepResult(step, False, (), evaluated, failure, request.name, rejected=rejected)
 
     def place_request(self, claim: ResourceClaim, request: DeviceRequest, working: _Working
                       ) -> tuple[list[Placement], Sequence[Evaluated], Sequence[RejectionCount],
@@ -1098,7 +1197,7 @@ def _demand_key(request: DeviceRequest) -> str:
 
 def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | CapacityProblem) -> _Kind:
     """What `locks.check_device` looks at of one device, whatever the pool's verdict."""
-    if not device.allow_multiple_allocations and state.holders:
+    if state.holders and locks.in_use(device, state):
         return _IN_USE
     if isinstance(wanted, CapacityProblem) or fits(device, state.consumed, wanted) is not None:
         return _CAPACITY
@@ -1192,6 +1291,137 @@ def check_steps(steps: Sequence[Step], claims: Sequence[ResourceClaim]) -> list[
                     "earlier step: nothing to release"))
             bound.discard(name)
     return problems
+
+
+class _SearchHost:
+    """`allocator.SearchHost` over one claim's working state: the KEP's Filter as device check."""
+
+    def __init__(self, run: _Run, claim: ResourceClaim, working: _Working) -> None:
+        self.run = run
+        self.claim = claim
+        self.working = working
+        self.evaluated: dict[tuple[str, DeviceRef], Evaluated] = {}
+        self.listed: dict[str, list[Entry]] = {}
+        self.verdicts: dict[tuple[str, PoolRef], PoolFilterVerdict] = {}
+
+    def _abort(self, request: DeviceRequest, rejection: Rejection) -> ClaimAborted:
+        return ClaimAborted(rejection, request.name)
+
+    def selectable(self, request: DeviceRequest, entry: Entry) -> bool:
+        match = self.run.device_match(request, entry)
+        if isinstance(match, bool):
+            return match
+        if match.failure is not None:
+            raise self._abort(request, Rejection(Reason.CEL_EVALUATION_FAILURE,
+                                                 match.failure.message(self.claim.qualified_name)))
+        return match.matched
+
+    def quietly_selectable(self, request: DeviceRequest, entry: Entry) -> bool:
+        match = self.run.device_match(request, entry)
+        return match if isinstance(match, bool) else match.matched
+
+    def in_use(self, entry: Entry) -> bool:
+        state = self.working[entry.ref]
+        return bool(state.holders) and locks.in_use(entry.device, state)
+
+    def verdict(self, request: DeviceRequest, entry: Entry) -> PoolFilterVerdict:
+        key = (request.name, entry.pool.ref)
+        found = self.verdicts.get(key)
+        if found is None:
+            found = self.run.verdict(self.claim, request.name, entry.pool)
+            self.verdicts[key] = found
+        if found.aborts:
+            assert found.rejection is not None
+            raise self._abort(request, found.rejection)
+        return found
+
+    def pool_skipped(self, request: DeviceRequest, entry: Entry) -> bool:
+        early = self.run._precheck(entry.pool)
+        if early is None or not early.pool_level:
+            return False
+        if self.quietly_selectable(request, entry):
+            self.examine(request, entry)
+        return True
+
+    def _wanted(self, request: DeviceRequest, entry: Entry) -> Mapping[str, Fraction] | CapacityProblem:
+        return self.run._demand(entry.device, request, _demand_key(request))
+
+    def capacity_fits(self, request: DeviceRequest, entry: Entry, committed: bool) -> bool:
+        wanted = self._wanted(request, entry)
+        if isinstance(wanted, CapacityProblem):
+            return False
+        state = self.run.states[entry.ref] if committed else self.working[entry.ref]
+        return fits(entry.device, state.consumed, wanted) is None
+
+    def examine(self, request: DeviceRequest, entry: Entry) -> tuple[Rejection, ...]:
+        verdict = self.verdict(request, entry)
+        state = self.working[entry.ref]
+        rejections = locks.check_device(entry.device, entry.ref, state, verdict, self._wanted(request, entry))
+        key = (request.name, entry.ref)
+        if key not in self.evaluated:
+            self.evaluated[key] = Evaluated(request.name, entry.ref, state.status, rejections)
+        return rejections
+
+    def note_rejection(self, request: DeviceRequest, entry: Entry, rejection: Rejection) -> None:
+        key = (request.name, entry.ref)
+        seen = self.evaluated.get(key)
+        if seen is None or seen.viable:
+            status = self.working[entry.ref].status
+            self.evaluated[key] = Evaluated(request.name, entry.ref, status, (rejection,))
+
+    def reserve(self, request: DeviceRequest, entry: Entry) -> Callable[[], None]:
+        verdict = self.verdict(request, entry)
+        wanted = self._wanted(request, entry)
+        holder = Holder(self.claim.qualified_name, request.name,
+                        {} if isinstance(wanted, CapacityProblem) else wanted)
+        ref = entry.ref
+        had = ref in self.working.changes
+        previous = self.working.changes.get(ref)
+        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
+        if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
+            raise self._abort(request, after)
+        self.working[ref] = after
+
+        def undo() -> None:
+            if had:
+                assert previous is not None
+                self.working.changes[ref] = previous
+            else:
+                del self.working.changes[ref]
+        return undo
+
+    def prepare(self, request: DeviceRequest) -> list[Entry] | None:
+        """upstream `validateDeviceRequest`: the class must exist; All lists its devices."""
+        absent = missing_class(request, self.run.classes) if self.run.candidate is None else None
+        if absent is not None:
+            raise self._abort(request, Rejection(Reason.NO_CANDIDATES, absent))
+        if request.allocation_mode != "All":
+            return None
+        entries = self.run.entries or []
+        for pool in dict.fromkeys(e.pool for e in entries):
+            if not pool.complete:
+                raise self._abort(request, Rejection(Reason.POOL_INCOMPLETE, (
+                    f"request {request.name!r} asks for all devices, but resource pool "
+                    f"{pool.ref.driver}/{pool.ref.name} is currently being updated "
+                    f"({pool.incomplete_reason})")))
+        listed = [e for e in entries if self.selectable(request, e)
+                  and self.capacity_fits(request, e, committed=True)]
+        self.listed[request.name] = listed
+        return listed
+
+    def examine_rest(self) -> None:
+        """`exhaustive`: every selectable device of every request tried, for the report."""
+        tried = {name for name, _ in self.evaluated}
+        for request in _device_requests(self.claim).values():
+            if request.name not in tried:
+                continue
+            for entry in self.run.entries or ():
+                if (request.name, entry.ref) in self.evaluated or not self.quietly_selectable(request, entry):
+                    continue
+                try:
+                    self.examine(request, entry)
+                except ClaimAborted:
+                    break
 
 
 class SimulationRun:

@@ -185,7 +185,8 @@ def _claim(rng: random.Random, name: str) -> dict[str, Any]:
 
 def _bound(rng: random.Random, slices: Sequence[dict[str, Any]], name: str) -> dict[str, Any] | None:
     """A claim already allocated: one result on a random device, with or without `shareID`."""
-    devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d) for s in slices for d in s["spec"]["devices"]]
+    devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d)
+               for s in slices for d in s["spec"]["devices"]]
     if not devices:
         return None
     driver, pool, device = rng.choice(devices)
