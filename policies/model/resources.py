@@ -491,7 +491,7 @@ def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> De
         count=raw.get("count"),
         allocation_mode=raw.get("allocationMode"),
         capacity_requests=(capacity.get("requests") or {}) if capacity else {},
-        admin_access=raw.get("adminAccess") is True,
+        admin_access=parent is None and raw.get("adminAccess") is True,  # no such field on a sub-request
     )
 
 

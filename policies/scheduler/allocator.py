@@ -192,7 +192,8 @@ class SearchHost(Protocol):
         """A viable device turned down by the search itself (a constraint)."""
 
     def reserve(self, request: DeviceRequest, entry: Entry) -> Callable[[], None]:
-        """Hold the device for the request in the working state; returns the undo."""
+        """Hold the device for the request in the working state; returns the undo. An
+        admin-access request holds capacity only until the claim is committed."""
 
     def pool_skipped(self, request: DeviceRequest, entry: Entry) -> bool:
         """The device's pool is skipped whole (incomplete, gate off): records it, True."""
@@ -230,8 +231,9 @@ class _Search:
         self.slots = [_Slot(r.name, r.first_available or ((r.exactly,) if r.exactly else ()),
                             bool(r.first_available)) for r in claim.requests]
         self.chosen: list[tuple[DeviceRequest, Entry]] = []
-        self.admin_here: dict[DeviceRef, int] = {}
-        """Devices taken exclusively in this claim (admin-access ones are not in the working state)."""
+        self.taken_here: dict[DeviceRef, int] = {}
+        """Devices taken whole by this claim so far (upstream's allocating devices of the claim;
+        admin-access ones are not in the host's working state)."""
         self.steps = 0
         self.deepest: tuple[int, str] | None = None
         """(slot index, request) of the deepest request the search failed to complete."""
@@ -309,9 +311,9 @@ class _Search:
         """upstream `allocateOne`'s per-device checks and `allocateDevice`: the undo, or None."""
         host = self.host
         if request.admin_access:
-            if entry.ref in self.admin_here:
+            if entry.ref in self.taken_here and not entry.device.allow_multiple_allocations:
                 return None
-        elif entry.ref in self.admin_here or host.in_use(entry):
+        elif entry.ref in self.taken_here or host.in_use(entry):
             if host.quietly_selectable(request, entry):
                 host.examine(request, entry)  # recorded as in use, as Filter reports it
             return None
@@ -344,22 +346,20 @@ class _Search:
                 return None
             if undo is not None:
                 undos.append(undo)
-        if request.admin_access:
-            if not entry.device.allow_multiple_allocations:
-                self.admin_here[entry.ref] = self.admin_here.get(entry.ref, 0) + 1
-            held = None
-        else:
-            held = host.reserve(request, entry)
+        held = host.reserve(request, entry)
+        whole = not entry.device.allow_multiple_allocations
+        if whole:
+            self.taken_here[entry.ref] = self.taken_here.get(entry.ref, 0) + 1
         self.chosen.append((request, entry))
 
         def undo_all() -> None:
             self.chosen.pop()
             if held is not None:
                 held()
-            elif entry.ref in self.admin_here:
-                self.admin_here[entry.ref] -= 1
-                if not self.admin_here[entry.ref]:
-                    del self.admin_here[entry.ref]
+            if whole:
+                self.taken_here[entry.ref] -= 1
+                if not self.taken_here[entry.ref]:
+                    del self.taken_here[entry.ref]
             for u in reversed(undos):
                 u()
         return undo_all

@@ -122,8 +122,31 @@ def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | Capa
         elif policy.get("default") is not None and amount(policy["default"]) is not None:
             consumed[name] = amount(policy["default"]) or Fraction(0)
         else:
+            outside = _outside_policy(total, policy)
+            if outside is not None:
+                return CapacityProblem(name, f"the request takes the whole capacity {render(total)}, "
+                                             f"which its request policy does not allow ({outside})")
             consumed[name] = total
     return consumed
+
+
+def _outside_policy(value: Fraction, policy: Mapping[str, Any]) -> str | None:
+    """Why a whole capacity taken without a `default` breaks the device's request policy (the
+    allocator's `violatesPolicy`: above `validRange.max`, off its steps, not a valid value)."""
+    valid_range = policy.get("validRange")
+    if isinstance(valid_range, Mapping):
+        high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
+        if high is not None and value > high:
+            return f"maximum {render(high)}"
+        step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
+        low = amount(valid_range.get("min", 0)) or Fraction(0)
+        if step and (math.ceil(value) - math.ceil(low)) % math.ceil(step):
+            return f"steps of {render(step)} from {render(low)}"
+        return None
+    values = policy.get("validValues")
+    if values and value not in {amount(v) for v in values}:
+        return "not a valid value"
+    return None
 
 
 def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:

@@ -855,10 +855,10 @@ class _Run:
         for request, entry in result.chosen:
             before = self.states[entry.ref]
             after = working[entry.ref]
-            placements.append(Placement(request.name, entry.ref, before.status, after.lock,
-                                        reused=before.status is LockStatus.LOCKED))
+            reused = before.status is LockStatus.LOCKED and not request.admin_access
+            placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
         for ref, state in working.changes.items():
-            self._set(ref, state)
+            self._set(ref, host.committed(state))
         self.held[claim.qualified_name] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
         return StepResult(step, True, tuple(placements), kept, rejected=rejected)
@@ -1303,6 +1303,8 @@ class _SearchHost:
         self.evaluated: dict[tuple[str, DeviceRef], Evaluated] = {}
         self.listed: dict[str, list[Entry]] = {}
         self.verdicts: dict[tuple[str, PoolRef], PoolFilterVerdict] = {}
+        self.admin: set[str] = set()
+        """Admin-access requests that joined a device's capacity in the working state."""
 
     def _abort(self, request: DeviceRequest, rejection: Rejection) -> ClaimAborted:
         return ClaimAborted(rejection, request.name)
@@ -1370,17 +1372,10 @@ class _SearchHost:
             self.evaluated[key] = Evaluated(request.name, entry.ref, status, (rejection,))
 
     def reserve(self, request: DeviceRequest, entry: Entry) -> Callable[[], None]:
-        verdict = self.verdict(request, entry)
         wanted = self._wanted(request, entry)
-        holder = Holder(self.claim.qualified_name, request.name,
-                        {} if isinstance(wanted, CapacityProblem) else wanted)
         ref = entry.ref
         had = ref in self.working.changes
         previous = self.working.changes.get(ref)
-        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
-        if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
-            raise self._abort(request, after)
-        self.working[ref] = after
 
         def undo() -> None:
             if had:
@@ -1388,7 +1383,33 @@ class _SearchHost:
                 self.working.changes[ref] = previous
             else:
                 del self.working.changes[ref]
+        if request.admin_access:  # no lock; a share's capacity counts within this claim only
+            if entry.device.allow_multiple_allocations and not isinstance(wanted, CapacityProblem):
+                self.working[ref] = self.working[ref].joined(
+                    Holder(self.claim.qualified_name, request.name, wanted, shared=True))
+                self.admin.add(request.name)
+                return undo
+            return lambda: None
+        verdict = self.verdict(request, entry)
+        # a device held whole records no consumption (upstream tracks capacity only for shares)
+        consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
+            else wanted
+        holder = Holder(self.claim.qualified_name, request.name, consumed)
+        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
+        if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
+            raise self._abort(request, after)
+        self.working[ref] = after
         return undo
+
+    def committed(self, state: DeviceState) -> DeviceState:
+        """A working state as committed: admin-access holders hold nothing afterwards."""
+        if not self.admin:
+            return state
+        name = self.claim.qualified_name
+        kept = tuple(h for h in state.holders if h.claim != name or h.request not in self.admin)
+        if len(kept) == len(state.holders):
+            return state
+        return DeviceState(state.status, state.lock, kept, state.reason)
 
     def prepare(self, request: DeviceRequest) -> list[Entry] | None:
         """upstream `validateDeviceRequest`: the class must exist; All lists its devices."""

@@ -139,7 +139,7 @@ _REQUEST_SELECTORS = (
 )
 
 
-def _exact(rng: random.Random, counts: bool = True) -> dict[str, Any]:
+def _exact(rng: random.Random, counts: bool = True, sub: bool = False) -> dict[str, Any]:
     cls = rng.choice(["gpu", "gpu", "net", "any", "big"])
     driver = "net.example.com" if cls == "net" else "gpu.example.com"
     spec: dict[str, Any] = {"deviceClassName": cls}
@@ -153,7 +153,7 @@ def _exact(rng: random.Random, counts: bool = True) -> dict[str, Any]:
         spec["count"] = rng.choice([1, 2, 2, 3])
     if rng.random() < 0.35:
         spec["capacity"] = {"requests": {"slots": rng.choice(["1", "2", "3"])}}
-    if rng.random() < 0.04:
+    if rng.random() < 0.04 and not sub:  # a sub-request has no adminAccess field
         spec["adminAccess"] = True
     return spec
 
@@ -162,7 +162,7 @@ def _claim(rng: random.Random, name: str) -> dict[str, Any]:
     requests: list[dict[str, Any]] = []
     for r in range(rng.choice([1, 1, 1, 2, 2, 3])):
         if rng.random() < 0.2:
-            subs = [{"name": f"s{i}", **_exact(rng)} for i in range(rng.randint(2, 3))]
+            subs = [{"name": f"s{i}", **_exact(rng, sub=True)} for i in range(rng.randint(2, 3))]
             if rng.random() < 0.05:
                 subs[-1]["deviceClassName"] = "missing"
             requests.append({"name": f"r{r}", "firstAvailable": subs})
