@@ -307,6 +307,35 @@ class _Search:
             raise ClaimAborted(Rejection(Reason.NO_CANDIDATES, f"request {request.name!r}: the search "
                                          f"gave up after {MAX_STEPS} device visits"), request.name)
 
+    def _fits(self, request: DeviceRequest, entry: Entry) -> bool:
+        if request.admin_access:
+            return self.host.capacity_fits(request, entry, committed=False)
+        return not self.host.examine(request, entry)
+
+    def _constrain(self, request: DeviceRequest, entry: Entry, must: bool) -> list[Callable[[], None]] | None:
+        """Add the device to every constraint: the undos, or None (nothing left added) when one
+        rejects it; for an All device that is the allocator's error."""
+        parent: str = request.parent or request.name
+        sub = request.name.split("/", 1)[1] if request.parent else None
+        undos: list[Callable[[], None]] = []
+        for constraint in self.constraints:
+            ok, undo = constraint.add(parent, sub, entry)
+            if not ok:
+                for u in reversed(undos):
+                    u()
+                if must:
+                    raise ClaimAborted(Rejection(Reason.CONSTRAINT, f"claim {self.claim.qualified_name}, "
+                                                 f"request {request.name}: cannot add device {entry.ref} "
+                                                 "because a claim constraint would not be satisfied"),
+                                       request.name)
+                self.host.note_rejection(request, entry, Rejection(
+                    Reason.CONSTRAINT, f"device {entry.ref}: claim constraint #{constraint.spec.index} "
+                                       "would not be satisfied"))
+                return None
+            if undo is not None:
+                undos.append(undo)
+        return undos
+
     def try_device(self, request: DeviceRequest, entry: Entry, *, must: bool) -> Callable[[], None] | None:
         """upstream `allocateOne`'s per-device checks and `allocateDevice`: the undo, or None."""
         host = self.host
@@ -322,30 +351,17 @@ class _Search:
                 return None
             if not host.selectable(request, entry):
                 return None
-        if request.admin_access:
-            if not host.capacity_fits(request, entry, committed=False):
-                return None
-        elif host.examine(request, entry):
+        # Searching, capacity (and the lock) is checked before the constraints; for an All
+        # device (`must`), upstream's `allocateDevice` checks the constraints first.
+        if not must and not self._fits(request, entry):
             return None
-        parent: str = request.parent or request.name
-        sub = request.name.split("/", 1)[1] if request.parent else None
-        undos: list[Callable[[], None]] = []
-        for constraint in self.constraints:
-            ok, undo = constraint.add(parent, sub, entry)
-            if not ok:
-                for u in reversed(undos):
-                    u()
-                rejection = Rejection(Reason.CONSTRAINT, f"device {entry.ref}: claim constraint "
-                                      f"#{constraint.spec.index} would not be satisfied")
-                if must:
-                    raise ClaimAborted(Rejection(Reason.CONSTRAINT, f"claim {self.claim.qualified_name}, "
-                                                 f"request {request.name}: cannot add device {entry.ref} "
-                                                 "because a claim constraint would not be satisfied"),
-                                       request.name)
-                host.note_rejection(request, entry, rejection)
-                return None
-            if undo is not None:
-                undos.append(undo)
+        undos = self._constrain(request, entry, must)
+        if undos is None:
+            return None
+        if must and not self._fits(request, entry):
+            for u in reversed(undos):
+                u()
+            return None
         held = host.reserve(request, entry)
         whole = not entry.device.allow_multiple_allocations
         if whole:
