@@ -246,6 +246,12 @@ SCENARIOS: dict[str, Scenario] = {
         [None],
         allocated={"device-1": "1"},
     ),
+    # derived, not one of upstream's: kubernetes-1.36 steps a validRange on whole numbers
+    "fractional-valid-range-rounds-with-int64-value": Scenario(
+        [dev("device-1", {CAP: ("4", {"validRange": {"min": "500m", "step": "250m"}})})],
+        [[req("req-0", capacity="600m")], [req("req-0", capacity="100m")]],
+        [[("req-0", "device-1", "1")], [("req-0", "device-1", "500m")]],
+    ),
 }
 
 
