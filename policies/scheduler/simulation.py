@@ -7,11 +7,15 @@ running Filter on every candidate device, choosing one (alpha first-fit or beta
 preference) and reserving it, and finally reports each device's lock state and
 the KEP's metrics.
 
-Simplifications, stated once: every pool whose (driver, name) passes the pool
-filter is a candidate for every request (pass `candidate` to narrow pools with
-DeviceClasses), pools are visited in (driver, pool) order as if they were one
-node's, and a request with `count: n` takes n distinct devices. A slice error in
-any candidate pool aborts the claim, as a scheduler Filter error aborts the pod.
+Devices are placed as kube-scheduler's structured allocator places them
+(`scheduler.allocator`: per-device selectors, constraints, backtracking, All): a
+claim that needs that search gets it; a claim it cannot change (one ExactCount
+request, no DeviceClasses, so every device is a candidate) is answered by first
+fit over per-pool indexes, the search's first branch. Pools are visited in
+(driver, pool) order as if they were one node's; without DeviceClasses every pool
+whose (driver, name) passes the pool filter is a candidate for every request. A
+slice error aborts the claim, as a scheduler Filter error aborts the pod.
+docs/allocator.md says where the model deliberately differs from upstream.
 """
 
 from __future__ import annotations
