@@ -198,6 +198,10 @@ class SearchHost(Protocol):
     def pool_skipped(self, request: DeviceRequest, entry: Entry) -> bool:
         """The device's pool is skipped whole (incomplete, gate off): records it, True."""
 
+    def begin(self, request: DeviceRequest) -> None:
+        """The search starts on a request (or alternative): the KEP's per-pool work, which may
+        raise `ClaimAborted` (an extraction that aborts the pod)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Slot:
@@ -257,6 +261,8 @@ class _Search:
             return self.request_slot(index + 1)
         if len(self.chosen) + wanted - done > MAX_RESULTS:
             return self._fail(index, request)
+        if not done:
+            self.host.begin(request)
         if every:
             entry = self.all_devices[request.name][done]
             undo = self.try_device(request, entry, must=True)

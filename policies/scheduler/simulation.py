@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 import enum
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TypeVar
 
@@ -580,6 +580,8 @@ class _Run:
     memos are tested against)."""
     entries: list[Entry] | None = None
     """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
+    uniform: dict[tuple[str, str, tuple[object, ...]], bool] = field(default_factory=dict)
+    """(class, request, its selectors) -> `_uniform`."""
     matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
     """(class, request, its selectors, device position) -> the device's selector match: the
     allocator evaluates each (request, device) once, whatever the search revisits."""
@@ -767,6 +769,15 @@ class _Run:
             return StepResult(step, True)
         if self._searched(claim):
             return self._allocate_by_search(step, claim)
+        counters = replace(self.counters)
+        first = self._first_fit(step, claim)
+        if not first.placed and len(claim.requests) > 1:  # greedy missed: the search backtracks
+            self.counters = counters  # Filter's conflicts are counted once, by the search
+            return self._allocate_by_search(step, claim)
+        return first
+
+    def _first_fit(self, step: Step, claim: ResourceClaim) -> StepResult:
+        """Each request in turn, first fit over the per-pool indexes: the search's first branch."""
         working = _Working(self.states)
         placements: list[Placement] = []
         evaluated: list[Sequence[Evaluated]] = []
@@ -797,21 +808,43 @@ class _Run:
         return StepResult(step, True, tuple(placements), _joined(evaluated), rejected=_joined(rejected))
 
     def _searched(self, claim: ResourceClaim) -> bool:
-        """The claim needs the allocator's search: selectors decided per device (DeviceClasses
-        given), constraints, several requests or alternatives (backtracking), All, admin access.
-        Otherwise (one ExactCount request, every device of every pool a candidate) first fit
-        over the pools is the search's first branch, answered from the per-pool indexes."""
-        if self.classes and self.candidate is None:
-            return True
-        if claim.constraints or len(claim.requests) > 1:
+        """The claim needs the allocator's search from the start: constraints, All, admin
+        access, or a request whose selectors split a pool (or fail on some device, which only
+        the search may reach). Otherwise every device of a candidate pool is a candidate and no
+        selector can fail, so first fit over the per-pool indexes is the search's first branch
+        (a claim of several requests it cannot place goes to the search after all)."""
+        if claim.constraints:
             return True
         for request in claim.requests:
-            if request.first_available:
-                return True
-            exactly = request.exactly
-            if exactly is not None and (exactly.allocation_mode == "All" or exactly.admin_access):
-                return True
+            for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
+                if sub.allocation_mode == "All" or sub.admin_access or not self._uniform(sub):
+                    return True
         return False
+
+    def _uniform(self, request: DeviceRequest) -> bool:
+        """Per pool, the request's selectors match every device or none, and fail on none."""
+        if not self.classes or self.candidate is not None:
+            return True
+        if missing_class(request, self.classes):  # the allocator's validation fails the claim
+            return False
+        key = (request.device_class_name, request.name, request.selectors)
+        found = self.uniform.get(key)
+        if found is None:
+            if self.entries is None:
+                self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
+            seen: dict[PoolRef, bool] = {}
+            found = True
+            for entry in self.entries:
+                match = self.device_match(request, entry)
+                if isinstance(match, DeviceMatch) and match.failure is not None:
+                    found = False
+                    break
+                matched = match if isinstance(match, bool) else match.matched
+                if seen.setdefault(entry.pool.ref, matched) is not matched:
+                    found = False
+                    break
+            self.uniform[key] = found
+        return found
 
     def device_match(self, request: DeviceRequest, entry: Entry) -> DeviceMatch | bool:
         """The device against the request's class and own selectors, once per run (cached)."""
@@ -955,7 +988,9 @@ class _Run:
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
             wanted = self._demand(self.devices[option.ref], request, demand_key)
-            consumed = {} if isinstance(wanted, CapacityProblem) else wanted
+            # a device held whole records no consumption (upstream tracks capacity only for shares)
+            shares = self.devices[option.ref].allow_multiple_allocations
+            consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
             holder = Holder(claim.qualified_name, request.name, consumed)
             before = working[option.ref]
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
@@ -1307,6 +1342,7 @@ class _SearchHost:
         self.evaluated: dict[tuple[str, DeviceRef], Evaluated] = {}
         self.listed: dict[str, list[Entry]] = {}
         self.verdicts: dict[tuple[str, PoolRef], PoolFilterVerdict] = {}
+        self.begun: set[str] = set()
         self.admin: set[str] = set()
         """Admin-access requests that joined a device's capacity in the working state."""
 
@@ -1330,16 +1366,28 @@ class _SearchHost:
         state = self.working[entry.ref]
         return bool(state.holders) and locks.in_use(entry.device, state)
 
-    def verdict(self, request: DeviceRequest, entry: Entry) -> PoolFilterVerdict:
-        key = (request.name, entry.pool.ref)
+    def verdict(self, request: DeviceRequest, pool: Pool) -> PoolFilterVerdict:
+        key = (request.name, pool.ref)
         found = self.verdicts.get(key)
         if found is None:
-            found = self.run.verdict(self.claim, request.name, entry.pool)
+            found = self.run.verdict(self.claim, request.name, pool)
             self.verdicts[key] = found
         if found.aborts:
             assert found.rejection is not None
             raise self._abort(request, found.rejection)
         return found
+
+    def begin(self, request: DeviceRequest) -> None:
+        """Every candidate pool's verdict for the request, as first fit computes them: the
+        extractions the scheduler counts, and a slice error in any of them aborts the claim."""
+        if request.name in self.begun:
+            return
+        self.begun.add(request.name)
+        pools = dict.fromkeys(e.pool for e in self.run.entries or () if self.quietly_selectable(request, e))
+        for pool in pools:
+            early = self.run._precheck(pool)
+            if early is None:
+                self.verdict(request, pool)
 
     def pool_skipped(self, request: DeviceRequest, entry: Entry) -> bool:
         early = self.run._precheck(entry.pool)
@@ -1360,7 +1408,7 @@ class _SearchHost:
         return fits(entry.device, state.consumed, wanted) is None
 
     def examine(self, request: DeviceRequest, entry: Entry) -> tuple[Rejection, ...]:
-        verdict = self.verdict(request, entry)
+        verdict = self.verdict(request, entry.pool)
         state = self.working[entry.ref]
         rejections = locks.check_device(entry.device, entry.ref, state, verdict, self._wanted(request, entry))
         key = (request.name, entry.ref)
@@ -1394,7 +1442,7 @@ class _SearchHost:
                 self.admin.add(request.name)
                 return undo
             return lambda: None
-        verdict = self.verdict(request, entry)
+        verdict = self.verdict(request, entry.pool)
         # a device held whole records no consumption (upstream tracks capacity only for shares)
         consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
             else wanted
