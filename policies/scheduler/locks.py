@@ -122,9 +122,13 @@ class DeviceState:
     """Why the device is unreconstructable (empty otherwise)."""
     consumed: Mapping[str, Fraction] = field(init=False, compare=False, repr=False)
     """The holders' summed consumption: computed once per state, read by every Filter check."""
+    holding: tuple[bool, bool] = field(init=False, compare=False, repr=False)
+    """(a holder holds the whole device, a holder made here takes what the device allows):
+    what `in_use` reads, computed once per state."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
+        object.__setattr__(self, "holding", _holding(self.holders))
 
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the
@@ -139,7 +143,7 @@ class DeviceState:
     def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction]) -> DeviceState:
         new = object.__new__(DeviceState)
         for name, value in (("status", self.status), ("lock", self.lock), ("holders", holders),
-                            ("reason", self.reason), ("consumed", consumed)):
+                            ("reason", self.reason), ("consumed", consumed), ("holding", _holding(holders))):
             object.__setattr__(new, name, value)
         return new
 
@@ -151,6 +155,10 @@ class DeviceState:
     @property
     def tracked(self) -> bool:
         return self.status is not LockStatus.UNTRACKED
+
+
+def _holding(holders: tuple[Holder, ...]) -> tuple[bool, bool]:
+    return any(h.shared is False for h in holders), any(h.shared is None for h in holders)
 
 
 CLEAN = DeviceState(LockStatus.CLEAN)
@@ -312,10 +320,8 @@ def pool_verdict(result: ExtractionResult) -> PoolFilterVerdict:
 def in_use(device: Device, state: DeviceState) -> bool:
     """The device is allocated exclusively: to a holder of the whole device, or, for a device
     that does not allow multiple allocations, to any holder made here."""
-    if not state.holders:
-        return False
-    multiple = device.allow_multiple_allocations
-    return any(h.shared is False or (h.shared is None and not multiple) for h in state.holders)
+    whole, made_here = state.holding
+    return whole or (made_here and not device.allow_multiple_allocations)
 
 
 def bound_holder(claim: str, result: AllocatedDevice) -> Holder | None:

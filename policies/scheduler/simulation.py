@@ -516,6 +516,9 @@ _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceStat
 _CHECKS_KEPT = 256
 """Distinct (verdicts, request, demand) whose device checks are kept at once."""
 
+_DEVICE_CHECKS_KEPT = 200_000
+"""Device checks `_Run.device_check` remembers at once (cleared whole beyond)."""
+
 _FAILURES_KEPT = 64
 """Distinct failed requests remembered at once: with `Detail.DEVICES` each keeps every device
 Filter looked at, so a workload of all-distinct values must not keep one per claim."""
@@ -580,6 +583,10 @@ class _Run:
     memos are tested against)."""
     entries: list[Entry] | None = None
     """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
+    matching: dict[tuple[str, str, tuple[object, ...]], list[Pool]] = field(default_factory=dict)
+    """(class, request, its selectors) -> `matching_pools`."""
+    device_checks: dict[tuple[Hashable, ...], tuple[DeviceState, Evaluated]] = field(default_factory=dict)
+    """What `device_check` reads -> the state it was checked in and the check (bounded)."""
     uniform: dict[tuple[str, str, tuple[object, ...]], bool] = field(default_factory=dict)
     """(class, request, its selectors) -> `_uniform`."""
     matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
@@ -859,6 +866,41 @@ class _Run:
                                  entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
             self.matches[key] = found
         return found
+
+    def matching_pools(self, request: DeviceRequest) -> list[Pool]:
+        """The pools holding a device the request's selectors match (errors left to the
+        search), once per (class, request, selectors): the candidate pools of `_SearchHost.begin`."""
+        key = (request.device_class_name, request.name, request.selectors)
+        found = self.matching.get(key)
+        if found is None:
+            found = []
+            for entry in self.entries or ():
+                if found and found[-1] is entry.pool:
+                    continue
+                match = self.device_match(request, entry)
+                if match if isinstance(match, bool) else match.matched:
+                    found.append(entry.pool)
+            self.matching[key] = found
+        return found
+
+    def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
+                     verdict: PoolFilterVerdict) -> Evaluated:
+        """Filter's check of one device, remembered while the device keeps `state` under an
+        equal verdict: a first-fit search walks the same full or locked devices claim after
+        claim (the memo `_checked` keeps for first fit, keyed by what the check reads)."""
+        affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
+        demand_key = _demand_key(request)
+        key = (entry.position, request.name, demand_key, verdict.tracked, affinity, verdict.rejection)
+        found = self.device_checks.get(key)
+        if found is not None and found[0] is state:
+            return found[1]
+        wanted = self._demand(entry.device, request, demand_key)
+        seen = Evaluated(request.name, entry.ref, state.status,
+                         locks.check_device(entry.device, entry.ref, state, verdict, wanted))
+        if len(self.device_checks) >= _DEVICE_CHECKS_KEPT:
+            self.device_checks.clear()
+        self.device_checks[key] = (state, seen)
+        return seen
 
     def _allocate_by_search(self, step: Step, claim: ResourceClaim) -> StepResult:
         """One claim through `allocator.search`, the KEP's Filter as its device check."""
@@ -1383,8 +1425,7 @@ class _SearchHost:
         if request.name in self.begun:
             return
         self.begun.add(request.name)
-        pools = dict.fromkeys(e.pool for e in self.run.entries or () if self.quietly_selectable(request, e))
-        for pool in pools:
+        for pool in self.run.matching_pools(request):
             early = self.run._precheck(pool)
             if early is None:
                 self.verdict(request, pool)
@@ -1410,11 +1451,11 @@ class _SearchHost:
     def examine(self, request: DeviceRequest, entry: Entry) -> tuple[Rejection, ...]:
         verdict = self.verdict(request, entry.pool)
         state = self.working[entry.ref]
-        rejections = locks.check_device(entry.device, entry.ref, state, verdict, self._wanted(request, entry))
+        seen = self.run.device_check(request, entry, state, verdict)
         key = (request.name, entry.ref)
         if key not in self.evaluated:
-            self.evaluated[key] = Evaluated(request.name, entry.ref, state.status, rejections)
-        return rejections
+            self.evaluated[key] = seen
+        return seen.rejections
 
     def note_rejection(self, request: DeviceRequest, entry: Entry, rejection: Rejection) -> None:
         key = (request.name, entry.ref)
