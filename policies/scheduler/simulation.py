@@ -516,6 +516,9 @@ _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceStat
 _CHECKS_KEPT = 256
 """Distinct (verdicts, request, demand) whose device checks are kept at once."""
 
+_MATCHES_KEPT = 1_000_000
+"""(request, device) selector matches `_Run.device_match` remembers at once."""
+
 _DEVICE_CHECKS_KEPT = 200_000
 """Device checks `_Run.device_check` remembers at once (cleared whole beyond)."""
 
@@ -864,6 +867,8 @@ class _Run:
         if found is None:
             found = match_device(request, self.classes[request.device_class_name], entry.device,
                                  entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
+            if len(self.matches) >= _MATCHES_KEPT:  # bounded: evaluated again when asked again
+                self.matches.clear()
             self.matches[key] = found
         return found
 

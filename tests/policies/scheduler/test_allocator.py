@@ -281,3 +281,17 @@ def test_attributes_as_the_constraints_read_them() -> None:
     assert attribute_set({"int": 1}) == frozenset({("int", 1)})
     assert attribute_set({"strings": ["a", "b"]}) == frozenset({("string", "a"), ("string", "b")})
     assert attribute_set({}) is None
+
+
+def test_the_search_of_one_claim_is_bounded(monkeypatch: Any) -> None:
+    """Constraints can make the search exponential: past its budget the claim is not placed."""
+    from dra_affinity.policies.scheduler import allocator
+
+    monkeypatch.setattr(allocator, "MAX_STEPS", 5)
+    slices = cluster([device(f"d{i}", numa=i) for i in range(6)])
+    c = claim("c", request("r0", count=2, allocationMode="ExactCount"),
+              constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    report = run(slices, [c])
+    assert placed(report) == [None]
+    failure = report.steps[0].failure
+    assert failure is not None and "gave up after 5 device visits" in failure.message
