@@ -295,3 +295,10 @@ def test_the_search_of_one_claim_is_bounded(monkeypatch: Any) -> None:
     assert placed(report) == [None]
     failure = report.steps[0].failure
     assert failure is not None and "gave up after 5 device visits" in failure.message
+
+
+def test_a_bound_admin_access_result_holds_nothing() -> None:
+    """allocateddevices.go skips admin-access results: the device stays free for others."""
+    slices = cluster([device("a")])
+    admin = claim("admin", results=[{"device": "a", "adminAccess": True}])
+    assert placed(run(slices, [admin, claim("new")])) == [["r0=pool-0/a"]]
