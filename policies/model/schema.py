@@ -124,6 +124,7 @@ _EXACT = {
         "allocationMode": _STRING,
         "count": _INT,
         "capacity": _NULLABLE_OBJECT,
+        "adminAccess": {"type": ["boolean", "null"]},
     },
 }
 
@@ -148,6 +149,17 @@ _CLAIM_SPEC = {
                             "name": _STRING,
                             "exactly": _EXACT,
                             "firstAvailable": {"type": "array", "items": _SUB_REQUEST},
+                        },
+                    },
+                },
+                "constraints": {
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "requests": {"type": ["array", "null"], "items": _STRING},
+                            "matchAttribute": {"type": ["string", "null"]},
+                            "distinctAttribute": {"type": ["string", "null"]},
                         },
                     },
                 },
@@ -191,7 +203,10 @@ RESOURCE_CLAIM = {
                                         "type": "object",
                                         "required": ["request", "driver", "pool", "device"],
                                         "properties": {"request": _STRING, "driver": _STRING,
-                                                       "pool": _STRING, "device": _STRING},
+                                                       "pool": _STRING, "device": _STRING,
+                                                       "shareID": {"type": ["string", "null"]},
+                                                       "consumedCapacity": _NULLABLE_OBJECT,
+                                                       "adminAccess": {"type": ["boolean", "null"]}},
                                     },
                                 },
                             },
