@@ -157,7 +157,8 @@ def test_one_holder_of_a_full_device_is_enough_when_the_lock_matches(tmp_path: P
 
 def test_a_device_held_exclusively_names_the_release_that_frees_it(tmp_path: Path) -> None:
     doc = explain(tmp_path, "ns/mine", *_pool("node-1", [_device("eth0", shared=False)], affinity=False),
-                  _claim("owner", "X", bound="node-1/eth0", share=False), _claim("mine", "X"), schedulable=False)
+                  _claim("owner", "X", bound="node-1/eth0", share=False), _claim("mine", "X"),
+                  schedulable=False)
     assert doc["unschedulable"]["reason"] == "allocated exclusively"
     assert _hints(doc) == ["nic.example.com/node-1/eth0: release ns/owner; then 'nic' goes on "
                            "nic.example.com/node-1/eth0"]
