@@ -297,7 +297,13 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
 
 
 def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
-    """Field selection / indexing with cel-cpp's value semantics: (found, value-or-error)."""
+    """Field selection / indexing as cel-go's `refQualify`: (found, value-or-error).
+
+    A map looks the key up; a list takes the key as an index (`IndexOrError`: a field name is
+    an `unsupported index type 'string' in list`); any other value has no keys, so the key is
+    absent (a presence test or an optional qualifier answers false / none, a plain one fails
+    with `no such key`).
+    """
     if isinstance(obj, dict):
         mkey = _map_key(key)
         if isinstance(mkey, ErrorValue):
@@ -306,8 +312,6 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
             return True, obj[mkey]
         return False, None
     if isinstance(obj, list):
-        if kind == FIELD:
-            return False, ErrorValue(f"no such key: {_key_text(key)}")
         index = _list_index(key)
         if isinstance(index, ErrorValue):
             return False, index
@@ -316,19 +320,13 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
         return False, None
     if isinstance(obj, ErrorValue):
         return False, obj
-    if kind == FIELD:
-        # cel-go: "no such key" (refQualify's default case); cel-cpp also fails here.
-        return False, ErrorValue(f"no such key: {_key_text(key)}")
-    return False, ErrorValue(f"no such overload: index of {_type_text(obj)}")
+    return False, None
 
 
 def _presence(obj: object, field: object) -> object:
-    if isinstance(obj, dict):
-        return _map_key(field) in obj
-    if isinstance(obj, ErrorValue):
-        return obj
-    # cel-cpp rejects presence tests on non-maps (cel-go would answer false for scalars).
-    return ErrorValue("Applying SELECT to non-message type")
+    """`has(x.f)`: cel-go's `refQualify` as a presence test (see `_qualify`)."""
+    found, value = _qualify(obj, field, FIELD)
+    return value if isinstance(value, ErrorValue) else found
 
 
 def _missing(obj: object, key: object) -> ErrorValue:
@@ -354,13 +352,30 @@ def _map_key(key: object) -> object:
 
 
 def _list_index(key: object) -> int | ErrorValue:
+    """cel-go's `IndexOrError`: an int, or a double or uint that converts losslessly."""
     if key is True or key is False:
-        return ErrorValue("unsupported index type: bool")
+        return ErrorValue("unsupported index type 'bool' in list")
+    if isinstance(key, UInt):
+        if key < 2**63:
+            return int(key)
+        return ErrorValue(f"unsupported index value {int(key)} in list")
     if isinstance(key, int):
         return int(key)
-    if isinstance(key, float) and key.is_integer():
-        return int(key)
-    return ErrorValue(f"unsupported index type: {_type_text(key)}")
+    if isinstance(key, float):
+        if key.is_integer() and -(2.0**63) <= key < 2.0**63:
+            return int(key)
+        return ErrorValue(f"unsupported index value {_go_float(key)} in list")
+    return ErrorValue(f"unsupported index type '{_type_text(key)}' in list")
+
+
+def _go_float(value: float) -> str:
+    """Go's `%v` of a float64 (shortest representation, `e+NN` exponents)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _key_text(key: object) -> str:
