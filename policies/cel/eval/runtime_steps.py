@@ -93,6 +93,40 @@ class Run:
         value = self.vars.get(name, _MISSING)
         if value is _MISSING:
             return ErrorValue(f"no such attribute(s): {name}")
+        if type(value) is _PendingAccumulator:
+            value = value.force(self, name)
+        return value
+
+
+class _PendingAccumulator:
+    """A comprehension's accumulator before its first use.
+
+    cel-go's `folder` evaluates the accumulator's initial expression only when the accumulator
+    is first read (`folder.ResolveName`), in the scope outside the loop. For the standard
+    macros the initial value is a constant, so that changes nothing; for `cel.bind(x, init,
+    body)` it means `init` is evaluated (and charged) only if `body` reads `x`, and at that
+    point of the evaluation.
+    """
+
+    __slots__ = ("fold", "outer")
+
+    def __init__(self, fold: Fold, outer: Sequence[object]) -> None:
+        self.fold = fold
+        self.outer = outer  # the values of (accu_var, iter_var, iter_var2) outside the loop
+
+    def force(self, rt: Run, name: str) -> object:
+        fold, scope = self.fold, rt.vars
+        names = (fold.accu_var, fold.iter_var, fold.iter_var2)
+        current = [scope.get(n, _MISSING) if n else _MISSING for n in names]
+        _restore(scope, names, self.outer)
+        try:
+            value = fold.accu_init.eval(rt)
+        finally:
+            _restore(scope, names, current)
+        if fold.accu_var in _MACRO_ACCUMULATORS and isinstance(value, list | dict) and not value:
+            # Only macro accumulators (which user text cannot name) may grow in place.
+            value = _Accumulator() if isinstance(value, list) else _MapAccumulator()
+        scope[name] = value
         return value
 
 
@@ -973,14 +1007,10 @@ class Fold(PlanStep):
             if isinstance(rng, ErrorValue):
                 return rng
             return ErrorValue("No matching overloads found : <iter_range>")
-        accu = self.accu_init.eval(rt)
-        if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list | dict) and not accu:
-            # Only macro accumulators (which user text cannot name) may grow in place.
-            accu = _Accumulator() if isinstance(accu, list) else _MapAccumulator()
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]
         scope = rt.vars
-        scope[self.accu_var] = accu
+        scope[self.accu_var] = _PendingAccumulator(self, tuple(saved))
         try:
             for first, second in _iterate(rng, bool(self.iter_var2)):
                 rt.tick()
