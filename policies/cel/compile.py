@@ -50,6 +50,8 @@ from dra_affinity.policies.cel.check.validators import (
     validate_homogeneous_literals,
     validate_regex_literals,
     validate_timestamp_literals,
+    validate_type_identifiers,
+    validate_type_parameters,
 )
 from dra_affinity.policies.cel.common.ast import CheckedAst, NodeKind
 from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
@@ -589,7 +591,9 @@ def _failure(expression: str, key: EnvKey, errors: list[CompileProblem] | tuple[
 
 
 def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileProblem]:
-    errors: list[CompileProblem] = []
+    errors: list[CompileProblem] = validate_type_parameters(checked)
+    if "dyn" in checked.expression:
+        errors += validate_type_identifiers(checked)
     if env.has(Feature.HOMOGENEOUS_LITERALS):
         errors += validate_homogeneous_literals(checked)
     if env.has(Feature.LITERAL_VALIDATORS):

@@ -50,6 +50,7 @@ of constant type conversions asks `runtime_conversions` for cel-go's verdict.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -151,6 +152,19 @@ def _optional_value(values: list[object]) -> object | None:
 def _optional_has_value(values: list[object]) -> object | None:
     value = values[0]
     return value.has_value if isinstance(value, OptionalValue) else None
+
+
+_GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
+
+
+def _of_non_zero_timestamp(values: list[object]) -> object | None:
+    """`optional.ofNonZeroValue` of a timestamp: cel-go's zero timestamp is Go's zero time,
+    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. Other
+    values go to the engine (None), whose zero values are cel-go's."""
+    value = values[0]
+    if not isinstance(value, Timestamp):
+        return None
+    return NONE if _GO_ZERO_TIME.match(value.text) else OptionalValue(value, True)
 
 
 # Optionals built and opened here: the bridge can export one level of optional only, so a
@@ -352,6 +366,9 @@ class _Planner:
         if fn == "format" and n.target is not None and len(n.args) == 1:
             return Call(site, args, self.bridge.prepare(site), native_format, self.kubernetes,
                          overrides=True)
+        if overload == "optional_ofNonZeroValue":
+            return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
+                        self.kubernetes, self._python_guard(fn), overrides=True)
         native, guard = self._native(n, fn, overload)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
 

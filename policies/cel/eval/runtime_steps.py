@@ -516,6 +516,10 @@ Native = Callable[[list[object]], object | None]
 Guard = Callable[[list[object]], bool]
 
 
+_OWN_PLANS = frozenset({"_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._"})
+"""Functions cel-go's planner gives interpretables of their own (never `evalVarArgs`)."""
+
+
 class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
@@ -533,12 +537,16 @@ class Call(PlanStep):
         self.native = native
         self.guard = guard
         self.overrides = overrides  # a native result differs from the program's: use ours
-        self.varargs = len(args) >= 3
+        # cel-go plans a call with three or more arguments, and a call of two whose checked
+        # overload is not unique (`dyn` arguments: the function's name-level dispatcher), as
+        # `evalVarArgs`, which stops at the first erroneous argument.
+        self.varargs = len(args) >= 3 or (
+            len(args) == 2 and len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)
         self.precheck = overload == "lists_range"
 
     def eval(self, rt: Run) -> object:
         args = self.args
-        if len(args) == 2:
+        if len(args) == 2 and not self.varargs:
             lhs = args[0].eval(rt)
             rhs = args[1].eval(rt)
             values: list[object] = [lhs, rhs]

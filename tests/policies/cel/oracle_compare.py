@@ -147,7 +147,8 @@ def _go_duration(delta: datetime.timedelta) -> str:
 
 def _go_timestamp(moment: datetime.datetime) -> str:
     """Go's RFC 3339 text of a UTC time, fractional seconds without trailing zeros."""
-    text = moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    moment = moment.astimezone(datetime.UTC)
+    text = f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S")
     if moment.microsecond:
         text += f".{moment.microsecond:06d}".rstrip("0")
     return text + "Z"
