@@ -35,6 +35,7 @@ reject some Go accepts (`1µs`).
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -59,7 +60,9 @@ __all__ = [
     "go_regexp_error",
     "parse_go_duration",
     "parse_go_rfc3339",
+    "program_plan_errors",
     "program_regex_errors",
+    "validate_double_literals",
     "validate_duration_literals",
     "validate_format_calls",
     "validate_homogeneous_literals",
@@ -660,3 +663,46 @@ def _bound(ast: CheckedAst, node: Node) -> bool:
             return True
         parent = ast.parent(parent.id)
     return False
+
+
+def validate_double_literals(ast: CheckedAst) -> list[CompileProblem]:
+    """cel-go's parser rejects a double literal outside float64's range (`1e309`: Go's
+    `strconv.ParseFloat` reports a range error) as `invalid double literal`; cel-cpp reads it as
+    infinity."""
+    errors: list[CompileProblem] = []
+    for node in ast.walk():
+        if node.kind is NodeKind.CONST and node.const is not None \
+                and node.const.kind is ConstKind.DOUBLE and isinstance(node.const.value, float) \
+                and math.isinf(node.const.value):
+            errors.append(_error_at(ast, node.id, "invalid double literal", ErrorStage.PARSE))
+    return errors
+
+
+_QUALIFIER_GO_TYPES = {ConstKind.NULL: "types.Null", ConstKind.BYTES: "types.Bytes"}
+
+
+def program_plan_errors(ast: CheckedAst) -> list[CompileProblem]:
+    """What makes cel-go's planner (`env.Program()`) fail on a checked expression, which the
+    scheduler reports as a failure to instantiate the program:
+
+    * a constant index no qualifier is made of (`newQualifier`): `x[null]`, `x[b'a']` —
+      `invalid qualifier type: types.Null`;
+    * a local variable (comprehension or `cel.bind`) whose checked type is a type value
+      (`[string].exists(x, x == string)`): the planner takes an identifier of type `type(T)`
+      for a type name and cannot find one called `x` (`reference to undefined type: x`).
+    """
+    errors: list[CompileProblem] = []
+    for call in _calls(ast, ("_[_]", "_[?_]")):
+        if len(call.args) == 2:
+            index = call.args[1]
+            if index.kind is NodeKind.CONST and index.const is not None \
+                    and index.const.kind in _QUALIFIER_GO_TYPES:
+                errors.append(_error_at(
+                    ast, call.id, f"invalid qualifier type: {_QUALIFIER_GO_TYPES[index.const.kind]}",
+                    ErrorStage.PROGRAM))
+    for node in ast.walk():
+        if node.kind is NodeKind.IDENT and ast.type_of(node.id).kind is TypeKind.TYPE \
+                and _bound(ast, node):
+            errors.append(_error_at(ast, node.id, f"reference to undefined type: {node.name}",
+                                    ErrorStage.PROGRAM))
+    return errors

@@ -516,8 +516,10 @@ Native = Callable[[list[object]], object | None]
 Guard = Callable[[list[object]], bool]
 
 
-_OWN_PLANS = frozenset({"_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._"})
-"""Functions cel-go's planner gives interpretables of their own (never `evalVarArgs`)."""
+_OWN_PLANS = frozenset({"_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._",
+                        "@sortByAssociatedKeys"})
+"""Functions cel-go's planner never turns into `evalVarArgs` for two arguments: those it gives
+interpretables of their own, and the one with a singleton binary binding (ext.Lists)."""
 
 
 class Call(PlanStep):
