@@ -71,12 +71,15 @@ KUBERNETES_OBJECT_TYPES = frozenset({
 })
 
 #: `MaxRegexSize` of the named formats (kubernetes `library/format.go`); `validate` is priced as a
-#: regex match against a pattern of that size. The strfmt/govalidator-backed formats (`uri`,
-#: `uuid`, `byte`, `date`, `datetime`) size their patterns from vendored regex texts we do not have.
+#: regex match against a pattern of that size. The strfmt-backed formats take theirs from
+#: kube-openapi's `validation/strfmt`: `urlLength` (1103) for `uri`, `base64Length` (84) for
+#: `byte`, `len(strfmt.UUIDPattern)` (70) for `uuid` and `len(strfmt.DateTimePattern)` (71) for
+#: `date` and `datetime`.
 FORMAT_MAX_REGEX_SIZE: Mapping[str, int] = {
     "dns1123Label": 30, "dns1123Subdomain": 60, "dns1035Label": 30, "qualifiedName": 60,
     "portName": 20, "dns1123LabelPrefix": 30, "dns1123SubdomainPrefix": 60,
     "dns1035LabelPrefix": 30, "labelValue": 40,
+    "uri": 1103, "byte": 84, "uuid": 70, "date": 71, "datetime": 71,
 }
 
 

@@ -60,6 +60,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     Duration,
     ErrorValue,
+    Opaque,
     OptionalValue,
     Timestamp,
     TypeValue,
@@ -113,6 +114,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     scalar_equality,
     value_equality,
 )
+from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from dra_affinity.policies.core.cache import BoundedCache
@@ -152,6 +154,29 @@ def _optional_value(values: list[object]) -> object | None:
 def _optional_has_value(values: list[object]) -> object | None:
     value = values[0]
     return value.has_value if isinstance(value, OptionalValue) else None
+
+
+FORMAT_TYPE_NAME = "kubernetes.NamedFormat"
+
+_CARRIER_OPTIONAL_OVERLOADS = frozenset({"format-named", "format-validate"})
+"""The Kubernetes format library's calls whose optional results the engine carries as tagged
+lists (`k8s_library.format`): the walk turns them into real optionals, so `orValue`, `or`,
+`==` and the other optional functions work on them as in cel-go, and the walk's value is the
+result."""
+
+
+def _real_optional(value: object) -> object:
+    """An optional carried as `[TAG_OPTIONAL]` / `[TAG_OPTIONAL, v]` as an `OptionalValue`
+    (a format inside it as the format library's own value)."""
+    token = value.token if isinstance(value, Opaque) else None
+    if not isinstance(token, list) or not token or token[0] != TAG_OPTIONAL or len(token) > 2:
+        return value
+    if len(token) == 1:
+        return NONE
+    inner = token[1]
+    if isinstance(inner, list) and len(inner) == 2 and inner[0] == TAG_FORMAT:
+        inner = Opaque(FORMAT_TYPE_NAME, inner)
+    return OptionalValue(inner, True)
 
 
 _GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
@@ -366,6 +391,10 @@ class _Planner:
         if fn == "format" and n.target is not None and len(n.args) == 1:
             return Call(site, args, self.bridge.prepare(site), native_format, self.kubernetes,
                          overrides=True)
+        if overload in _CARRIER_OPTIONAL_OVERLOADS:
+            prepared = self.bridge.prepare(site)
+            return Call(site, args, prepared, lambda values: _real_optional(prepared.call(values)),
+                        self.kubernetes, self._python_guard(fn), overrides=True)
         if overload == "optional_ofNonZeroValue":
             return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
                         self.kubernetes, self._python_guard(fn), overrides=True)
