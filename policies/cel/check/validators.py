@@ -679,6 +679,37 @@ def validate_double_literals(ast: CheckedAst) -> list[CompileProblem]:
 
 
 _QUALIFIER_GO_TYPES = {ConstKind.NULL: "types.Null", ConstKind.BYTES: "types.Bytes"}
+_FOLDED_CONVERSIONS = {"timestamp": "types.Timestamp", "duration": "types.Duration"}
+
+
+def _constant(node: Node) -> bool:
+    """Whether cel-go's constant folding (`OptOptimize`) makes `node` a constant: a literal, or a
+    list or map literal of them."""
+    if node.kind is NodeKind.CONST:
+        return True
+    if node.kind is NodeKind.LIST:
+        return all(_constant(e) for e in node.elements)
+    if node.kind is NodeKind.STRUCT and not node.message_name:
+        return all(e.key is not None and _constant(e.key) and _constant(e.value)
+                   for e in node.entries)
+    return False
+
+
+def _constant_qualifier_problem(ast: CheckedAst, index: Node) -> str | None:
+    """The Go type cel-go's `newQualifier` names when a constant index is none it accepts."""
+    if index.kind is NodeKind.CONST and index.const is not None:
+        return _QUALIFIER_GO_TYPES.get(index.const.kind)
+    if index.kind is NodeKind.CALL and index.target is None and len(index.args) == 1 \
+            and index.function in _FOLDED_CONVERSIONS and index.args[0].kind is NodeKind.CONST:
+        return _FOLDED_CONVERSIONS[index.function]
+    if index.kind is NodeKind.LIST and _constant(index):
+        return "*types.baseList"
+    if index.kind is NodeKind.STRUCT and not index.message_name and _constant(index):
+        return "*types.baseMap"
+    if index.kind is NodeKind.IDENT and ast.type_of(index.id).kind is TypeKind.TYPE \
+            and not _bound(ast, index):
+        return "*types.Type"
+    return None
 
 
 def program_plan_errors(ast: CheckedAst) -> list[CompileProblem]:
@@ -694,12 +725,10 @@ def program_plan_errors(ast: CheckedAst) -> list[CompileProblem]:
     errors: list[CompileProblem] = []
     for call in _calls(ast, ("_[_]", "_[?_]")):
         if len(call.args) == 2:
-            index = call.args[1]
-            if index.kind is NodeKind.CONST and index.const is not None \
-                    and index.const.kind in _QUALIFIER_GO_TYPES:
-                errors.append(_error_at(
-                    ast, call.id, f"invalid qualifier type: {_QUALIFIER_GO_TYPES[index.const.kind]}",
-                    ErrorStage.PROGRAM))
+            go_type = _constant_qualifier_problem(ast, call.args[1])
+            if go_type is not None:
+                errors.append(_error_at(ast, call.id, f"invalid qualifier type: {go_type}",
+                                        ErrorStage.PROGRAM))
     for node in ast.walk():
         if node.kind is NodeKind.IDENT and ast.type_of(node.id).kind is TypeKind.TYPE \
                 and _bound(ast, node):

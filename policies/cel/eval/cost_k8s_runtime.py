@@ -283,7 +283,7 @@ _NOMINAL = frozenset({
     # URL accessors
     "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery",
 })
-_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"})
+_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes"})
 _STRING_SCAN = frozenset({"url", "lowerAscii", "upperAscii", "substring", "trim",
                           "jsonpatch.escapeKey", "cidr", "isIP", "isCIDR", "quantity",
                           "isQuantity", "semver", "isSemver"})

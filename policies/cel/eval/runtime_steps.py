@@ -522,6 +522,11 @@ _OWN_PLANS = frozenset({"_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._",
 interpretables of their own, and the one with a singleton binary binding (ext.Lists)."""
 
 
+_FUNCTION_BINDINGS = frozenset({"string_format"})
+"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
+plans as `evalVarArgs` too."""
+
+
 class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
@@ -542,8 +547,9 @@ class Call(PlanStep):
         # cel-go plans a call with three or more arguments, and a call of two whose checked
         # overload is not unique (`dyn` arguments: the function's name-level dispatcher), as
         # `evalVarArgs`, which stops at the first erroneous argument.
-        self.varargs = len(args) >= 3 or (
-            len(args) == 2 and len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)
+        self.varargs = len(args) >= 3 or (len(args) == 2 and (
+            overload in _FUNCTION_BINDINGS
+            or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
 
     def eval(self, rt: Run) -> object:

@@ -10,8 +10,8 @@ differ:
 * `verdict`: compile error, program error (cel-go's `env.Program` failed: the scheduler
   reports that it cannot instantiate the program) or ok;
 * `type`, `estimate`: the checked output type (as `cel.FormatCELType` spells it:
-  `timestamp`, where the project's messages say `google.protobuf.Timestamp` as cel-go's
-  checker errors do) and the static cost [min, max];
+  `timestamp`, `null`, where the project's messages say `google.protobuf.Timestamp`,
+  `null_type` as cel-go's checker errors do) and the static cost [min, max];
 * `outcome`: what the scheduler makes of the evaluation (the error class, a string value, or
   a non-string result);
 * `value`: the value and its type name, when both evaluated without an error;
@@ -189,12 +189,13 @@ def project_plain(value: Any) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 
-_WELL_KNOWN = (("google.protobuf.Timestamp", "timestamp"), ("google.protobuf.Duration", "duration"))
+_WELL_KNOWN = (("google.protobuf.Timestamp", "timestamp"), ("google.protobuf.Duration", "duration"),
+               ("null_type", "null"))
 
 
 def _cel_type_text(text: str | None) -> str | None:
     """The project's output type as `cel.FormatCELType` prints it (the oracle's spelling):
-    the project names the two well-known types as cel-go's error messages do."""
+    the project names the well-known types and null as cel-go's error messages do."""
     if text is None:
         return None
     for long, short in _WELL_KNOWN:
