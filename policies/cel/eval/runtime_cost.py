@@ -241,9 +241,8 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
         return CostOutcome("cost_exceeded", run.cost, message=COST_LIMIT_EXCEEDED)
-    except WorkExceeded:
-        return CostOutcome("work_exceeded", run.cost,
-                           message=f"dry-run step budget of {steps} exhausted")
+    except WorkExceeded as exc:
+        return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
         # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
         return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
@@ -403,7 +402,8 @@ class _Planner:
 
     def _native(self, n: Node, fn: str, overload: str) -> tuple[Native | None, Guard | None]:
         """What the walk computes itself for this call, and when the program must not run."""
-        if overload == "add_list":
+        if overload == "add_list" or (fn == "_+_" and "add_list" in self.ast.overload_ids(n.id)):
+            # also behind `dyn`: two lists are joined here (and counted: `Run.grow`)
             return native_add_list, None
         if fn == "dyn" and n.target is None and len(n.args) == 1:
             # `dyn` is the identity: computed here, an optional stays one (the bridge could

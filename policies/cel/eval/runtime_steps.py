@@ -16,6 +16,7 @@ callers go through `runtime_cost.track_cost`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,7 @@ class CostExceeded(Exception):
 
 
 class WorkExceeded(Exception):
-    """Internal: the step budget is exhausted."""
+    """Internal: a work budget of the evaluation is exhausted (the message says which)."""
 
 
 class PlanError(Exception):
@@ -67,9 +68,22 @@ class PlanError(Exception):
 
 _MISSING = object()
 
+MAX_COPIED_ELEMENTS = 1_000_000
+"""List elements one evaluation may copy into new lists (`Run.grow`): cel-go joins lists lazily
+at cost 1, so its cost limit does not stop `cel.bind(x, x + x, ...)` doubling; this bounds the
+memory the walk and the program then use (a few tens of MB)."""
+
+MAX_CPU_SECONDS = 1.0
+"""CPU time (of the evaluating thread) one evaluation may use: the last resort behind the cost
+limit and the step and copy budgets, for whatever else turns out slow."""
+
+_CPU_CHECK_EVERY = 1024
+"""Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
+
 
 class Run:
-    __slots__ = ("cost", "limit", "max_steps", "steps", "unsafe", "vars")
+    __slots__ = ("copied", "cost", "cpu_deadline", "limit", "max_steps", "next_cpu_check",
+                 "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -77,7 +91,10 @@ class Run:
         self.max_steps = max_steps
         self.cost = 0
         self.steps = 0
+        self.copied = 0
         self.unsafe = False
+        self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
+        self.next_cpu_check = _CPU_CHECK_EVERY
 
     def charge(self, amount: int) -> None:
         self.cost += amount
@@ -87,7 +104,19 @@ class Run:
     def tick(self) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
-            raise WorkExceeded
+            raise WorkExceeded(f"dry-run step budget of {self.max_steps} exhausted")
+        if self.steps >= self.next_cpu_check:
+            self.next_cpu_check = self.steps + _CPU_CHECK_EVERY
+            if time.thread_time() > self.cpu_deadline:
+                raise WorkExceeded(f"evaluation stopped after {MAX_CPU_SECONDS:g} s of CPU")
+
+    def grow(self, elements: int) -> None:
+        """Count `elements` copied into a new list against `MAX_COPIED_ELEMENTS`."""
+        self.copied += elements
+        if self.copied > MAX_COPIED_ELEMENTS:
+            raise WorkExceeded(f"evaluation stopped after copying {MAX_COPIED_ELEMENTS} list "
+                               f"elements (lists this large are joined without copying by cel-go)")
+        self.tick()
 
     def lookup(self, name: str) -> object:
         value = self.vars.get(name, _MISSING)
@@ -108,13 +137,21 @@ class _PendingAccumulator:
     point of the evaluation.
     """
 
-    __slots__ = ("fold", "outer")
+    __slots__ = ("fold", "outer", "value")
 
     def __init__(self, fold: Fold, outer: Sequence[object]) -> None:
         self.fold = fold
         self.outer = outer  # the values of (accu_var, iter_var, iter_var2) outside the loop
+        self.value: object = _MISSING
 
     def force(self, rt: Run, name: str) -> object:
+        if self.value is not _MISSING:
+            # Evaluated once: a nested binding's initialiser may read this one again after
+            # the scope it was stored in was restored.
+            scope_value = rt.vars.get(name, _MISSING)
+            if scope_value is self:
+                rt.vars[name] = self.value
+            return self.value
         fold, scope = self.fold, rt.vars
         names = (fold.accu_var, fold.iter_var, fold.iter_var2)
         current = [scope.get(n, _MISSING) if n else _MISSING for n in names]
@@ -126,6 +163,7 @@ class _PendingAccumulator:
         if fold.accu_var in _MACRO_ACCUMULATORS and isinstance(value, list | dict) and not value:
             # Only macro accumulators (which user text cannot name) may grow in place.
             value = _Accumulator() if isinstance(value, list) else _MapAccumulator()
+        self.value = value
         scope[name] = value
         return value
 
@@ -531,8 +569,8 @@ class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
-    __slots__ = ("args", "guard", "native", "overrides", "precheck", "prepared", "price",
-                 "varargs")
+    __slots__ = ("args", "concat", "guard", "native", "overrides", "precheck", "prepared",
+                 "price", "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
@@ -551,6 +589,7 @@ class Call(PlanStep):
             overload in _FUNCTION_BINDINGS
             or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
+        self.concat = site.function == "_+_"
 
     def eval(self, rt: Run) -> object:
         args = self.args
@@ -585,6 +624,11 @@ class Call(PlanStep):
                     rt.unsafe = True
                     rt.charge(self.price(values, refused))
                     return refused
+            if self.concat:
+                # cel-go concatenates lists lazily (cost 1, whatever their sizes), so nested
+                # `cel.bind(x, x + x, ...)` doubles a list 25 times within a cost of 100; here
+                # the elements are copied, and every one copied counts against the step budget.
+                rt.grow(_copied(values))
             guarded = self.guard is not None and self.guard(values)
             if guarded:
                 rt.unsafe = True
@@ -616,6 +660,14 @@ def range_refusal(values: list[object]) -> ErrorValue | None:
     if isinstance(n, int) and not isinstance(n, bool) and n < 0:
         return ErrorValue(f"lists.range: size must be non-negative, got {n}")
     return None
+
+
+def _copied(values: list[object]) -> int:
+    """Elements `native_add_list` copies for these operands (an accumulator grows in place)."""
+    lhs, rhs = values if len(values) == 2 else (None, None)
+    if not isinstance(lhs, list) or not isinstance(rhs, list):
+        return 0
+    return len(rhs) if type(lhs) is _Accumulator else len(lhs) + len(rhs)
 
 
 def native_add_list(values: list[object]) -> object | None:
