@@ -290,7 +290,11 @@ def _clean(message: str) -> str:
         return f"no such key: {_unquote(missing.group(1).strip())}"
     if _CPP_NO_OVERLOAD.match(text):
         return NO_SUCH_OVERLOAD
-    return text
+    return _CPP_WORDING.get(text, text)
+
+
+_CPP_WORDING = {"divide by zero": "division by zero"}
+"""cel-cpp messages cel-go words otherwise (`types.divideByZeroErr`)."""
 
 
 def _unquote(text: str) -> str:

@@ -179,6 +179,33 @@ def _real_optional(value: object) -> object:
     return OptionalValue(inner, True)
 
 
+def _index_of_offset(last: bool) -> Native:
+    """ext.Strings' `indexOf(s, offset)` / `lastIndexOf(s, offset)` as cel-go computes them,
+    in code points: a negative offset fails, an offset at or past the end finds nothing (-1,
+    where cel-cpp fails), the empty string is found at the offset clamped to the end."""
+    def native(values: list[object]) -> object | None:
+        text, sub, offset = values
+        if not isinstance(text, str) or not isinstance(sub, str) or isinstance(offset, bool) \
+                or not isinstance(offset, int):
+            return None
+        if offset < 0:
+            return ErrorValue(f"index out of range: {offset}")
+        if not sub:
+            return min(offset, len(text))
+        if offset >= len(text):
+            return -1
+        if last:
+            return text.rfind(sub, 0, min(offset, len(text) - len(sub)) + len(sub))
+        return text.find(sub, offset)
+    return native
+
+
+_STRING_OFFSET_SEARCHES: dict[str, Native] = {
+    "string_index_of_string_int": _index_of_offset(last=False),
+    "string_last_index_of_string_int": _index_of_offset(last=True),
+}
+
+
 _GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
 
 
@@ -394,6 +421,9 @@ class _Planner:
             prepared = self.bridge.prepare(site)
             return Call(site, args, prepared, lambda values: _real_optional(prepared.call(values)),
                         self.kubernetes, self._python_guard(fn), overrides=True)
+        if overload in _STRING_OFFSET_SEARCHES:
+            return Call(site, args, self.bridge.prepare(site), _STRING_OFFSET_SEARCHES[overload],
+                        self.kubernetes, overrides=True)
         if overload == "optional_ofNonZeroValue":
             return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
                         self.kubernetes, self._python_guard(fn), overrides=True)

@@ -654,11 +654,12 @@ def _precheck_range(rt: Run, values: list[object]) -> None:
         rt.charge(max(n, 0) + 11)
 
 
-def range_refusal(values: list[object]) -> ErrorValue | None:
-    """cel-go's error for `lists.range(n)` with n < 0 (`ext/lists.go` `genRange`), else None."""
+def range_refusal(values: list[object]) -> list[object] | None:
+    """cel-go's `lists.range(n)` for n < 0 (`ext/lists.go` `genRange` counts up to n: an empty
+    list), which cel-cpp cannot compute (its `reserve()` throws); None for any other n."""
     n = values[0] if values else 0
     if isinstance(n, int) and not isinstance(n, bool) and n < 0:
-        return ErrorValue(f"lists.range: size must be non-negative, got {n}")
+        return []
     return None
 
 
