@@ -117,6 +117,27 @@ def _declared_results() -> Mapping[str, str]:
     return results
 
 
+def kubernetes_receiver_type(overload_id: str) -> str | None:
+    """The Kubernetes library type (`kubernetes.URL`, `net.IP`, ...) a member overload is
+    declared on, or None."""
+    return _declared_receivers().get(overload_id)
+
+
+@lru_cache(maxsize=1)
+def _declared_receivers() -> Mapping[str, str]:
+    try:
+        library = importlib.import_module("dra_affinity.policies.cel.k8s_library")
+    except ImportError:
+        return {}
+    receivers: dict[str, str] = {}
+    for lib in getattr(library, "LIBRARIES", ()):
+        for decl in getattr(lib, "declarations", ()):
+            name = getattr(decl.target, "name", "")
+            if name in KUBERNETES_OBJECT_TYPES:
+                receivers[decl.overload_id] = name
+    return receivers
+
+
 # Overload ids cel-cpp spells differently from cel-go (cel-go's spelling is what trackers use).
 _CPP_TO_GO_OVERLOAD = {"list_range": "lists_range"}
 # `==` and `!=` are planned as dedicated instructions whose overload id is fixed.

@@ -68,7 +68,11 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 )
 from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind
 from dra_affinity.policies.cel.eval.call_site import CallBridge, CallSite, PreparedCall, ResultKind
-from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, kubernetes_result_type
+from dra_affinity.policies.cel.eval.cost_k8s_runtime import (
+    go_overload_id,
+    kubernetes_receiver_type,
+    kubernetes_result_type,
+)
 from dra_affinity.policies.cel.eval.runtime_conversions import (
     CONVERSION_FUNCTIONS,
     conversion_verdict,
@@ -108,6 +112,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     map_insert_unfaithful,
     native_add_list,
     native_format,
+    native_includes,
     native_index_of,
     native_map_insert,
     optional_guard,
@@ -142,6 +147,26 @@ _LIST_INDEX = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
 
 def _identity(values: list[object]) -> object | None:
     return values[0]
+
+
+def _receiver_guard(type_name: str, other: Guard | None) -> Guard:
+    """A guard tripping (no such overload, as cel-go's type guards answer) when the receiver is
+    not a value of the library type `type_name`, or when `other` trips."""
+    def guard(values: list[object]) -> bool:
+        receiver = values[0] if values else None
+        if not isinstance(receiver, Opaque) or receiver.type_name != type_name:
+            return not isinstance(receiver, ErrorValue)
+        return other is not None and other(values)
+    return guard
+
+
+_TYPE_TYPE = TypeValue("type")
+
+
+def _type_of_type(values: list[object]) -> object | None:
+    """`type(t)` of a type value is `type` (the engine cannot take the library types' values);
+    anything else goes to the engine."""
+    return _TYPE_TYPE if isinstance(values[0], TypeValue) else None
 
 
 def _optional_value(values: list[object]) -> object | None:
@@ -421,6 +446,10 @@ class _Planner:
             prepared = self.bridge.prepare(site)
             return Call(site, args, prepared, lambda values: _real_optional(prepared.call(values)),
                         self.kubernetes, self._python_guard(fn), overrides=True)
+        if fn == "type" and n.target is None and len(n.args) == 1 \
+                and self.ast.type_of(n.args[0].id).kind is TypeKind.TYPE:
+            return Call(site, args, self.bridge.prepare(site), _type_of_type, self.kubernetes,
+                        overrides=True)
         if overload in _STRING_OFFSET_SEARCHES:
             return Call(site, args, self.bridge.prepare(site), _STRING_OFFSET_SEARCHES[overload],
                         self.kubernetes, overrides=True)
@@ -428,7 +457,21 @@ class _Planner:
             return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
                         self.kubernetes, self._python_guard(fn), overrides=True)
         native, guard = self._native(n, fn, overload)
+        receiver = self._library_receiver(n, candidates)
+        if receiver is not None:
+            guard = _receiver_guard(receiver, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
+
+    def _library_receiver(self, n: Node, candidates: Sequence[str]) -> str | None:
+        """The Kubernetes library type every candidate overload of a member call is declared
+        on (None if any is not): our engine carries URLs, IPs, CIDRs and quantities as
+        strings, so only the walk can tell `url(s).getScheme()` from `s.getScheme()`."""
+        if n.target is None or not candidates or not self.kubernetes:
+            return None
+        receivers = {kubernetes_receiver_type(c) for c in candidates}
+        if len(receivers) != 1 or None in receivers:
+            return None
+        return receivers.pop()
 
     def _native(self, n: Node, fn: str, overload: str) -> tuple[Native | None, Guard | None]:
         """What the walk computes itself for this call, and when the program must not run."""
@@ -449,6 +492,8 @@ class _Planner:
             kinds = getattr(self.bridge, "python_parameter_kinds", None)
             signatures = kinds(fn) if callable(kinds) else ()
             return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
+        if overload == "list_includes_dyn_dyn":
+            return native_includes, self._python_guard(fn)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:

@@ -554,10 +554,17 @@ Native = Callable[[list[object]], object | None]
 Guard = Callable[[list[object]], bool]
 
 
-_OWN_PLANS = frozenset({"_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._",
-                        "@sortByAssociatedKeys"})
+_OWN_PLANS = frozenset({
+    "_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._",
+    # singleton binary bindings: the standard library's operators and string tests, ext.Lists'
+    "_+_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "@in", "contains",
+    "startsWith", "endsWith", "matches", "@sortByAssociatedKeys",
+    # the standard library's timestamp getters with a time zone: one overload per arity
+    "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
+    "getHours", "getMinutes", "getSeconds", "getMilliseconds",
+})
 """Functions cel-go's planner never turns into `evalVarArgs` for two arguments: those it gives
-interpretables of their own, and the one with a singleton binary binding (ext.Lists)."""
+interpretables of their own, and those whose name-level binding is a binary one."""
 
 
 _FUNCTION_BINDINGS = frozenset({"string_format"})
@@ -860,6 +867,22 @@ def native_index_of(last: bool) -> Native:
                 return i
         return -1
     return native
+
+
+def native_includes(values: list[object]) -> object | None:
+    """The Kubernetes lists library's `includes` on values Python code cannot take
+    (`python_unsafe`), with cel-go's equality; None (the library decides) otherwise."""
+    if not python_unsafe(values):
+        return None
+    target, item = values
+    candidates = target if isinstance(target, list) else [target]
+    for candidate in candidates:
+        same = walk_equal(candidate, item)
+        if same is None:
+            return None
+        if same:
+            return True
+    return False
 
 
 def _carrier(value: object) -> object:

@@ -2,6 +2,8 @@
 
     nice -n 10 .venv/bin/python -m tests.policies.cel.oracle_campaign --count 100000 \
         --out oracle-findings/
+    .venv/bin/python -m tests.policies.cel.oracle_campaign \
+        --record-corpus tests/policies/cel/oracle_corpus.jsonl
 
 Cases come from `oracle_cases` (case `i` of seed `s` is the same on every run). Each is answered
 by cel-go (`../shared/oracle/celoracle`, under a memory limit) and by the project in a
@@ -140,6 +142,24 @@ def _compared_dimensions(upstream: dict[str, Any], ours: dict[str, Any]) -> list
     return dims
 
 
+def record_corpus(path: Path) -> int:
+    """Ask cel-go again for every case of a corpus file (JSON lines of `name`, `expr`,
+    `object`) and write its answers into the cases' `upstream` field."""
+    upstream = oracle.celoracle()
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    try:
+        for case in cases:
+            answer = upstream.ask({"expr": case["expr"], "object": case["object"]})
+            if answer is None:
+                print(f"{case['name']}: cel-go gave no answer", file=sys.stderr)
+                return 1
+            case["upstream"] = answer
+    finally:
+        upstream.close()
+    path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases))
+    return 0
+
+
 def _rate(part: int, whole: int) -> float | None:
     return round(100.0 * part / whole, 3) if whole else None
 
@@ -152,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0,
                         help="seconds a case may take in the project's worker")
     parser.add_argument("--progress", type=int, default=0)
+    parser.add_argument("--record-corpus", type=Path, metavar="JSONL",
+                        help="record cel-go's answers into a regression corpus and stop")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -161,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     if reason is not None:
         print(reason, file=sys.stderr)
         return 2
+    if args.record_corpus is not None:
+        return record_corpus(args.record_corpus)
     print(json.dumps(campaign(args.count, args.seed, args.out, args.timeout, args.progress)))
     return 0
 

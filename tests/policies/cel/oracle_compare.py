@@ -101,7 +101,8 @@ def _double(value: float) -> tuple[str, str]:
 
 def oracle_plain(value: Mapping[str, Any]) -> Any:
     """A canonical, hashable form of one oracle value (`{"t": type, "v": value}`)."""
-    t, v = value["t"], value.get("v")
+    t: str = value["t"]
+    v: Any = value.get("v")
     if t in ("int", "uint"):
         return ("n", int(v))
     if t == "double":
