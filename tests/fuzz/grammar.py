@@ -191,7 +191,7 @@ _CALLS = [
     ("sets.intersects({0}, {1})", 2), ("{0}.isSorted()", 1), ("{0}.sum()", 1), ("{0}.min()", 1),
     ("{0}.max()", 1), ("lists.range({0})", 1), ("{0}.distinct()", 1), ("{0}.flatten()", 1),
     ("{0}.flatten({1})", 2), ("{0}.slice({1}, {2})", 3), ("{0}.sort()", 1),
-    ("{0}.first()", 1), ("{0}.last()", 1),
+    ("{0}.first()", 1), ("{0}.last()", 1), ("{0}.includes({1})", 2),
     # regex, URLs
     ("{0}.find({1})", 2), ("{0}.findAll({1})", 2), ("{0}.findAll({1}, {2})", 3),
     ("isURL({0})", 1), ("url({0})", 1), ("{0}.getScheme()", 1), ("{0}.getHost()", 1),

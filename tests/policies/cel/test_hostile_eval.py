@@ -47,8 +47,9 @@ CASES: list[tuple[str, object, str | None]] = [
     ("dyn([optional.none()]).hasValue()", None, "no such overload"),
     ("dyn([[optional.of(1)]]).value()", None, "no such overload"),
     # item 5: uncaught exceptions
-    ("lists.range(-1)", None, "lists.range: size must be non-negative, got -1"),
-    ("[lists.range(-2)].size()", None, "lists.range: size must be non-negative, got -2"),
+    # (cel-go's genRange counts up to n: a negative n is an empty list, as the oracle answers)
+    ("lists.range(-1)", [], None),
+    ("[lists.range(-2)].size()", 1, None),
     ("'%s'.format([b'\\xff'])", None,
      "error during formatting: invalid UTF-8 in bytes, cannot convert to string"),
     ("[int, int]", ["int", "int"], None),
