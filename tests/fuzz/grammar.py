@@ -8,7 +8,7 @@ three arguments, `filter`, the two-variable comprehensions with and without thei
 (`policies/cel/k8s_library`; `test_fuzz` checks the list against the libraries' declarations)
 and of the cel-go extensions Kubernetes enables, with operands drawn from all value kinds
 (optionals nested and behind `dyn`, type values, bytes that are not UTF-8) — the shapes that
-found the crashers of issue 14. The shipped examples' expressions are mutated too (a leaf
+found the engine crashers. The shipped examples' expressions are mutated too (a leaf
 replaced, the whole wrapped, a character dropped), so near-valid variants of real extractors
 reach the rules and the engine. Most draws do not type-check; that is fine: the invariants are
 "no crash, no traceback", and the ones that do compile reach the libraries with values nobody

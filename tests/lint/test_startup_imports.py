@@ -1,5 +1,5 @@
 """Start-up imports: `--help`, `--version` and a one-file lint (the pre-commit case) import only
-what they need (issue 15 item 4). Measured with `python -X importtime` on the installed console
+what they need. Measured with `python -X importtime` on the installed console
 script, plus what `sys.modules` holds at exit (importtime does not see `importlib.import_module`,
 how commands and rules are loaded); the modules below are the ones that must stay lazy however
 imports are arranged."""

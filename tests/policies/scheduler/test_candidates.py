@@ -1,4 +1,4 @@
-"""Candidate pools (issue 4): a pool serves a request when one of its devices satisfies the
+"""Candidate pools: a pool serves a request when one of its devices satisfies the
 request's DeviceClass selectors and its own, evaluated as the allocator does."""
 
 from __future__ import annotations
