@@ -169,7 +169,7 @@ def _cluster(tmp: Path, claims: int) -> list[str]:
 
 
 def bench_simulate(sizes: Sequence[int], tmp: Path) -> list[Row]:
-    """`simulate --summary --format json` on issue 15's cluster (1,000 devices, 50 pools)."""
+    """`simulate --summary --format json` on the scheduler benchmark's cluster (1,000 devices, 50 pools)."""
     return [_row("simulate", "--summary --format json", n, "claims",
                  measure([str(BIN), "simulate", *_cluster(tmp, n), "--summary", "--format", "json"]))
             for n in sizes]
@@ -184,7 +184,7 @@ def bench_dryrun(sizes: Sequence[int], tmp: Path) -> list[Row]:
 
 
 def bench_locks(sizes: Sequence[int], tmp: Path) -> list[Row]:
-    """Issue 16's scale figures over a cluster dump (bench/gen_cluster.py) of n allocated claims on
+    """The cluster-scale figures over a cluster dump (bench/gen_cluster.py) of n allocated claims on
     n/10 devices in n/200 pools (100,000 claims: 10,000 devices, 500 pools): `locks` and `explain`
     (a pending and an allocated claim) on the dump as `kubectl get -o json` and `-o yaml` print it,
     and the exporter's time to apply one watch event (`bench/locks_bench.py --exporter-only`)."""

@@ -1,6 +1,6 @@
 """Capacity-planning replay at cluster scale: `simulate --workload` for 1k, 10k and 100k arrivals.
 
-The cluster of issue 17: 1,000 devices in 50 pools (20 NICs each, `pods: 16` consumable
+The capacity-planning cluster: 1,000 devices in 50 pools (20 NICs each, `pods: 16` consumable
 capacity), every pool with two extractors (subnet and pkey); claims of one template vary over
 20 subnets (Zipf) × 4 pkeys, arrive at rate 1 and stay an exponential time (mean 8,000, so the
 cluster runs about half full at steady state). Each (size, mode) runs in its own process so the

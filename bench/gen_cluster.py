@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import uuid
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +64,7 @@ def claim(name: str, namespace: str, driver: str, params: dict[str, Any],
         pool, dev = device
         doc["status"] = {"allocation": {"devices": {"results": [
             {"request": "nic", "driver": driver, "pool": pool, "device": dev,
+             "shareID": str(uuid.UUID(int=zlib.crc32(f"{namespace}/{name}".encode()))),  # a share
              "consumedCapacity": {CAPACITY: "1"}}]}}}
     return doc
 

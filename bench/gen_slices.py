@@ -7,7 +7,7 @@ metadata slice (1–8 `sharingAffinity` extractors, guarded CEL) plus device sli
 `pool.generation` and `resourceSliceCount`, spread over several multi-document
 files. Seeded `random.Random` only: the same `(n, seed)` always writes the same bytes.
 
-`generate_cluster` writes the scheduler benchmark's cluster instead (issue 15): pools of
+`generate_cluster` writes the scheduler benchmark's cluster instead: pools of
 shareable NICs with two extractors each (`subnet`, `pkey`), consumable capacity `pods: 16`
 (one pod each by default), one DeviceClass, and N ResourceClaims whose affinity values are
 drawn from 20 subnets x 4 pkeys, so `simulate` and `dry-run` see locks form and conflict.

@@ -1,6 +1,6 @@
 """Benchmark of `locks`, `explain` and the exporter's event application at cluster scale.
 
-Issue 16's targets, on a generated cluster (bench/gen_cluster.py: 10,000 devices in 500
+The cluster-scale targets of docs/performance.md, on a generated cluster (bench/gen_cluster.py: 10,000 devices in 500
 pools, 100,000 allocated claims): `locks` and `explain` each answer in <= 10 s with <= 1 GiB
 RSS, and the exporter applies one watch event in <= 5 ms on average. Each command runs as
 the installed console script in its own process (wall time and peak RSS from `wait4`); the

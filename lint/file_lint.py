@@ -1,7 +1,7 @@
 """`lint` file by file: what `lint --jobs N` runs in worker processes (and `--jobs 1` here).
 
-Why: keeping every slice's documents, positions and text until the end of a run cost ~470 KB
-per slice (issue 15: 4.6 GB for 10,000 slices). Here a file is loaded, modelled, its slices
+Why: keeping every slice's documents, positions and text until the end of a run makes memory
+grow with the whole input (figures in docs/performance.md). Here a file is loaded, modelled, its slices
 are checked and its suppressions collected; then only what a later step needs leaves it:
 the findings, each slice's pool entry (what the pool rules read), its slices' JUnit view and
 its suppressions. The documents die with the file. Every file goes through `lint_file`

@@ -1,4 +1,4 @@
-"""The values of a large, plain YAML file without composing it node by node (issues 15, 16).
+"""The values of a large, plain YAML file without composing it node by node.
 
 Why: a `kubectl get ... -o yaml` dump of a cluster (100,000 claims, 60 MB) takes libyaml
 about 13 CPU seconds to compose and 3 GB to hold as one `List` node tree — more than the whole

@@ -104,9 +104,9 @@ _TAILS: BoundedCache[tuple[object, ...], tuple[str, object, object, object]] = B
     weigh=lambda key, entry: text_weight((entry[0],)))
 """The rendered text of `_result_tail`, by the tail's parts: the affinity, error and evaluations
 by identity (a relabelled result shares its plan item's objects; the entry holds them, so an
-id in a live key is never another object's), the rest by value. Issue 15's 10,000-claim cluster
-has 80 distinct tails for 500,000 results (its 50 pools publish the same extractors, so they
-share one extraction per affinity value; pools with their own would make 4,000); hits are
+id in a live key is never another object's), the rest by value. On a cluster whose pools publish the same
+extractors, results share one extraction per affinity value, so distinct tails are few next to
+results (docs/performance.md gives the counts); hits are
 lock-free. Bounded in bytes too (the text, and about as much again for the objects it was
 rendered from): a claim's evaluations can carry large values."""
 

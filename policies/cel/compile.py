@@ -44,12 +44,16 @@ from dra_affinity.policies.cel.check.env import (
 )
 from dra_affinity.policies.cel.check.validators import (
     format_go_type,
+    program_plan_errors,
     program_regex_errors,
+    validate_double_literals,
     validate_duration_literals,
     validate_format_calls,
     validate_homogeneous_literals,
     validate_regex_literals,
     validate_timestamp_literals,
+    validate_type_identifiers,
+    validate_type_parameters,
 )
 from dra_affinity.policies.cel.common.ast import CheckedAst, NodeKind
 from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
@@ -588,8 +592,18 @@ def _failure(expression: str, key: EnvKey, errors: list[CompileProblem] | tuple[
     return CompileResult(expression, key, False, ordered, output_type, checked, None)
 
 
+_LARGE_NUMBER = re.compile(r"\d[eE]\+?\d{3}|\d{300}")
+"""A number literal that may be out of float64's range (cheap test before the AST walk)."""
+
+
 def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileProblem]:
-    errors: list[CompileProblem] = []
+    if _LARGE_NUMBER.search(checked.expression):
+        errors = validate_double_literals(checked)
+        if errors:
+            return errors  # a parse error in cel-go: nothing else is reported
+    errors = validate_type_parameters(checked)
+    if "dyn" in checked.expression:
+        errors += validate_type_identifiers(checked)
     if env.has(Feature.HOMOGENEOUS_LITERALS):
         errors += validate_homogeneous_literals(checked)
     if env.has(Feature.LITERAL_VALIDATORS):
@@ -819,7 +833,7 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     errors = _validate(env, checked)
     if errors:
         return _failure(expression, key, errors, output_type, checked)
-    errors = program_regex_errors(checked, env.regex_error)
+    errors = program_regex_errors(checked, env.regex_error) or program_plan_errors(checked)
     if errors:
         return _failure(expression, key, errors[:1], output_type, checked)
     conversions = checked.index.calls_of(CONVERSION_FUNCTIONS)

@@ -100,6 +100,7 @@ class DeviceRequest:
     count: int | None = None
     allocation_mode: str | None = None
     capacity_requests: Mapping[str, Any] = field(default_factory=dict)
+    admin_access: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +125,31 @@ class ClaimConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DeviceConstraint:
+    """One `spec.devices.constraints[index]`: devices of the named requests (all when empty)
+    share (`match_attribute`) or differ in (`distinct_attribute`) one attribute."""
+
+    index: int
+    requests: tuple[str, ...]
+    match_attribute: str | None
+    distinct_attribute: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class AllocatedDevice:
+    """One `status.allocation.devices.results` entry, as the scheduler reads it back.
+
+    `share_id`: set when the device was allocated as one of several shares (then the result
+    consumes exactly `consumed_capacity`, nothing when absent); unset, the device is held
+    exclusively, whatever its slice says now. Admin-access results hold nothing."""
+
     request: str
     driver: str
     pool: str
     device: str
+    share_id: str | None = None
+    consumed_capacity: Mapping[str, Any] | None = None
+    admin_access: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +166,7 @@ class ResourceClaim:
     source: Source
     raw: Mapping[str, Any]
     spec_path: tuple[str, ...] = ("spec",)
+    constraints: tuple[DeviceConstraint, ...] = ()
 
     @property
     def ref(self) -> ObjectRef:
@@ -438,6 +460,7 @@ def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
     results = (((doc.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
     requests = devices.get("requests")
     configs = devices.get("config")
+    constraints = devices.get("constraints")
     return ResourceClaim(
         kind=kind,
         api_version=doc["apiVersion"],
@@ -445,12 +468,28 @@ def _claim(doc: Mapping[str, Any], source: Source, kind: str) -> ResourceClaim:
         name=_name(doc) or "",
         requests=tuple([_request(i, r) for i, r in enumerate(requests)]) if requests else (),
         configs=tuple([_config(i, c) for i, c in enumerate(configs)]) if configs else (),
-        allocation=tuple([AllocatedDevice(request=r["request"], driver=r["driver"], pool=r["pool"],
-                                          device=r["device"]) for r in results]) if results else (),
+        allocation=tuple([_allocated(r) for r in results]) if results else (),
         source=source,
         raw=doc,
         spec_path=_SPEC_PATHS[is_template],
+        constraints=tuple([_constraint(i, c) for i, c in enumerate(constraints)]) if constraints else (),
     )
+
+
+def _allocated(raw: Mapping[str, Any]) -> AllocatedDevice:
+    consumed = raw.get("consumedCapacity")
+    return AllocatedDevice(request=raw["request"], driver=raw["driver"], pool=raw["pool"],
+                           device=raw["device"], share_id=raw.get("shareID") or None,
+                           consumed_capacity=consumed if isinstance(consumed, Mapping) else None,
+                           admin_access=raw.get("adminAccess") is True)
+
+
+def _constraint(index: int, raw: Mapping[str, Any]) -> DeviceConstraint:
+    requests = raw.get("requests")
+    match, distinct = raw.get("matchAttribute"), raw.get("distinctAttribute")
+    return DeviceConstraint(index=index, requests=tuple(requests) if requests else (),
+                            match_attribute=match if isinstance(match, str) else None,
+                            distinct_attribute=distinct if isinstance(distinct, str) else None)
 
 
 def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> DeviceRequest:
@@ -463,6 +502,7 @@ def _device_request(name: str, parent: str | None, raw: Mapping[str, Any]) -> De
         count=raw.get("count"),
         allocation_mode=raw.get("allocationMode"),
         capacity_requests=(capacity.get("requests") or {}) if capacity else {},
+        admin_access=parent is None and raw.get("adminAccess") is True,  # no such field on a sub-request
     )
 
 

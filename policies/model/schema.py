@@ -124,6 +124,7 @@ _EXACT = {
         "allocationMode": _STRING,
         "count": _INT,
         "capacity": _NULLABLE_OBJECT,
+        "adminAccess": {"type": ["boolean", "null"]},
     },
 }
 
@@ -148,6 +149,17 @@ _CLAIM_SPEC = {
                             "name": _STRING,
                             "exactly": _EXACT,
                             "firstAvailable": {"type": "array", "items": _SUB_REQUEST},
+                        },
+                    },
+                },
+                "constraints": {
+                    "type": ["array", "null"],
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "requests": {"type": ["array", "null"], "items": _STRING},
+                            "matchAttribute": {"type": ["string", "null"]},
+                            "distinctAttribute": {"type": ["string", "null"]},
                         },
                     },
                 },
@@ -191,7 +203,10 @@ RESOURCE_CLAIM = {
                                         "type": "object",
                                         "required": ["request", "driver", "pool", "device"],
                                         "properties": {"request": _STRING, "driver": _STRING,
-                                                       "pool": _STRING, "device": _STRING},
+                                                       "pool": _STRING, "device": _STRING,
+                                                       "shareID": {"type": ["string", "null"]},
+                                                       "consumedCapacity": _NULLABLE_OBJECT,
+                                                       "adminAccess": {"type": ["boolean", "null"]}},
                                     },
                                 },
                             },
@@ -321,9 +336,9 @@ def _never(value: object) -> bool:
 def _compile(schema: Mapping[str, Any]) -> Check:
     """A function that is True only when a value certainly satisfies `schema`.
 
-    Why: importing jsonschema costs ~100 ms of a one-file lint's start-up, and nearly every
-    object conforms; and a walk interpreting the schema for every object cost ~150 us per
-    claim (issue 15). The schema is turned once into nested closures that test exact types,
+    Why: importing jsonschema is a large part of a one-file lint's start-up, and nearly every
+    object conforms; and a walk interpreting the schema for every object dominates reading a
+    large claims dump. The schema is turned once into nested closures that test exact types,
     look up only the properties the schema names and recurse only into those. False means
     "ask jsonschema", which then words the violations; a keyword outside `_KEYWORDS` always
     does, so this can only ever skip work, never a violation.

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
-from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, DeviceSelector
+from dra_affinity.policies.model.resources import Device, DeviceClass, DeviceRequest, DeviceSelector
 from dra_affinity.policies.scheduler.pools import Pool
 
 if TYPE_CHECKING:
@@ -46,9 +46,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CandidateMatch",
+    "DeviceMatch",
     "PoolSurvey",
     "SelectorError",
     "SelectorProblem",
+    "match_device",
     "match_pool",
     "missing_class",
     "pool_is_candidate",
@@ -173,6 +175,49 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
         return CandidateMatch(True)
     if missing_class(request, classes) is not None:
         return CandidateMatch(False, class_missing=True)
+    device_class = classes[request.device_class_name]
+    class_count = len(device_class.selectors)
+    excluded = [0] * len(request.selectors)
+    """Per request selector: the devices it was the first to reject."""
+    evaluations = class_devices = 0
+    for device, slice_ in pool.devices:
+        matched = match_device(request, device_class, device, slice_.driver, pool.ref,
+                               kubernetes_version=kubernetes_version)
+        evaluations += matched.evaluations
+        if matched.failure is not None:
+            return CandidateMatch(False, failure=matched.failure, evaluations=evaluations)
+        if matched.rejected is None:
+            return CandidateMatch(True, device.name, evaluations=evaluations)
+        if matched.rejected >= class_count:
+            class_devices += 1
+            excluded[matched.rejected - class_count] += 1
+    counts = zip(request.selectors, excluded, strict=True)
+    survey = PoolSurvey(len(pool.devices), class_devices, tuple((s.index, n) for s, n in counts))
+    return CandidateMatch(False, evaluations=evaluations, survey=survey)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceMatch:
+    """One device against a request's class and own selectors.
+
+    `rejected`: None when every selector matched, else the position (class selectors first)
+    of the first that did not; `failure`: the allocator would error instead; `evaluations`:
+    selector evaluations performed."""
+
+    rejected: int | None
+    failure: SelectorProblem | None = None
+    evaluations: int = 0
+
+    @property
+    def matched(self) -> bool:
+        return self.rejected is None and self.failure is None
+
+
+def match_device(request: DeviceRequest, device_class: DeviceClass, device: Device, driver: str,
+                 pool: PoolRef, *, kubernetes_version: KubernetesVersion | None = None) -> DeviceMatch:
+    """The allocator's `isSelectable` for one device: class selectors, then the request's own,
+    in order; the first false one ends the checks, the first error is the allocator's error.
+    Each evaluation has the per-evaluation runtime cost limit of the release."""
     from dra_affinity.policies.analysis.device import (  # the CEL stack: only when a selector runs
         DeviceValueProblem,
         compile_selector,
@@ -186,47 +231,31 @@ def match_pool(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool:
     key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
     list_attributes = dra_list_attributes(version)
     cost_limit = limits_for(version).runtime_cost_per_evaluation
-    device_class = classes[request.device_class_name]
     selectors: list[tuple[Source, str, DeviceSelector]] = [
         ("class", device_class.name, s) for s in device_class.selectors]
-    class_count = len(selectors)
     selectors += [("request", request.name, s) for s in request.selectors]
-    excluded = [0] * (len(selectors) - class_count)
-    """Per request selector: the devices it was the first to reject."""
-    evaluations = class_devices = 0
-    for device, slice_ in pool.devices:
-        value: DeviceValue | DeviceValueProblem | None = None
-        rejected: int | None = None
-        for position, (source, owner, selector) in enumerate(selectors):
-            compiled = compile_selector(selector.expression, key)
-            if not compiled.ok:
-                stage: Stage = "engine" if compiled.engine_limited else "compile"
-                failure = SelectorProblem(source, owner, selector.index, stage,
-                                          compiled.detail or "", pool.ref)
-                return CandidateMatch(False, failure=failure, evaluations=evaluations)
-            if value is None:
-                value = device_value(device, slice_.driver, list_attributes=list_attributes)
-            if isinstance(value, DeviceValueProblem):
-                failure = SelectorProblem(source, owner, selector.index, "runtime", value.message,
-                                          pool.ref, f"{slice_.driver}/{slice_.pool_name}/{device.name}")
-                return CandidateMatch(False, failure=failure, evaluations=evaluations)
-            result = evaluate_selector(compiled, value, cost_limit=cost_limit)
-            evaluations += 1
-            if result.error is not None:
-                failure = SelectorProblem(source, owner, selector.index, "runtime", result.error,
-                                          pool.ref, f"{slice_.driver}/{slice_.pool_name}/{device.name}")
-                return CandidateMatch(False, failure=failure, evaluations=evaluations)
-            if not result.matched:
-                rejected = position
-                break
-        if rejected is None:
-            return CandidateMatch(True, device.name, evaluations=evaluations)
-        if rejected >= class_count:
-            class_devices += 1
-            excluded[rejected - class_count] += 1
-    counts = zip(request.selectors, excluded, strict=True)
-    survey = PoolSurvey(len(pool.devices), class_devices, tuple((s.index, n) for s, n in counts))
-    return CandidateMatch(False, evaluations=evaluations, survey=survey)
+    value: DeviceValue | DeviceValueProblem | None = None
+    evaluations = 0
+    where = f"{driver}/{pool.name}/{device.name}"
+    for position, (source, owner, selector) in enumerate(selectors):
+        compiled = compile_selector(selector.expression, key)
+        if not compiled.ok:
+            stage: Stage = "engine" if compiled.engine_limited else "compile"
+            failure = SelectorProblem(source, owner, selector.index, stage, compiled.detail or "", pool)
+            return DeviceMatch(position, failure, evaluations)
+        if value is None:
+            value = device_value(device, driver, list_attributes=list_attributes)
+        if isinstance(value, DeviceValueProblem):
+            return DeviceMatch(position, SelectorProblem(source, owner, selector.index, "runtime",
+                                                         value.message, pool, where), evaluations)
+        result = evaluate_selector(compiled, value, cost_limit=cost_limit)
+        evaluations += 1
+        if result.error is not None:
+            return DeviceMatch(position, SelectorProblem(source, owner, selector.index, "runtime",
+                                                         result.error, pool, where), evaluations)
+        if not result.matched:
+            return DeviceMatch(position, None, evaluations)
+    return DeviceMatch(None, None, evaluations)
 
 
 def pool_is_candidate(request: DeviceRequest, classes: Mapping[str, DeviceClass], pool: Pool, *,

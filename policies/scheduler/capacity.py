@@ -7,7 +7,8 @@ documentation (`CapacityRequirements`, `CapacityRequestPolicy`):
 * a capacity the request names must exist on the device; with a `requestPolicy`
   the amount is rounded up to the next valid value (`validValues`: the smallest
   listed value at least as large; `validRange`: at least `min`, then
-  `min + n*step`, never above `max`), else the device cannot serve the request;
+  `min + n*step` computed on whole numbers as kubernetes-1.36 does (int64 `Value()`,
+  each quantity rounded up), never above `max`), else the device cannot serve the request;
 * a capacity the request does not name consumes the policy's `default`, and the
   *whole* capacity when there is no policy (or no default): such a device is
   effectively exclusive for that capacity;
@@ -89,8 +90,11 @@ def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any]) ->
         low = amount(valid_range.get("min", 0)) or Fraction(0)
         value = max(requested, low)
         step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
-        if step:
-            value = low + math.ceil((value - low) / step) * step
+        if step and requested >= low:
+            # kubernetes-1.36 rounds with int64 `Value()`: each quantity rounded up to a whole
+            # number first (600m from 500m in steps of 250m consumes 1, not 750m)
+            whole_low, whole_step = math.ceil(low), math.ceil(step)
+            value = Fraction(whole_low + whole_step * -(-(math.ceil(requested) - whole_low) // whole_step))
         high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
         if high is not None and value > high:
             return CapacityProblem(name, f"requested {render(requested)} (rounded to {render(value)}) "
@@ -122,8 +126,31 @@ def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | Capa
         elif policy.get("default") is not None and amount(policy["default"]) is not None:
             consumed[name] = amount(policy["default"]) or Fraction(0)
         else:
+            outside = _outside_policy(total, policy)
+            if outside is not None:
+                return CapacityProblem(name, f"the request takes the whole capacity {render(total)}, "
+                                             f"which its request policy does not allow ({outside})")
             consumed[name] = total
     return consumed
+
+
+def _outside_policy(value: Fraction, policy: Mapping[str, Any]) -> str | None:
+    """Why a whole capacity taken without a `default` breaks the device's request policy (the
+    allocator's `violatesPolicy`: above `validRange.max`, off its steps, not a valid value)."""
+    valid_range = policy.get("validRange")
+    if isinstance(valid_range, Mapping):
+        high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
+        if high is not None and value > high:
+            return f"maximum {render(high)}"
+        step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
+        low = amount(valid_range.get("min", 0)) or Fraction(0)
+        if step and (math.ceil(value) - math.ceil(low)) % math.ceil(step):
+            return f"steps of {render(step)} from {render(low)}"
+        return None
+    values = policy.get("validValues")
+    if values and value not in {amount(v) for v in values}:
+        return "not a valid value"
+    return None
 
 
 def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
@@ -29,7 +28,6 @@ from dra_affinity.policies.model.resources import (
 )
 from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.candidates import match_pool
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand
 from dra_affinity.policies.scheduler.dryrun import to_extraction_pool
 from dra_affinity.policies.scheduler.extraction import (
     ExtractionMemo,
@@ -294,11 +292,11 @@ class LockBook:
             return []
         name = claim.qualified_name
         by_device: dict[DeviceRef, list[Holder]] = {}
-        for index, result in enumerate(claim.allocation):  # one pass, in allocation order
+        for result in claim.allocation:  # one pass, in allocation order
             ref = DeviceRef(result.driver, result.pool, result.device)
-            device = self.devices.get(ref)
-            consumed = bound_consumption(claim, index, result.request, device) if device else {}
-            by_device.setdefault(ref, []).append(Holder(name, result.request, consumed, bound=True))
+            holder = locks.bound_holder(name, result)
+            if holder is not None:
+                by_device.setdefault(ref, []).append(holder)
         self._claim_refs[name] = tuple(by_device)
         for ref, holders in by_device.items():
             self._bound.setdefault(ref, {})[name] = tuple(holders)
@@ -315,13 +313,13 @@ class LockBook:
         return list(refs)
 
     def _holders(self, claim: ResourceClaim, ref: DeviceRef) -> tuple[Holder, ...]:
-        device = self.devices.get(ref)
         holders = []
-        for index, result in enumerate(claim.allocation):
+        for result in claim.allocation:
             if (result.driver, result.pool, result.device) != (ref.driver, ref.pool, ref.device):
                 continue
-            consumed = bound_consumption(claim, index, result.request, device) if device else {}
-            holders.append(Holder(claim.qualified_name, result.request, consumed, bound=True))
+            holder = locks.bound_holder(claim.qualified_name, result)
+            if holder is not None:
+                holders.append(holder)
         return tuple(holders)
 
     def _recompute(self, ref: DeviceRef) -> None:
@@ -333,27 +331,3 @@ class LockBook:
             return
         self.states[ref] = locks.reconstruct(
             [(h, self._shared_extraction(self.claims[h.claim], h.request, pool.ref)) for h in holders])
-
-
-def bound_consumption(claim: ResourceClaim, index: int, request: str,
-                      device: Device) -> dict[str, Fraction]:
-    """`consumedCapacity` of allocation result `index`, else what the request would consume now.
-
-    A request whose demand cannot be served (KEP-5075) counts as consuming nothing: the
-    scheduler that placed it knew better than today's slice.
-    """
-    status = claim.raw.get("status") or {}
-    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-    raw = results[index].get("consumedCapacity") if index < len(results) else None
-    if isinstance(raw, Mapping):
-        out: dict[str, Fraction] = {}
-        for k, v in raw.items():
-            value = amount(v)
-            if value is not None:
-                out[str(k)] = value
-        return out
-    spec = device_requests(claim).get(request)
-    wanted = demand(device, spec) if spec is not None else {}
-    if isinstance(wanted, CapacityProblem):
-        return {}
-    return wanted

@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.model.resources import Device
+from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.capacity import amount, render
 from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
 from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, LockStatus, render_map
@@ -127,7 +128,7 @@ def _left(device: Device, state: DeviceState) -> dict[str, Fraction]:
         value = amount(capacity.value)
         if value is None:
             continue
-        if not device.allow_multiple_allocations and state.holders:
+        if locks.in_use(device, state):
             out[name] = Fraction(0)
         else:
             out[name] = max(value - state.consumed.get(name, Fraction(0)), Fraction(0))
@@ -151,7 +152,8 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
         left = _left(device, state)
         for name, free in left.items():
             locked_free[name] = locked_free.get(name, Fraction(0)) + free
-        if device.allow_multiple_allocations and (not left or any(left.values())):
+        if (device.allow_multiple_allocations and not locks.in_use(device, state)
+                and (not left or any(left.values()))):
             locked_free_devices += 1
     reason = untracked_reason(pool, book.feature_gate) if not book.tracked(pool) else ""
     ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))

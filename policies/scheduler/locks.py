@@ -23,8 +23,8 @@ from fractions import Fraction
 from types import MappingProxyType
 
 from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import Device
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, fits
+from dra_affinity.policies.model.resources import AllocatedDevice, Device
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, fits
 from dra_affinity.policies.scheduler.capacity import total as total_amounts
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic, describe
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
@@ -54,6 +54,8 @@ class Reason(enum.Enum):
     NO_KEYS_EXTRACTED = Diagnostic.NO_KEYS_EXTRACTED.value
     LOCK_MISMATCH = Diagnostic.LOCK_MISMATCH.value
     NO_CANDIDATES = "no candidate devices"
+    CONSTRAINT = "constraint not satisfied"
+    """A claim constraint (`matchAttribute`, `distinctAttribute`) rules the device out."""
 
     @property
     def diagnostic(self) -> Diagnostic | None:
@@ -103,6 +105,10 @@ class Holder:
     consumed: Mapping[str, Fraction] = field(default_factory=dict)
     bound: bool = False
     """True when it comes from `status.allocation` (reconstructed), not from this run."""
+    shared: bool | None = None
+    """A share of the device (a bound result with `shareID`: True) or the whole device (a bound
+    result without one: False), as the scheduler's allocated-device tracker reads results back;
+    None: what the device allows (`allowMultipleAllocations`), for an allocation made here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,9 +122,13 @@ class DeviceState:
     """Why the device is unreconstructable (empty otherwise)."""
     consumed: Mapping[str, Fraction] = field(init=False, compare=False, repr=False)
     """The holders' summed consumption: computed once per state, read by every Filter check."""
+    holding: tuple[bool, bool] = field(init=False, compare=False, repr=False)
+    """(a holder holds the whole device, a holder made here takes what the device allows):
+    what `in_use` reads, computed once per state."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
+        object.__setattr__(self, "holding", _holding(self.holders))
 
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the
@@ -133,7 +143,7 @@ class DeviceState:
     def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction]) -> DeviceState:
         new = object.__new__(DeviceState)
         for name, value in (("status", self.status), ("lock", self.lock), ("holders", holders),
-                            ("reason", self.reason), ("consumed", consumed)):
+                            ("reason", self.reason), ("consumed", consumed), ("holding", _holding(holders))):
             object.__setattr__(new, name, value)
         return new
 
@@ -145,6 +155,10 @@ class DeviceState:
     @property
     def tracked(self) -> bool:
         return self.status is not LockStatus.UNTRACKED
+
+
+def _holding(holders: tuple[Holder, ...]) -> tuple[bool, bool]:
+    return any(h.shared is False for h in holders), any(h.shared is None for h in holders)
 
 
 CLEAN = DeviceState(LockStatus.CLEAN)
@@ -303,17 +317,47 @@ def pool_verdict(result: ExtractionResult) -> PoolFilterVerdict:
     return PoolFilterVerdict(True, rejection=rejection, extraction=result)
 
 
+def in_use(device: Device, state: DeviceState) -> bool:
+    """The device is allocated exclusively: to a holder of the whole device, or, for a device
+    that does not allow multiple allocations, to any holder made here."""
+    whole, made_here = state.holding
+    return whole or (made_here and not device.allow_multiple_allocations)
+
+
+def bound_holder(claim: str, result: AllocatedDevice) -> Holder | None:
+    """What one `status.allocation` result holds, read as kube-scheduler's allocated-device
+    tracker (`allocateddevices.go`) reads it, not recomputed from today's slice and claim.
+
+    Why: the result is what the allocator decided then; the slice or the request policy may
+    have changed since. An admin-access result holds nothing (None); one without `shareID`
+    holds the whole device, whatever the slice now says about multiple allocations; one with
+    `shareID` consumes exactly its `consumedCapacity`, nothing when absent."""
+    if result.admin_access:
+        return None
+    if result.share_id is None:
+        return Holder(claim, result.request, {}, bound=True, shared=False)
+    consumed: dict[str, Fraction] = {}
+    for name, raw in (result.consumed_capacity or {}).items():
+        value = amount(raw)
+        if value is not None:
+            consumed[str(name)] = value
+    return Holder(claim, result.request, consumed, bound=True, shared=True)
+
+
 def room_for(device: Device, ref: DeviceRef, state: DeviceState,
              wanted: Mapping[str, Fraction] | CapacityProblem
              ) -> tuple[Reason, Callable[[], Rejection]] | None:
     """Filter's first stage: None when the device can take the request next to its holders
     (allows multiple allocations or has none, and the capacity fits), else the reason."""
-    if not device.allow_multiple_allocations and state.holders:
-        def in_use() -> Rejection:
+    if state.holders and in_use(device, state):
+        def used() -> Rejection:
             holders = ", ".join(sorted({h.claim for h in state.holders}))
+            if device.allow_multiple_allocations:
+                return Rejection(Reason.IN_USE, f"device {ref} is allocated exclusively to {holders} "
+                                                "(an allocation result without shareID)")
             return Rejection(Reason.IN_USE, f"device {ref} does not allow multiple allocations and "
                                             f"is allocated to {holders}")
-        return Reason.IN_USE, in_use
+        return Reason.IN_USE, used
     if isinstance(wanted, CapacityProblem):
         problem = wanted
         return Reason.CAPACITY, lambda: Rejection(Reason.CAPACITY, f"device {ref}: {problem.message}")

@@ -111,7 +111,10 @@ class Pool:
 
     @property
     def devices(self) -> tuple[tuple[Device, ResourceSlice], ...]:
-        return tuple((d, s) for s in self.slices for d in s.devices)
+        """Every device, in the allocator's order: slices by name (as the structured allocator
+        sorts them), devices in slice order."""
+        ordered = sorted(self.slices, key=lambda s: s.name) if len(self.slices) > 1 else self.slices
+        return tuple((d, s) for s in ordered for d in s.devices)
 
     @property
     def shareable_devices(self) -> int:

@@ -7,11 +7,15 @@ running Filter on every candidate device, choosing one (alpha first-fit or beta
 preference) and reserving it, and finally reports each device's lock state and
 the KEP's metrics.
 
-Simplifications, stated once: every pool whose (driver, name) passes the pool
-filter is a candidate for every request (pass `candidate` to narrow pools with
-DeviceClasses), pools are visited in (driver, pool) order as if they were one
-node's, and a request with `count: n` takes n distinct devices. A slice error in
-any candidate pool aborts the claim, as a scheduler Filter error aborts the pod.
+Devices are placed as kube-scheduler's structured allocator places them
+(`scheduler.allocator`: per-device selectors, constraints, backtracking, All): a
+claim that needs that search gets it; a claim it cannot change (one ExactCount
+request, no DeviceClasses, so every device is a candidate) is answered by first
+fit over per-pool indexes, the search's first branch. Pools are visited in
+(driver, pool) order as if they were one node's; without DeviceClasses every pool
+whose (driver, name) passes the pool filter is a candidate for every request. A
+slice error aborts the claim, as a scheduler Filter error aborts the pod.
+docs/allocator.md says where the model deliberately differs from upstream.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import bisect
 import enum
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TypeVar
 
@@ -34,8 +38,21 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits, render
+from dra_affinity.policies.scheduler.allocator import (
+    ClaimAborted,
+    Entry,
+    SearchResult,
+    search,
+    visiting_order,
+)
+from dra_affinity.policies.scheduler.candidates import (
+    DeviceMatch,
+    SelectorError,
+    match_device,
+    missing_class,
+    pool_is_candidate,
+)
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, demand, fits, render
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
 from dra_affinity.policies.scheduler.diagnostics import Diagnostic
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
@@ -499,6 +516,12 @@ _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceStat
 _CHECKS_KEPT = 256
 """Distinct (verdicts, request, demand) whose device checks are kept at once."""
 
+_MATCHES_KEPT = 1_000_000
+"""(request, device) selector matches `_Run.device_match` remembers at once."""
+
+_DEVICE_CHECKS_KEPT = 200_000
+"""Device checks `_Run.device_check` remembers at once (cleared whole beyond)."""
+
 _FAILURES_KEPT = 64
 """Distinct failed requests remembered at once: with `Detail.DEVICES` each keeps every device
 Filter looked at, so a workload of all-distinct values must not keep one per claim."""
@@ -561,6 +584,17 @@ class _Run:
     remember: bool = True
     """False: every failed placement and every device check is decided again (the oracle the
     memos are tested against)."""
+    entries: list[Entry] | None = None
+    """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
+    matching: dict[tuple[str, str, tuple[object, ...]], list[Pool]] = field(default_factory=dict)
+    """(class, request, its selectors) -> `matching_pools`."""
+    device_checks: dict[tuple[Hashable, ...], tuple[DeviceState, Evaluated]] = field(default_factory=dict)
+    """What `device_check` reads -> the state it was checked in and the check (bounded)."""
+    uniform: dict[tuple[str, str, tuple[object, ...]], bool] = field(default_factory=dict)
+    """(class, request, its selectors) -> `_uniform`."""
+    matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
+    """(class, request, its selectors, device position) -> the device's selector match: the
+    allocator evaluates each (request, device) once, whatever the search revisits."""
 
     def build_index(self) -> None:
         self.memo = ExtractionMemo(self.version)
@@ -662,17 +696,16 @@ class _Run:
     def reconstruct(self) -> None:
         bound: dict[DeviceRef, list[tuple[Holder, ResourceClaim]]] = {}
         for claim in self.claims.values():
-            for index, result in enumerate(claim.allocation):
+            for result in claim.allocation:
                 ref = DeviceRef(result.driver, result.pool, result.device)
                 if ref not in self.devices:
                     if self.pool_ok(ref.pool_ref):
                         self.notes.append(f"claim {claim.qualified_name} is allocated device {ref}, "
                                           "which is not in the input: ignored")
                     continue
-                holder = Holder(claim.qualified_name, result.request,
-                                self._bound_consumption(claim, index, result.request, self.devices[ref]),
-                                bound=True)
-                bound.setdefault(ref, []).append((holder, claim))
+                holder = locks.bound_holder(claim.qualified_name, result)
+                if holder is not None:
+                    bound.setdefault(ref, []).append((holder, claim))
                 self.held.setdefault(claim.qualified_name, set()).add(ref)
         for ref in self.devices:
             pool = self.pools[ref.pool_ref]
@@ -682,23 +715,6 @@ class _Run:
                 self._set(ref, DeviceState(LockStatus.UNTRACKED, holders=holders))
                 continue
             self._set(ref, locks.reconstruct([(h, self.extraction(c, h.request, pool.ref)) for h, c in held]))
-
-    def _bound_consumption(self, claim: ResourceClaim, index: int, request: str,
-                           device: Device) -> dict[str, Fraction]:
-        """`consumedCapacity` of the allocation result, else what the request would consume now."""
-        status = claim.raw.get("status") or {}
-        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-        raw = results[index].get("consumedCapacity") if index < len(results) else None
-        if isinstance(raw, Mapping):
-            parsed = {str(k): amount(v) for k, v in raw.items()}
-            return {k: v for k, v in parsed.items() if v is not None}
-        spec = _device_requests(claim).get(request)
-        wanted = demand(device, spec) if spec is not None else {}
-        if isinstance(wanted, CapacityProblem):
-            self.notes.append(f"claim {claim.qualified_name} request {request!r} on device "
-                              f"{device.name}: {wanted.message}; counted as consuming nothing")
-            return {}
-        return wanted
 
     def _set(self, ref: DeviceRef, state: DeviceState) -> None:
         """Commit one device's state, keeping its pool's index current."""
@@ -761,6 +777,17 @@ class _Run:
         if self.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
+        if self._searched(claim):
+            return self._allocate_by_search(step, claim)
+        counters = replace(self.counters)
+        first = self._first_fit(step, claim)
+        if not first.placed and len(claim.requests) > 1:  # greedy missed: the search backtracks
+            self.counters = counters  # Filter's conflicts are counted once, by the search
+            return self._allocate_by_search(step, claim)
+        return first
+
+    def _first_fit(self, step: Step, claim: ResourceClaim) -> StepResult:
+        """Each request in turn, first fit over the per-pool indexes: the search's first branch."""
         working = _Working(self.states)
         placements: list[Placement] = []
         evaluated: list[Sequence[Evaluated]] = []
@@ -789,6 +816,162 @@ class _Run:
         self.held[claim.qualified_name] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
         return StepResult(step, True, tuple(placements), _joined(evaluated), rejected=_joined(rejected))
+
+    def _searched(self, claim: ResourceClaim) -> bool:
+        """The claim needs the allocator's search from the start: constraints, All, admin
+        access, or a request whose selectors split a pool (or fail on some device, which only
+        the search may reach). Otherwise every device of a candidate pool is a candidate and no
+        selector can fail, so first fit over the per-pool indexes is the search's first branch
+        (a claim of several requests it cannot place goes to the search after all)."""
+        if claim.constraints:
+            return True
+        for request in claim.requests:
+            for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
+                if sub.allocation_mode == "All" or sub.admin_access or not self._uniform(sub):
+                    return True
+        return False
+
+    def _uniform(self, request: DeviceRequest) -> bool:
+        """Per pool, the request's selectors match every device or none, and fail on none."""
+        if not self.classes or self.candidate is not None:
+            return True
+        if missing_class(request, self.classes):  # the allocator's validation fails the claim
+            return False
+        key = (request.device_class_name, request.name, request.selectors)
+        found = self.uniform.get(key)
+        if found is None:
+            if self.entries is None:
+                self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
+            seen: dict[PoolRef, bool] = {}
+            found = True
+            for entry in self.entries:
+                match = self.device_match(request, entry)
+                if isinstance(match, DeviceMatch) and match.failure is not None:
+                    found = False
+                    break
+                matched = match if isinstance(match, bool) else match.matched
+                if seen.setdefault(entry.pool.ref, matched) is not matched:
+                    found = False
+                    break
+            self.uniform[key] = found
+        return found
+
+    def device_match(self, request: DeviceRequest, entry: Entry) -> DeviceMatch | bool:
+        """The device against the request's class and own selectors, once per run (cached)."""
+        if self.candidate is not None:
+            return not self.classes or self.candidate(request, self.classes, entry.pool)
+        if not self.classes:
+            return True
+        key = (request.device_class_name, request.name, request.selectors, entry.position)
+        found = self.matches.get(key)
+        if found is None:
+            found = match_device(request, self.classes[request.device_class_name], entry.device,
+                                 entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
+            if len(self.matches) >= _MATCHES_KEPT:  # bounded: evaluated again when asked again
+                self.matches.clear()
+            self.matches[key] = found
+        return found
+
+    def matching_pools(self, request: DeviceRequest) -> list[Pool]:
+        """The pools holding a device the request's selectors match (errors left to the
+        search), once per (class, request, selectors): the candidate pools of `_SearchHost.begin`."""
+        key = (request.device_class_name, request.name, request.selectors)
+        found = self.matching.get(key)
+        if found is None:
+            found = []
+            for entry in self.entries or ():
+                if found and found[-1] is entry.pool:
+                    continue
+                match = self.device_match(request, entry)
+                if match if isinstance(match, bool) else match.matched:
+                    found.append(entry.pool)
+            self.matching[key] = found
+        return found
+
+    def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
+                     verdict: PoolFilterVerdict) -> Evaluated:
+        """Filter's check of one device, remembered while the device keeps `state` under an
+        equal verdict: a first-fit search walks the same full or locked devices claim after
+        claim (the memo `_checked` keeps for first fit, keyed by what the check reads)."""
+        affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
+        demand_key = _demand_key(request)
+        key = (entry.position, request.name, demand_key, verdict.tracked, affinity, verdict.rejection)
+        found = self.device_checks.get(key)
+        if found is not None and found[0] is state:
+            return found[1]
+        wanted = self._demand(entry.device, request, demand_key)
+        seen = Evaluated(request.name, entry.ref, state.status,
+                         locks.check_device(entry.device, entry.ref, state, verdict, wanted))
+        if len(self.device_checks) >= _DEVICE_CHECKS_KEPT:
+            self.device_checks.clear()
+        self.device_checks[key] = (state, seen)
+        return seen
+
+    def _allocate_by_search(self, step: Step, claim: ResourceClaim) -> StepResult:
+        """One claim through `allocator.search`, the KEP's Filter as its device check."""
+        if self.entries is None:
+            self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
+        working = _Working(self.states)
+        host = _SearchHost(self, claim, working)
+        ranked = None
+        if self.mode is Mode.BETA:
+            def ranked(request: DeviceRequest, entries: Sequence[Entry]) -> Sequence[Entry]:
+                return sorted(entries, key=lambda e: locks.preference(self.mode, Option(
+                    e.ref, working[e.ref], e.position, self.index[e.pool.ref].unknown > 0)))
+        result = search(claim, self.entries, host, prepare=host.prepare, ranked=ranked)
+        if self.exhaustive:
+            host.examine_rest()
+        evaluated = tuple(host.evaluated.values())
+        counts_by_request: dict[str, dict[Reason, int]] = {}
+        for seen in evaluated:
+            if seen.rejections:
+                per = counts_by_request.setdefault(seen.request, {})
+                per[seen.rejections[0].reason] = per.get(seen.rejections[0].reason, 0) + 1
+        rejected = tuple(RejectionCount(name, reason, n) for name, per in counts_by_request.items()
+                         for reason, n in per.items())
+        for per in counts_by_request.values():
+            self.counters.conflicts += per.get(Reason.LOCK_MISMATCH, 0)
+            self.counters.no_keys += per.get(Reason.NO_KEYS_EXTRACTED, 0)
+        kept = evaluated if self.detail is Detail.DEVICES else ()
+        if not result.placed:
+            return self._search_failure(step, claim, result, host, kept, rejected)
+        placements = []
+        for request, entry in result.chosen:
+            before = self.states[entry.ref]
+            after = working[entry.ref]
+            reused = before.status is LockStatus.LOCKED and not request.admin_access
+            placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
+        for ref, state in working.changes.items():
+            self._set(ref, host.committed(state))
+        self.held[claim.qualified_name] = {p.device for p in placements}
+        self.counters.reuse += sum(p.reused for p in placements)
+        return StepResult(step, True, tuple(placements), kept, rejected=rejected)
+
+    def _search_failure(self, step: Step, claim: ResourceClaim, result: SearchResult, host: _SearchHost,
+                        evaluated: tuple[Evaluated, ...], rejected: tuple[RejectionCount, ...]) -> StepResult:
+        if result.failure is not None:
+            return StepResult(step, False, (), evaluated, result.failure, result.failed_request,
+                              rejected=rejected)
+        requests = _device_requests(claim)
+        name = result.failed_request
+        request = requests.get(name) if name is not None else None
+        if request is None:
+            failure = Rejection(Reason.NO_CANDIDATES, f"claim {claim.qualified_name}: no allocation found")
+            return StepResult(step, False, (), evaluated, failure, name, rejected=rejected)
+        seen = [e for e in host.evaluated.values() if e.request == request.name]
+        counts = _first_reasons(seen)
+        every = request.allocation_mode == "All"
+        wanted = len(host.listed.get(request.name, ())) if every else max(request.count or 1, 1)
+        viable = sum(1 for e in seen if e.viable)
+        if (not counts and viable >= wanted) or (every and not wanted):
+            detail = ("no device matches the request" if every and not wanted else
+                      f"{viable} viable device(s), but no combination satisfies the claim's constraints "
+                      "and requests together")
+            reason = Reason.CONSTRAINT if claim.constraints and not every else Reason.NO_CANDIDATES
+            failure = Rejection(reason, f"request {request.name!r}: {detail}")
+        else:
+            failure = self._summary(request, counts, len(seen), wanted, viable)
+        return StepResult(step, False, (), evaluated, failure, request.name, rejected=rejected)
 
     def place_request(self, claim: ResourceClaim, request: DeviceRequest, working: _Working
                       ) -> tuple[list[Placement], Sequence[Evaluated], Sequence[RejectionCount],
@@ -852,7 +1035,9 @@ class _Run:
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
             wanted = self._demand(self.devices[option.ref], request, demand_key)
-            consumed = {} if isinstance(wanted, CapacityProblem) else wanted
+            # a device held whole records no consumption (upstream tracks capacity only for shares)
+            shares = self.devices[option.ref].allow_multiple_allocations
+            consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
             holder = Holder(claim.qualified_name, request.name, consumed)
             before = working[option.ref]
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
@@ -1098,7 +1283,7 @@ def _demand_key(request: DeviceRequest) -> str:
 
 def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | CapacityProblem) -> _Kind:
     """What `locks.check_device` looks at of one device, whatever the pool's verdict."""
-    if not device.allow_multiple_allocations and state.holders:
+    if state.holders and locks.in_use(device, state):
         return _IN_USE
     if isinstance(wanted, CapacityProblem) or fits(device, state.consumed, wanted) is not None:
         return _CAPACITY
@@ -1192,6 +1377,170 @@ def check_steps(steps: Sequence[Step], claims: Sequence[ResourceClaim]) -> list[
                     "earlier step: nothing to release"))
             bound.discard(name)
     return problems
+
+
+class _SearchHost:
+    """`allocator.SearchHost` over one claim's working state: the KEP's Filter as device check."""
+
+    def __init__(self, run: _Run, claim: ResourceClaim, working: _Working) -> None:
+        self.run = run
+        self.claim = claim
+        self.working = working
+        self.evaluated: dict[tuple[str, DeviceRef], Evaluated] = {}
+        self.listed: dict[str, list[Entry]] = {}
+        self.verdicts: dict[tuple[str, PoolRef], PoolFilterVerdict] = {}
+        self.begun: set[str] = set()
+        self.admin: set[str] = set()
+        """Admin-access requests that joined a device's capacity in the working state."""
+
+    def _abort(self, request: DeviceRequest, rejection: Rejection) -> ClaimAborted:
+        return ClaimAborted(rejection, request.name)
+
+    def selectable(self, request: DeviceRequest, entry: Entry) -> bool:
+        match = self.run.device_match(request, entry)
+        if isinstance(match, bool):
+            return match
+        if match.failure is not None:
+            raise self._abort(request, Rejection(Reason.CEL_EVALUATION_FAILURE,
+                                                 match.failure.message(self.claim.qualified_name)))
+        return match.matched
+
+    def quietly_selectable(self, request: DeviceRequest, entry: Entry) -> bool:
+        match = self.run.device_match(request, entry)
+        return match if isinstance(match, bool) else match.matched
+
+    def in_use(self, entry: Entry) -> bool:
+        state = self.working[entry.ref]
+        return bool(state.holders) and locks.in_use(entry.device, state)
+
+    def verdict(self, request: DeviceRequest, pool: Pool) -> PoolFilterVerdict:
+        key = (request.name, pool.ref)
+        found = self.verdicts.get(key)
+        if found is None:
+            found = self.run.verdict(self.claim, request.name, pool)
+            self.verdicts[key] = found
+        if found.aborts:
+            assert found.rejection is not None
+            raise self._abort(request, found.rejection)
+        return found
+
+    def begin(self, request: DeviceRequest) -> None:
+        """Every candidate pool's verdict for the request, as first fit computes them: the
+        extractions the scheduler counts, and a slice error in any of them aborts the claim."""
+        if request.name in self.begun:
+            return
+        self.begun.add(request.name)
+        for pool in self.run.matching_pools(request):
+            early = self.run._precheck(pool)
+            if early is None:
+                self.verdict(request, pool)
+
+    def pool_skipped(self, request: DeviceRequest, entry: Entry) -> bool:
+        early = self.run._precheck(entry.pool)
+        if early is None or not early.pool_level:
+            return False
+        if self.quietly_selectable(request, entry):
+            self.examine(request, entry)
+        return True
+
+    def _wanted(self, request: DeviceRequest, entry: Entry) -> Mapping[str, Fraction] | CapacityProblem:
+        return self.run._demand(entry.device, request, _demand_key(request))
+
+    def capacity_fits(self, request: DeviceRequest, entry: Entry, committed: bool) -> bool:
+        wanted = self._wanted(request, entry)
+        if isinstance(wanted, CapacityProblem):
+            return False
+        state = self.run.states[entry.ref] if committed else self.working[entry.ref]
+        return fits(entry.device, state.consumed, wanted) is None
+
+    def examine(self, request: DeviceRequest, entry: Entry) -> tuple[Rejection, ...]:
+        verdict = self.verdict(request, entry.pool)
+        state = self.working[entry.ref]
+        seen = self.run.device_check(request, entry, state, verdict)
+        key = (request.name, entry.ref)
+        if key not in self.evaluated:
+            self.evaluated[key] = seen
+        return seen.rejections
+
+    def note_rejection(self, request: DeviceRequest, entry: Entry, rejection: Rejection) -> None:
+        key = (request.name, entry.ref)
+        seen = self.evaluated.get(key)
+        if seen is None or seen.viable:
+            status = self.working[entry.ref].status
+            self.evaluated[key] = Evaluated(request.name, entry.ref, status, (rejection,))
+
+    def reserve(self, request: DeviceRequest, entry: Entry) -> Callable[[], None]:
+        wanted = self._wanted(request, entry)
+        ref = entry.ref
+        had = ref in self.working.changes
+        previous = self.working.changes.get(ref)
+
+        def undo() -> None:
+            if had:
+                assert previous is not None
+                self.working.changes[ref] = previous
+            else:
+                del self.working.changes[ref]
+        if request.admin_access:  # no lock; a share's capacity counts within this claim only
+            if entry.device.allow_multiple_allocations and not isinstance(wanted, CapacityProblem):
+                self.working[ref] = self.working[ref].joined(
+                    Holder(self.claim.qualified_name, request.name, wanted, shared=True))
+                self.admin.add(request.name)
+                return undo
+            return lambda: None
+        verdict = self.verdict(request, entry.pool)
+        # a device held whole records no consumption (upstream tracks capacity only for shares)
+        consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
+            else wanted
+        holder = Holder(self.claim.qualified_name, request.name, consumed)
+        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
+        if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
+            raise self._abort(request, after)
+        self.working[ref] = after
+        return undo
+
+    def committed(self, state: DeviceState) -> DeviceState:
+        """A working state as committed: admin-access holders hold nothing afterwards."""
+        if not self.admin:
+            return state
+        name = self.claim.qualified_name
+        kept = tuple(h for h in state.holders if h.claim != name or h.request not in self.admin)
+        if len(kept) == len(state.holders):
+            return state
+        return DeviceState(state.status, state.lock, kept, state.reason)
+
+    def prepare(self, request: DeviceRequest) -> list[Entry] | None:
+        """upstream `validateDeviceRequest`: the class must exist; All lists its devices."""
+        absent = missing_class(request, self.run.classes) if self.run.candidate is None else None
+        if absent is not None:
+            raise self._abort(request, Rejection(Reason.NO_CANDIDATES, absent))
+        if request.allocation_mode != "All":
+            return None
+        entries = self.run.entries or []
+        for pool in dict.fromkeys(e.pool for e in entries):
+            if not pool.complete:
+                raise self._abort(request, Rejection(Reason.POOL_INCOMPLETE, (
+                    f"request {request.name!r} asks for all devices, but resource pool "
+                    f"{pool.ref.driver}/{pool.ref.name} is currently being updated "
+                    f"({pool.incomplete_reason})")))
+        listed = [e for e in entries if self.selectable(request, e)
+                  and self.capacity_fits(request, e, committed=True)]
+        self.listed[request.name] = listed
+        return listed
+
+    def examine_rest(self) -> None:
+        """`exhaustive`: every selectable device of every request tried, for the report."""
+        tried = {name for name, _ in self.evaluated}
+        for request in _device_requests(self.claim).values():
+            if request.name not in tried:
+                continue
+            for entry in self.run.entries or ():
+                if (request.name, entry.ref) in self.evaluated or not self.quietly_selectable(request, entry):
+                    continue
+                try:
+                    self.examine(request, entry)
+                except ClaimAborted:
+                    break
 
 
 class SimulationRun:

@@ -1,4 +1,4 @@
-"""The long fuzz campaign (issue 14): generated expressions and AdmissionReviews, bounded.
+"""The long fuzz campaign: generated expressions and AdmissionReviews, bounded.
 
     .venv/bin/python -m tests.fuzz.campaign --target expressions --cases 100000 --seconds 7200
     .venv/bin/python -m tests.fuzz.campaign --target reviews --cases 100000 --seconds 7200

@@ -7,7 +7,7 @@ one child answers cases until it dies. Every Python exception is caught here and
 its traceback. The invariants:
 
 * expressions: compile in both environments, cost, evaluate (several times, as the scheduler
-  does: the crashers of issue 14 needed 2-4 evaluations); no crash, no traceback;
+  does: the crashers found so far needed 2-4 evaluations); no crash, no traceback;
 * reviews: POSTed to the real webhook (`dra-affinity serve`: gunicorn over TLS, one keep-alive
   connection for every case), never a 5xx nor a dropped connection; the slice linted as `lint`
   does (the loader, the structural check, the slice rules) in a stream where a sentinel slice

@@ -8,7 +8,7 @@ three arguments, `filter`, the two-variable comprehensions with and without thei
 (`policies/cel/k8s_library`; `test_fuzz` checks the list against the libraries' declarations)
 and of the cel-go extensions Kubernetes enables, with operands drawn from all value kinds
 (optionals nested and behind `dyn`, type values, bytes that are not UTF-8) — the shapes that
-found the crashers of issue 14. The shipped examples' expressions are mutated too (a leaf
+found the engine crashers. The shipped examples' expressions are mutated too (a leaf
 replaced, the whole wrapped, a character dropped), so near-valid variants of real extractors
 reach the rules and the engine. Most draws do not type-check; that is fine: the invariants are
 "no crash, no traceback", and the ones that do compile reach the libraries with values nobody
@@ -191,7 +191,7 @@ _CALLS = [
     ("sets.intersects({0}, {1})", 2), ("{0}.isSorted()", 1), ("{0}.sum()", 1), ("{0}.min()", 1),
     ("{0}.max()", 1), ("lists.range({0})", 1), ("{0}.distinct()", 1), ("{0}.flatten()", 1),
     ("{0}.flatten({1})", 2), ("{0}.slice({1}, {2})", 3), ("{0}.sort()", 1),
-    ("{0}.first()", 1), ("{0}.last()", 1),
+    ("{0}.first()", 1), ("{0}.last()", 1), ("{0}.includes({1})", 2),
     # regex, URLs
     ("{0}.find({1})", 2), ("{0}.findAll({1})", 2), ("{0}.findAll({1}, {2})", 3),
     ("isURL({0})", 1), ("url({0})", 1), ("{0}.getScheme()", 1), ("{0}.getHost()", 1),

@@ -33,7 +33,7 @@ def test_bounded_campaign_finds_nothing(tmp_path: Path, target: str, cases: int)
 
 
 def test_a_segfaulting_case_is_caught_saved_confirmed_and_replayed(tmp_path: Path) -> None:
-    """The child's self-test hook kills it with SIGSEGV, as the crashers of issue 14 did: the
+    """The child's self-test hook kills it with SIGSEGV, as the engine crashers found by fuzzing did: the
     runner reports a crash, saves that exact case with the cases before it, confirms it in a
     fresh child, and the next case gets a new child."""
     from tests.fuzz.campaign import replay

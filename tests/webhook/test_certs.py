@@ -147,7 +147,7 @@ def test_cli_rotate_reports_a_broken_directory(tmp_path: Path) -> None:
 
 
 def test_key_writes_never_follow_a_planted_link(tmp_path: Path) -> None:
-    """The temporary key file is created exclusively under a random name (issue 14)."""
+    """The temporary key file is created exclusively under a random name (no symlink race)."""
     import os
 
     from dra_affinity.webhook.certs import _atomic_write

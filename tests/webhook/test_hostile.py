@@ -1,4 +1,4 @@
-"""The reproducers of issue 14 against the real server (gunicorn, TLS, loopback only).
+"""Hostile-input reproducers against the real server (gunicorn, TLS, loopback only).
 
 Slow clients (item 3), wrong-typed fields (4), chunked bodies (8), echoes and log lines (9),
 non-finite numbers (10). Every loop is bounded; every socket is closed.

@@ -35,6 +35,7 @@ reject some Go accepts (`1µs`).
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -59,12 +60,16 @@ __all__ = [
     "go_regexp_error",
     "parse_go_duration",
     "parse_go_rfc3339",
+    "program_plan_errors",
     "program_regex_errors",
+    "validate_double_literals",
     "validate_duration_literals",
     "validate_format_calls",
     "validate_homogeneous_literals",
     "validate_regex_literals",
     "validate_timestamp_literals",
+    "validate_type_identifiers",
+    "validate_type_parameters",
 ]
 
 HOMOGENEOUS_EXEMPT_FUNCTIONS: frozenset[str] = frozenset({"format"})
@@ -575,3 +580,158 @@ def go_regexp_error(pattern: str, re2_message: str | None) -> str | None:
                 arg = ""
             return str(_GoRegexpProblem(go_code, arg))
     return str(_GoRegexpProblem(text, pattern))
+
+
+# ------------------------------------------------------------------------------------------------
+# Declarations cel-cpp cannot express as cel-go does
+# ------------------------------------------------------------------------------------------------
+
+_LIST_INDEX_OVERLOADS = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
+_NULL_ASSIGNABLE = frozenset({TypeKind.WRAPPER, TypeKind.MESSAGE, TypeKind.ABSTRACT})
+
+
+def _assignable(param: CelType, arg: CelType) -> bool:
+    """cel-go's checker assignability of `arg` to a parameter bound to `param` (`dyn` and type
+    parameters take anything, a primitive goes to its wrapper, null to wrappers and messages)."""
+    if param.is_dyn or arg.is_dyn or TypeKind.ERROR in (param.kind, arg.kind):
+        return True
+    if param.kind is not arg.kind:
+        if arg.kind is TypeKind.NULL:
+            return param.kind in _NULL_ASSIGNABLE
+        return (param.kind is TypeKind.WRAPPER and arg.kind is TypeKind.PRIMITIVE
+                and param.primitive is arg.primitive)
+    if _type_name(param) != _type_name(arg) or len(param.params) != len(arg.params):
+        return False
+    return all(_assignable(p, q) for p, q in zip(param.params, arg.params, strict=True))
+
+
+def _no_overload(ast: CheckedAst, call: Node) -> CompileProblem:
+    receiver = format_go_type(ast.type_of(call.target.id)) + "." if call.target is not None else ""
+    args = ", ".join(format_go_type(ast.type_of(a.id)) for a in call.args)
+    return _error_at(ast, call.id,
+                     f"found no matching overload for '{call.function}' applied to "
+                     f"'{receiver}({args})'", ErrorStage.CHECK)
+
+
+def validate_type_parameters(ast: CheckedAst) -> list[CompileProblem]:
+    """Calls cel-go's checker rejects through a type parameter that our engine's declarations
+    cannot carry (cel-expr-python declares extension overloads without type parameters):
+
+    * the Kubernetes lists library's `list(A).indexOf(A)` / `lastIndexOf(A)`, declared here as
+      `list(dyn).indexOf(dyn)`: `['a', 'b'].indexOf(1)` must fail;
+    * the lists extension's `list(list(T)).flatten()`, which cel-cpp declares on `list(dyn)`:
+      `['a', 'b'].flatten()` must fail (`flatten(depth)` takes any list, as in cel-go).
+    """
+    errors: list[CompileProblem] = []
+    for call in _calls(ast, ("indexOf", "lastIndexOf", "flatten")):
+        if call.target is None:
+            continue
+        receiver = ast.type_of(call.target.id)
+        if receiver.kind is not TypeKind.LIST:
+            continue
+        if call.function == "flatten":
+            if not call.args and not receiver.elem.is_dyn \
+                    and receiver.elem.kind not in (TypeKind.LIST, TypeKind.ERROR):
+                errors.append(_no_overload(ast, call))
+        elif len(call.args) == 1 and set(ast.overload_ids(call.id)) <= _LIST_INDEX_OVERLOADS \
+                and not _assignable(receiver.elem, ast.type_of(call.args[0].id)):
+            errors.append(_no_overload(ast, call))
+    return errors
+
+
+_TYPE_DYN = "dyn"
+
+
+def validate_type_identifiers(ast: CheckedAst) -> list[CompileProblem]:
+    """`dyn` names no type value in cel-go (only the `dyn()` conversion): a reference to it,
+    as in `type(x) == dyn`, is undeclared there, where cel-cpp declares a type identifier."""
+    errors: list[CompileProblem] = []
+    for node in ast.walk():
+        if node.kind is NodeKind.IDENT and node.name == _TYPE_DYN and not _bound(ast, node):
+            errors.append(_error_at(ast, node.id,
+                                    "undeclared reference to 'dyn' (in container '')",
+                                    ErrorStage.CHECK))
+    return errors
+
+
+def _bound(ast: CheckedAst, node: Node) -> bool:
+    """Whether an identifier names a comprehension variable in scope."""
+    parent = ast.parent(node.id)
+    while parent is not None:
+        if parent.kind is NodeKind.COMPREHENSION and node.name in (
+                parent.iter_var, parent.iter_var2, parent.accu_var):
+            return True
+        parent = ast.parent(parent.id)
+    return False
+
+
+def validate_double_literals(ast: CheckedAst) -> list[CompileProblem]:
+    """cel-go's parser rejects a double literal outside float64's range (`1e309`: Go's
+    `strconv.ParseFloat` reports a range error) as `invalid double literal`; cel-cpp reads it as
+    infinity."""
+    errors: list[CompileProblem] = []
+    for node in ast.walk():
+        if node.kind is NodeKind.CONST and node.const is not None \
+                and node.const.kind is ConstKind.DOUBLE and isinstance(node.const.value, float) \
+                and math.isinf(node.const.value):
+            errors.append(_error_at(ast, node.id, "invalid double literal", ErrorStage.PARSE))
+    return errors
+
+
+_QUALIFIER_GO_TYPES = {ConstKind.NULL: "types.Null", ConstKind.BYTES: "types.Bytes"}
+_FOLDED_CONVERSIONS = {"timestamp": "types.Timestamp", "duration": "types.Duration"}
+
+
+def _constant(node: Node) -> bool:
+    """Whether cel-go's constant folding (`OptOptimize`) makes `node` a constant: a literal, or a
+    list or map literal of them."""
+    if node.kind is NodeKind.CONST:
+        return True
+    if node.kind is NodeKind.LIST:
+        return all(_constant(e) for e in node.elements)
+    if node.kind is NodeKind.STRUCT and not node.message_name:
+        return all(e.key is not None and _constant(e.key) and _constant(e.value)
+                   for e in node.entries)
+    return False
+
+
+def _constant_qualifier_problem(ast: CheckedAst, index: Node) -> str | None:
+    """The Go type cel-go's `newQualifier` names when a constant index is none it accepts."""
+    if index.kind is NodeKind.CONST and index.const is not None:
+        return _QUALIFIER_GO_TYPES.get(index.const.kind)
+    if index.kind is NodeKind.CALL and index.target is None and len(index.args) == 1 \
+            and index.function in _FOLDED_CONVERSIONS and index.args[0].kind is NodeKind.CONST:
+        return _FOLDED_CONVERSIONS[index.function]
+    if index.kind is NodeKind.LIST and _constant(index):
+        return "*types.baseList"
+    if index.kind is NodeKind.STRUCT and not index.message_name and _constant(index):
+        return "*types.baseMap"
+    if index.kind is NodeKind.IDENT and ast.type_of(index.id).kind is TypeKind.TYPE \
+            and not _bound(ast, index):
+        return "*types.Type"
+    return None
+
+
+def program_plan_errors(ast: CheckedAst) -> list[CompileProblem]:
+    """What makes cel-go's planner (`env.Program()`) fail on a checked expression, which the
+    scheduler reports as a failure to instantiate the program:
+
+    * a constant index no qualifier is made of (`newQualifier`): `x[null]`, `x[b'a']` —
+      `invalid qualifier type: types.Null`;
+    * a local variable (comprehension or `cel.bind`) whose checked type is a type value
+      (`[string].exists(x, x == string)`): the planner takes an identifier of type `type(T)`
+      for a type name and cannot find one called `x` (`reference to undefined type: x`).
+    """
+    errors: list[CompileProblem] = []
+    for call in _calls(ast, ("_[_]", "_[?_]")):
+        if len(call.args) == 2:
+            go_type = _constant_qualifier_problem(ast, call.args[1])
+            if go_type is not None:
+                errors.append(_error_at(ast, call.id, f"invalid qualifier type: {go_type}",
+                                        ErrorStage.PROGRAM))
+    for node in ast.walk():
+        if node.kind is NodeKind.IDENT and ast.type_of(node.id).kind is TypeKind.TYPE \
+                and _bound(ast, node):
+            errors.append(_error_at(ast, node.id, f"reference to undefined type: {node.name}",
+                                    ErrorStage.PROGRAM))
+    return errors

@@ -132,7 +132,7 @@ def render_errors(errors: Iterable[CompileProblem], source: str) -> str:
 
 # The patterns of this module are strings passed to `re.match`/`re.search`/`re.sub`, which
 # compile one on its first use and keep it in `re`'s own cache: most read only error text, and
-# compiling all of them at import cost ~5 ms of every start (issue 15: one-file `lint`).
+# compiling all of them at import would be paid by every start, one-file `lint` included.
 _STATUS_PREFIX = r"^([A-Z_]+): "
 _STATUS_SUFFIX = r" \[([A-Z_]+)\]$"
 _ERROR_HEAD = r"^ERROR: [^:\n]*:(-?\d+):(-?\d+): (.*)$"

@@ -281,7 +281,7 @@ def timestamp_text(moment: datetime.datetime) -> str:
     """cel-go's `string(timestamp)`: RFC 3339 in UTC, fractional seconds only when set."""
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.UTC)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{moment.year:04d}" + moment.strftime("-%m-%dT%H:%M:%S")
     if moment.microsecond:
         text += f".{moment.microsecond:06d}"
     return text + "Z"

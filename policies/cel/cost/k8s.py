@@ -48,7 +48,8 @@ _TWICE_TRAVERSAL = 0.2  # Go folds the constant 2 * 0.1 exactly
 
 _AUTHZ_NOMINAL = frozenset({"serviceAccount", "path", "group", "resource", "subresource",
                             "namespace", "name", "allowed", "reason", "error", "errored"})
-_LIST_TRAVERSALS = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"})
+_LIST_TRAVERSALS = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf",
+                              "includes"})
 _IP_ACCESSORS = frozenset({"masked", "prefixLength", "family", "isUnspecified", "isLoopback",
                            "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast"})
 _NOMINAL = frozenset({"format.named", "sign", "asInteger", "isInteger", "asApproximateFloat",
@@ -105,7 +106,7 @@ class KubernetesCallEstimator:
                 return CallEstimate(_selector_cost(self._size(args[0])))
             return None
         if function in _LIST_TRAVERSALS:
-            return self._list_traversal(target) if target is not None else None
+            return self._list_traversal(target, function) if target is not None else None
         if function in ("url", "jsonpatch.escapeKey"):
             if len(args) == 1:
                 sz = self._size(args[0])
@@ -164,9 +165,12 @@ class KubernetesCallEstimator:
 
     # --- helpers ---
 
-    def _list_traversal(self, target: EstimateNode) -> CallEstimate:
-        """isSorted/sum/min/max/indexOf/lastIndexOf: one comparison per element."""
+    def _list_traversal(self, target: EstimateNode, function: str) -> CallEstimate:
+        """isSorted/sum/min/max/indexOf/lastIndexOf/includes: one comparison per element."""
         element = _list_element(target)
+        if element is None and function == "includes":
+            # a `dyn` target may be a list: n comparisons of cost 1
+            return CallEstimate(self._size(target).multiply_by_cost(_ONE))
         if element is None:  # a string target (indexOf/lastIndexOf of ext.Strings)
             return CallEstimate(self._size(target).multiply_by_cost_factor(
                 STRING_TRAVERSAL_COST_FACTOR))

@@ -71,12 +71,15 @@ KUBERNETES_OBJECT_TYPES = frozenset({
 })
 
 #: `MaxRegexSize` of the named formats (kubernetes `library/format.go`); `validate` is priced as a
-#: regex match against a pattern of that size. The strfmt/govalidator-backed formats (`uri`,
-#: `uuid`, `byte`, `date`, `datetime`) size their patterns from vendored regex texts we do not have.
+#: regex match against a pattern of that size. The strfmt-backed formats take theirs from
+#: kube-openapi's `validation/strfmt`: `urlLength` (1103) for `uri`, `base64Length` (84) for
+#: `byte`, `len(strfmt.UUIDPattern)` (70) for `uuid` and `len(strfmt.DateTimePattern)` (71) for
+#: `date` and `datetime`.
 FORMAT_MAX_REGEX_SIZE: Mapping[str, int] = {
     "dns1123Label": 30, "dns1123Subdomain": 60, "dns1035Label": 30, "qualifiedName": 60,
     "portName": 20, "dns1123LabelPrefix": 30, "dns1123SubdomainPrefix": 60,
     "dns1035LabelPrefix": 30, "labelValue": 40,
+    "uri": 1103, "byte": 84, "uuid": 70, "date": 71, "datetime": 71,
 }
 
 
@@ -112,6 +115,27 @@ def _declared_results() -> Mapping[str, str]:
             if name in KUBERNETES_OBJECT_TYPES:
                 results[decl.overload_id] = name
     return results
+
+
+def kubernetes_receiver_type(overload_id: str) -> str | None:
+    """The Kubernetes library type (`kubernetes.URL`, `net.IP`, ...) a member overload is
+    declared on, or None."""
+    return _declared_receivers().get(overload_id)
+
+
+@lru_cache(maxsize=1)
+def _declared_receivers() -> Mapping[str, str]:
+    try:
+        library = importlib.import_module("dra_affinity.policies.cel.k8s_library")
+    except ImportError:
+        return {}
+    receivers: dict[str, str] = {}
+    for lib in getattr(library, "LIBRARIES", ()):
+        for decl in getattr(lib, "declarations", ()):
+            name = getattr(decl.target, "name", "")
+            if name in KUBERNETES_OBJECT_TYPES:
+                receivers[decl.overload_id] = name
+    return receivers
 
 
 # Overload ids cel-cpp spells differently from cel-go (cel-go's spelling is what trackers use).
@@ -280,7 +304,7 @@ _NOMINAL = frozenset({
     # URL accessors
     "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery",
 })
-_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf"})
+_TRAVERSAL = frozenset({"isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes"})
 _STRING_SCAN = frozenset({"url", "lowerAscii", "upperAscii", "substring", "trim",
                           "jsonpatch.escapeKey", "cidr", "isIP", "isCIDR", "quantity",
                           "isQuantity", "semver", "isSemver"})

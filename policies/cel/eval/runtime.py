@@ -173,10 +173,13 @@ def _environment_of(compiled: CompiledLike, env: Any) -> Any:
     return None
 
 
-# cel-cpp stops comprehensions after 10,000 iterations in total (not configurable from
-# Python); cel-go has no such limit. The interpreter ran every call through cel-expr-python,
-# so its value stands in for the whole-program value in that one case.
-_ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
+# Where the program and the walk disagree on whether the evaluation fails, the walk decides.
+# It ran every call through cel-expr-python, so the two differ only where cel-cpp's own
+# evaluation departs from cel-go's: attribute resolution (cel-cpp rejects `has(s.f)` on a
+# string and `s[0]` with its own errors, where cel-go's `refQualify` answers false or `no such
+# key`, and optional selection on a scalar is none), map literals with double, list or type
+# keys (cel-go builds them), and cel-cpp's limit of 10,000 comprehension iterations in total,
+# which cel-go does not have. The walk follows cel-go's interpreter in those.
 
 
 def _run_program(program: Any, variables: Mapping[str, object], interp_value: object
@@ -188,17 +191,19 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         # TypeError or SystemError (a value it cannot convert): the walk's verdict stands.
         if not isinstance(exc, RuntimeError):
             return _walk_value(interp_value)
-        if _ENGINE_ITERATION_LIMIT in str(exc) and not isinstance(interp_value, ErrorValue):
+        if not isinstance(interp_value, ErrorValue):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(exc), interp_value)
     name = result.type().name()
+    if isinstance(interp_value, ErrorValue) and name != "ERROR":
+        return None, "", translate_error(interp_value.message, interp_value)
     if name == "ERROR":
         try:
             message = result.value()
         except TypeError:
             # An opaque value (an optional, or an extension type) cel-expr-python cannot export.
             return to_plain(interp_value), interp_type_name(interp_value), None
-        if _ENGINE_ITERATION_LIMIT in str(message) and not isinstance(interp_value, ErrorValue):
+        if not isinstance(interp_value, ErrorValue):
             return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(str(message), interp_value)
     # cel-expr-python 0.1.3 cannot export an optional held in a list (RuntimeError
@@ -285,7 +290,11 @@ def _clean(message: str) -> str:
         return f"no such key: {_unquote(missing.group(1).strip())}"
     if _CPP_NO_OVERLOAD.match(text):
         return NO_SUCH_OVERLOAD
-    return text
+    return _CPP_WORDING.get(text, text)
+
+
+_CPP_WORDING = {"divide by zero": "division by zero"}
+"""cel-cpp messages cel-go words otherwise (`types.divideByZeroErr`)."""
 
 
 def _unquote(text: str) -> str:

@@ -50,6 +50,7 @@ of constant type conversions asks `runtime_conversions` for cel-go's verdict.
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -59,6 +60,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     Duration,
     ErrorValue,
+    Opaque,
     OptionalValue,
     Timestamp,
     TypeValue,
@@ -66,7 +68,11 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 )
 from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind
 from dra_affinity.policies.cel.eval.call_site import CallBridge, CallSite, PreparedCall, ResultKind
-from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, kubernetes_result_type
+from dra_affinity.policies.cel.eval.cost_k8s_runtime import (
+    go_overload_id,
+    kubernetes_receiver_type,
+    kubernetes_result_type,
+)
 from dra_affinity.policies.cel.eval.runtime_conversions import (
     CONVERSION_FUNCTIONS,
     conversion_verdict,
@@ -106,12 +112,14 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     map_insert_unfaithful,
     native_add_list,
     native_format,
+    native_includes,
     native_index_of,
     native_map_insert,
     optional_guard,
     scalar_equality,
     value_equality,
 )
+from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from dra_affinity.policies.core.cache import BoundedCache
@@ -141,6 +149,26 @@ def _identity(values: list[object]) -> object | None:
     return values[0]
 
 
+def _receiver_guard(type_name: str, other: Guard | None) -> Guard:
+    """A guard tripping (no such overload, as cel-go's type guards answer) when the receiver is
+    not a value of the library type `type_name`, or when `other` trips."""
+    def guard(values: list[object]) -> bool:
+        receiver = values[0] if values else None
+        if not isinstance(receiver, Opaque) or receiver.type_name != type_name:
+            return not isinstance(receiver, ErrorValue)
+        return other is not None and other(values)
+    return guard
+
+
+_TYPE_TYPE = TypeValue("type")
+
+
+def _type_of_type(values: list[object]) -> object | None:
+    """`type(t)` of a type value is `type` (the engine cannot take the library types' values);
+    anything else goes to the engine."""
+    return _TYPE_TYPE if isinstance(values[0], TypeValue) else None
+
+
 def _optional_value(values: list[object]) -> object | None:
     value = values[0]
     if not isinstance(value, OptionalValue):
@@ -151,6 +179,69 @@ def _optional_value(values: list[object]) -> object | None:
 def _optional_has_value(values: list[object]) -> object | None:
     value = values[0]
     return value.has_value if isinstance(value, OptionalValue) else None
+
+
+FORMAT_TYPE_NAME = "kubernetes.NamedFormat"
+
+_CARRIER_OPTIONAL_OVERLOADS = frozenset({"format-named", "format-validate"})
+"""The Kubernetes format library's calls whose optional results the engine carries as tagged
+lists (`k8s_library.format`): the walk turns them into real optionals, so `orValue`, `or`,
+`==` and the other optional functions work on them as in cel-go, and the walk's value is the
+result."""
+
+
+def _real_optional(value: object) -> object:
+    """An optional carried as `[TAG_OPTIONAL]` / `[TAG_OPTIONAL, v]` as an `OptionalValue`
+    (a format inside it as the format library's own value)."""
+    token = value.token if isinstance(value, Opaque) else None
+    if not isinstance(token, list) or not token or token[0] != TAG_OPTIONAL or len(token) > 2:
+        return value
+    if len(token) == 1:
+        return NONE
+    inner = token[1]
+    if isinstance(inner, list) and len(inner) == 2 and inner[0] == TAG_FORMAT:
+        inner = Opaque(FORMAT_TYPE_NAME, inner)
+    return OptionalValue(inner, True)
+
+
+def _index_of_offset(last: bool) -> Native:
+    """ext.Strings' `indexOf(s, offset)` / `lastIndexOf(s, offset)` as cel-go computes them,
+    in code points: a negative offset fails, an offset at or past the end finds nothing (-1,
+    where cel-cpp fails), the empty string is found at the offset clamped to the end."""
+    def native(values: list[object]) -> object | None:
+        text, sub, offset = values
+        if not isinstance(text, str) or not isinstance(sub, str) or isinstance(offset, bool) \
+                or not isinstance(offset, int):
+            return None
+        if offset < 0:
+            return ErrorValue(f"index out of range: {offset}")
+        if not sub:
+            return min(offset, len(text))
+        if offset >= len(text):
+            return -1
+        if last:
+            return text.rfind(sub, 0, min(offset, len(text) - len(sub)) + len(sub))
+        return text.find(sub, offset)
+    return native
+
+
+_STRING_OFFSET_SEARCHES: dict[str, Native] = {
+    "string_index_of_string_int": _index_of_offset(last=False),
+    "string_last_index_of_string_int": _index_of_offset(last=True),
+}
+
+
+_GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
+
+
+def _of_non_zero_timestamp(values: list[object]) -> object | None:
+    """`optional.ofNonZeroValue` of a timestamp: cel-go's zero timestamp is Go's zero time,
+    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. Other
+    values go to the engine (None), whose zero values are cel-go's."""
+    value = values[0]
+    if not isinstance(value, Timestamp):
+        return None
+    return NONE if _GO_ZERO_TIME.match(value.text) else OptionalValue(value, True)
 
 
 # Optionals built and opened here: the bridge can export one level of optional only, so a
@@ -202,9 +293,8 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
         return CostOutcome("cost_exceeded", run.cost, message=COST_LIMIT_EXCEEDED)
-    except WorkExceeded:
-        return CostOutcome("work_exceeded", run.cost,
-                           message=f"dry-run step budget of {steps} exhausted")
+    except WorkExceeded as exc:
+        return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
         # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
         return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
@@ -352,12 +442,41 @@ class _Planner:
         if fn == "format" and n.target is not None and len(n.args) == 1:
             return Call(site, args, self.bridge.prepare(site), native_format, self.kubernetes,
                          overrides=True)
+        if overload in _CARRIER_OPTIONAL_OVERLOADS:
+            prepared = self.bridge.prepare(site)
+            return Call(site, args, prepared, lambda values: _real_optional(prepared.call(values)),
+                        self.kubernetes, self._python_guard(fn), overrides=True)
+        if fn == "type" and n.target is None and len(n.args) == 1 \
+                and self.ast.type_of(n.args[0].id).kind is TypeKind.TYPE:
+            return Call(site, args, self.bridge.prepare(site), _type_of_type, self.kubernetes,
+                        overrides=True)
+        if overload in _STRING_OFFSET_SEARCHES:
+            return Call(site, args, self.bridge.prepare(site), _STRING_OFFSET_SEARCHES[overload],
+                        self.kubernetes, overrides=True)
+        if overload == "optional_ofNonZeroValue":
+            return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
+                        self.kubernetes, self._python_guard(fn), overrides=True)
         native, guard = self._native(n, fn, overload)
+        receiver = self._library_receiver(n, candidates)
+        if receiver is not None:
+            guard = _receiver_guard(receiver, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
+
+    def _library_receiver(self, n: Node, candidates: Sequence[str]) -> str | None:
+        """The Kubernetes library type every candidate overload of a member call is declared
+        on (None if any is not): our engine carries URLs, IPs, CIDRs and quantities as
+        strings, so only the walk can tell `url(s).getScheme()` from `s.getScheme()`."""
+        if n.target is None or not candidates or not self.kubernetes:
+            return None
+        receivers = {kubernetes_receiver_type(c) for c in candidates}
+        if len(receivers) != 1 or None in receivers:
+            return None
+        return receivers.pop()
 
     def _native(self, n: Node, fn: str, overload: str) -> tuple[Native | None, Guard | None]:
         """What the walk computes itself for this call, and when the program must not run."""
-        if overload == "add_list":
+        if overload == "add_list" or (fn == "_+_" and "add_list" in self.ast.overload_ids(n.id)):
+            # also behind `dyn`: two lists are joined here (and counted: `Run.grow`)
             return native_add_list, None
         if fn == "dyn" and n.target is None and len(n.args) == 1:
             # `dyn` is the identity: computed here, an optional stays one (the bridge could
@@ -373,6 +492,8 @@ class _Planner:
             kinds = getattr(self.bridge, "python_parameter_kinds", None)
             signatures = kinds(fn) if callable(kinds) else ()
             return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
+        if overload == "list_includes_dyn_dyn":
+            return native_includes, self._python_guard(fn)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:

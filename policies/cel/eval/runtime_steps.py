@@ -16,6 +16,7 @@ callers go through `runtime_cost.track_cost`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,7 @@ class CostExceeded(Exception):
 
 
 class WorkExceeded(Exception):
-    """Internal: the step budget is exhausted."""
+    """Internal: a work budget of the evaluation is exhausted (the message says which)."""
 
 
 class PlanError(Exception):
@@ -67,9 +68,22 @@ class PlanError(Exception):
 
 _MISSING = object()
 
+MAX_COPIED_ELEMENTS = 1_000_000
+"""List elements one evaluation may copy into new lists (`Run.grow`): cel-go joins lists lazily
+at cost 1, so its cost limit does not stop `cel.bind(x, x + x, ...)` doubling; this bounds the
+memory the walk and the program then use (a few tens of MB)."""
+
+MAX_CPU_SECONDS = 1.0
+"""CPU time (of the evaluating thread) one evaluation may use: the last resort behind the cost
+limit and the step and copy budgets, for whatever else turns out slow."""
+
+_CPU_CHECK_EVERY = 1024
+"""Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
+
 
 class Run:
-    __slots__ = ("cost", "limit", "max_steps", "steps", "unsafe", "vars")
+    __slots__ = ("copied", "cost", "cpu_deadline", "limit", "max_steps", "next_cpu_check",
+                 "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -77,7 +91,10 @@ class Run:
         self.max_steps = max_steps
         self.cost = 0
         self.steps = 0
+        self.copied = 0
         self.unsafe = False
+        self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
+        self.next_cpu_check = _CPU_CHECK_EVERY
 
     def charge(self, amount: int) -> None:
         self.cost += amount
@@ -87,12 +104,67 @@ class Run:
     def tick(self) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
-            raise WorkExceeded
+            raise WorkExceeded(f"dry-run step budget of {self.max_steps} exhausted")
+        if self.steps >= self.next_cpu_check:
+            self.next_cpu_check = self.steps + _CPU_CHECK_EVERY
+            if time.thread_time() > self.cpu_deadline:
+                raise WorkExceeded(f"evaluation stopped after {MAX_CPU_SECONDS:g} s of CPU")
+
+    def grow(self, elements: int) -> None:
+        """Count `elements` copied into a new list against `MAX_COPIED_ELEMENTS`."""
+        self.copied += elements
+        if self.copied > MAX_COPIED_ELEMENTS:
+            raise WorkExceeded(f"evaluation stopped after copying {MAX_COPIED_ELEMENTS} list "
+                               f"elements (lists this large are joined without copying by cel-go)")
+        self.tick()
 
     def lookup(self, name: str) -> object:
         value = self.vars.get(name, _MISSING)
         if value is _MISSING:
             return ErrorValue(f"no such attribute(s): {name}")
+        if type(value) is _PendingAccumulator:
+            value = value.force(self, name)
+        return value
+
+
+class _PendingAccumulator:
+    """A comprehension's accumulator before its first use.
+
+    cel-go's `folder` evaluates the accumulator's initial expression only when the accumulator
+    is first read (`folder.ResolveName`), in the scope outside the loop. For the standard
+    macros the initial value is a constant, so that changes nothing; for `cel.bind(x, init,
+    body)` it means `init` is evaluated (and charged) only if `body` reads `x`, and at that
+    point of the evaluation.
+    """
+
+    __slots__ = ("fold", "outer", "value")
+
+    def __init__(self, fold: Fold, outer: Sequence[object]) -> None:
+        self.fold = fold
+        self.outer = outer  # the values of (accu_var, iter_var, iter_var2) outside the loop
+        self.value: object = _MISSING
+
+    def force(self, rt: Run, name: str) -> object:
+        if self.value is not _MISSING:
+            # Evaluated once: a nested binding's initialiser may read this one again after
+            # the scope it was stored in was restored.
+            scope_value = rt.vars.get(name, _MISSING)
+            if scope_value is self:
+                rt.vars[name] = self.value
+            return self.value
+        fold, scope = self.fold, rt.vars
+        names = (fold.accu_var, fold.iter_var, fold.iter_var2)
+        current = [scope.get(n, _MISSING) if n else _MISSING for n in names]
+        _restore(scope, names, self.outer)
+        try:
+            value = fold.accu_init.eval(rt)
+        finally:
+            _restore(scope, names, current)
+        if fold.accu_var in _MACRO_ACCUMULATORS and isinstance(value, list | dict) and not value:
+            # Only macro accumulators (which user text cannot name) may grow in place.
+            value = _Accumulator() if isinstance(value, list) else _MapAccumulator()
+        self.value = value
+        scope[name] = value
         return value
 
 
@@ -297,7 +369,13 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
 
 
 def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
-    """Field selection / indexing with cel-cpp's value semantics: (found, value-or-error)."""
+    """Field selection / indexing as cel-go's `refQualify`: (found, value-or-error).
+
+    A map looks the key up; a list takes the key as an index (`IndexOrError`: a field name is
+    an `unsupported index type 'string' in list`); any other value has no keys, so the key is
+    absent (a presence test or an optional qualifier answers false / none, a plain one fails
+    with `no such key`).
+    """
     if isinstance(obj, dict):
         mkey = _map_key(key)
         if isinstance(mkey, ErrorValue):
@@ -306,8 +384,6 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
             return True, obj[mkey]
         return False, None
     if isinstance(obj, list):
-        if kind == FIELD:
-            return False, ErrorValue(f"no such key: {_key_text(key)}")
         index = _list_index(key)
         if isinstance(index, ErrorValue):
             return False, index
@@ -316,19 +392,13 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
         return False, None
     if isinstance(obj, ErrorValue):
         return False, obj
-    if kind == FIELD:
-        # cel-go: "no such key" (refQualify's default case); cel-cpp also fails here.
-        return False, ErrorValue(f"no such key: {_key_text(key)}")
-    return False, ErrorValue(f"no such overload: index of {_type_text(obj)}")
+    return False, None
 
 
 def _presence(obj: object, field: object) -> object:
-    if isinstance(obj, dict):
-        return _map_key(field) in obj
-    if isinstance(obj, ErrorValue):
-        return obj
-    # cel-cpp rejects presence tests on non-maps (cel-go would answer false for scalars).
-    return ErrorValue("Applying SELECT to non-message type")
+    """`has(x.f)`: cel-go's `refQualify` as a presence test (see `_qualify`)."""
+    found, value = _qualify(obj, field, FIELD)
+    return value if isinstance(value, ErrorValue) else found
 
 
 def _missing(obj: object, key: object) -> ErrorValue:
@@ -354,13 +424,30 @@ def _map_key(key: object) -> object:
 
 
 def _list_index(key: object) -> int | ErrorValue:
+    """cel-go's `IndexOrError`: an int, or a double or uint that converts losslessly."""
     if key is True or key is False:
-        return ErrorValue("unsupported index type: bool")
+        return ErrorValue("unsupported index type 'bool' in list")
+    if isinstance(key, UInt):
+        if key < 2**63:
+            return int(key)
+        return ErrorValue(f"unsupported index value {int(key)} in list")
     if isinstance(key, int):
         return int(key)
-    if isinstance(key, float) and key.is_integer():
-        return int(key)
-    return ErrorValue(f"unsupported index type: {_type_text(key)}")
+    if isinstance(key, float):
+        if key.is_integer() and -(2.0**63) <= key < 2.0**63:
+            return int(key)
+        return ErrorValue(f"unsupported index value {_go_float(key)} in list")
+    return ErrorValue(f"unsupported index type '{_type_text(key)}' in list")
+
+
+def _go_float(value: float) -> str:
+    """Go's `%v` of a float64 (shortest representation, `e+NN` exponents)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "+Inf" if value > 0 else "-Inf"
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _key_text(key: object) -> str:
@@ -467,12 +554,30 @@ Native = Callable[[list[object]], object | None]
 Guard = Callable[[list[object]], bool]
 
 
+_OWN_PLANS = frozenset({
+    "_==_", "_!=_", "_&&_", "_||_", "_[_]", "_[?_]", "_?._",
+    # singleton binary bindings: the standard library's operators and string tests, ext.Lists'
+    "_+_", "_-_", "_*_", "_/_", "_%_", "_<_", "_<=_", "_>_", "_>=_", "@in", "contains",
+    "startsWith", "endsWith", "matches", "@sortByAssociatedKeys",
+    # the standard library's timestamp getters with a time zone: one overload per arity
+    "getFullYear", "getMonth", "getDayOfYear", "getDayOfMonth", "getDate", "getDayOfWeek",
+    "getHours", "getMinutes", "getSeconds", "getMilliseconds",
+})
+"""Functions cel-go's planner never turns into `evalVarArgs` for two arguments: those it gives
+interpretables of their own, and those whose name-level binding is a binary one."""
+
+
+_FUNCTION_BINDINGS = frozenset({"string_format"})
+"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
+plans as `evalVarArgs` too."""
+
+
 class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
-    __slots__ = ("args", "guard", "native", "overrides", "precheck", "prepared", "price",
-                 "varargs")
+    __slots__ = ("args", "concat", "guard", "native", "overrides", "precheck", "prepared",
+                 "price", "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
@@ -484,12 +589,18 @@ class Call(PlanStep):
         self.native = native
         self.guard = guard
         self.overrides = overrides  # a native result differs from the program's: use ours
-        self.varargs = len(args) >= 3
+        # cel-go plans a call with three or more arguments, and a call of two whose checked
+        # overload is not unique (`dyn` arguments: the function's name-level dispatcher), as
+        # `evalVarArgs`, which stops at the first erroneous argument.
+        self.varargs = len(args) >= 3 or (len(args) == 2 and (
+            overload in _FUNCTION_BINDINGS
+            or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
+        self.concat = site.function == "_+_"
 
     def eval(self, rt: Run) -> object:
         args = self.args
-        if len(args) == 2:
+        if len(args) == 2 and not self.varargs:
             lhs = args[0].eval(rt)
             rhs = args[1].eval(rt)
             values: list[object] = [lhs, rhs]
@@ -520,6 +631,11 @@ class Call(PlanStep):
                     rt.unsafe = True
                     rt.charge(self.price(values, refused))
                     return refused
+            if self.concat:
+                # cel-go concatenates lists lazily (cost 1, whatever their sizes), so nested
+                # `cel.bind(x, x + x, ...)` doubles a list 25 times within a cost of 100; here
+                # the elements are copied, and every one copied counts against the step budget.
+                rt.grow(_copied(values))
             guarded = self.guard is not None and self.guard(values)
             if guarded:
                 rt.unsafe = True
@@ -545,12 +661,21 @@ def _precheck_range(rt: Run, values: list[object]) -> None:
         rt.charge(max(n, 0) + 11)
 
 
-def range_refusal(values: list[object]) -> ErrorValue | None:
-    """cel-go's error for `lists.range(n)` with n < 0 (`ext/lists.go` `genRange`), else None."""
+def range_refusal(values: list[object]) -> list[object] | None:
+    """cel-go's `lists.range(n)` for n < 0 (`ext/lists.go` `genRange` counts up to n: an empty
+    list), which cel-cpp cannot compute (its `reserve()` throws); None for any other n."""
     n = values[0] if values else 0
     if isinstance(n, int) and not isinstance(n, bool) and n < 0:
-        return ErrorValue(f"lists.range: size must be non-negative, got {n}")
+        return []
     return None
+
+
+def _copied(values: list[object]) -> int:
+    """Elements `native_add_list` copies for these operands (an accumulator grows in place)."""
+    lhs, rhs = values if len(values) == 2 else (None, None)
+    if not isinstance(lhs, list) or not isinstance(rhs, list):
+        return 0
+    return len(rhs) if type(lhs) is _Accumulator else len(lhs) + len(rhs)
 
 
 def native_add_list(values: list[object]) -> object | None:
@@ -742,6 +867,22 @@ def native_index_of(last: bool) -> Native:
                 return i
         return -1
     return native
+
+
+def native_includes(values: list[object]) -> object | None:
+    """The Kubernetes lists library's `includes` on values Python code cannot take
+    (`python_unsafe`), with cel-go's equality; None (the library decides) otherwise."""
+    if not python_unsafe(values):
+        return None
+    target, item = values
+    candidates = target if isinstance(target, list) else [target]
+    for candidate in candidates:
+        same = walk_equal(candidate, item)
+        if same is None:
+            return None
+        if same:
+            return True
+    return False
 
 
 def _carrier(value: object) -> object:
@@ -958,14 +1099,10 @@ class Fold(PlanStep):
             if isinstance(rng, ErrorValue):
                 return rng
             return ErrorValue("No matching overloads found : <iter_range>")
-        accu = self.accu_init.eval(rt)
-        if self.accu_var in _MACRO_ACCUMULATORS and isinstance(accu, list | dict) and not accu:
-            # Only macro accumulators (which user text cannot name) may grow in place.
-            accu = _Accumulator() if isinstance(accu, list) else _MapAccumulator()
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]
         scope = rt.vars
-        scope[self.accu_var] = accu
+        scope[self.accu_var] = _PendingAccumulator(self, tuple(saved))
         try:
             for first, second in _iterate(rng, bool(self.iter_var2)):
                 rt.tick()

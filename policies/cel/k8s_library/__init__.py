@@ -117,6 +117,7 @@ LIBRARIES: tuple[Library, ...] = (
     Library(cidr.NAME, (1, 30), cidr.SPEC.build, cidr.DECLARATIONS, ("net.CIDR",)),
     Library(format_lib.NAME, (1, 31), format_lib.SPEC.build, format_lib.DECLARATIONS),
     Library(semver.NAME, (1, 33), _with(semver.SPEC, SEMVER_RUNTIMES), semver.DECLARATIONS),
+    Library(lists.INCLUDES_NAME, (1, 37), lists.INCLUDES_SPEC.build, lists.INCLUDES_SPEC.declarations),
 )
 
 
@@ -147,8 +148,8 @@ def _parameter_kind(param: cel.Type) -> str:
 
 
 def _python_parameters() -> dict[str, tuple[ParameterKinds, ...]]:
-    specs = (urls.SPEC, regex.SPEC, lists.SPEC, quantity.SPEC, ip.SPEC, cidr.SPEC,
-             format_lib.SPEC, semver.SPEC)
+    specs = (urls.SPEC, regex.SPEC, lists.SPEC, lists.INCLUDES_SPEC, quantity.SPEC, ip.SPEC,
+             cidr.SPEC, format_lib.SPEC, semver.SPEC)
     out: dict[str, list[ParameterKinds]] = {}
     for spec in specs:
         for r in spec.runtimes:

@@ -41,6 +41,21 @@ class QuantityError(Exception):
     """A parse failure with apimachinery's error text."""
 
 
+class QuantityRangeError(QuantityError):
+    """A quantity this tool refuses to compute: apimachinery parses `1e1000000000` exactly (a
+    number of a billion digits, minutes of CPU and gigabytes in the scheduler); here a decimal
+    exponent or a numeric part beyond `MAX_QUANTITY_EXPONENT` / `MAX_QUANTITY_DIGITS` is an
+    error, so every evaluation stays bounded."""
+
+
+MAX_QUANTITY_EXPONENT = 1000
+"""Largest decimal exponent (either sign) of a quantity that is computed: far beyond any
+resource amount (int64 holds 10^18, float64 10^308), and cheap to compute exactly."""
+
+MAX_QUANTITY_DIGITS = 1000
+"""Longest numeric part (digits before and after the point) of a quantity that is computed."""
+
+
 def _fits(v: int) -> bool:
     return INT64_MIN <= v <= INT64_MAX
 
@@ -284,6 +299,10 @@ def parse_quantity(s: str) -> Quantity:
         return Quantity(False, 0, 0, DECIMAL_SI, cached=s)
     positive, value, num, denom, suffix = _scan(s)
     base, exponent, fmt = _interpret(suffix)
+    if abs(exponent) > MAX_QUANTITY_EXPONENT or len(num) + len(denom) > MAX_QUANTITY_DIGITS:
+        raise QuantityRangeError(
+            f"quantity out of the range this tool evaluates (a decimal exponent within "
+            f"±{MAX_QUANTITY_EXPONENT} and at most {MAX_QUANTITY_DIGITS} digits)")
 
     precision = 0
     scale = 0

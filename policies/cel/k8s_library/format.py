@@ -7,11 +7,12 @@ run on RE2, as Go's do (linear time, whatever the input).
 Carriers: a format is the tagged list `[TAG_FORMAT, <name>]`; the optionals
 these functions return are `[TAG_OPTIONAL]` (none) and `[TAG_OPTIONAL, v]`.
 cel-expr-python cannot build a real CEL optional from Python, so this
-library also registers `hasValue()` and `value()` for that carrier (the
-`optMap`/`optFlatMap` macros expand to those and work too). `orValue()`,
-`or()` and `==` against `optional.none()`/`optional.of(...)` do not work on
-these results: cel-cpp evaluates `or`/`orValue` with a built-in step that only
-accepts real optionals.
+library also registers `hasValue()` and `value()` for that carrier. The
+evaluation's walk (`eval.runtime_cost`) turns the carrier into a real optional
+as soon as `format.named` or `validate` returns it, so `orValue()`, `or()`,
+`==` against `optional.none()` and the other optional functions behave as in
+cel-go; the program alone (cel-cpp's built-in `or`/`orValue` accept only real
+optionals) would not.
 """
 
 from __future__ import annotations

@@ -220,3 +220,12 @@ def spec(version: int = 0) -> LibrarySpec:
 
 
 SPEC = spec(0)
+
+INCLUDES_NAME = "kubernetes.lists.v1"
+INCLUDES_SPEC = LibrarySpec(
+    INCLUDES_NAME,
+    tuple(d for d in spec(1).declarations if d.function == "includes"),
+    tuple(r for r in spec(1).runtimes if r.function == "includes"),
+)
+"""What `ListsVersion(1)` adds to version 0 (`includes`): the base environment takes version 0
+from 1.0 and version 1 from 1.37, as a separate library."""

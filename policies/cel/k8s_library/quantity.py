@@ -22,6 +22,7 @@ from dra_affinity.policies.cel.k8s_library._resource import (
     DECIMAL_SI,
     Quantity,
     QuantityError,
+    QuantityRangeError,
     new_quantity,
     parse_quantity,
 )
@@ -127,6 +128,8 @@ def _quantity(raw: object) -> str:
 def _is_quantity(raw: object) -> bool:
     try:
         parse_quantity(want_str(raw))
+    except QuantityRangeError as err:  # not "not a quantity": one too large to compute
+        raise CelError(str(err)) from None
     except QuantityError:
         return False
     return True

@@ -413,7 +413,8 @@ def _scientific(value: object, precision: int | None, clause: str) -> str | Form
         exponent = int(exponent_text)
         sign = "-" if exponent < 0 else ""
         superscript = f"{sign}{abs(exponent):02d}".translate(_SUPERSCRIPTS)
-        special = f"{mantissa}\u202f×\u202f10{superscript}"
+        # cel-go ≥ 0.24 (Kubernetes ≥ 1.33) writes no narrow no-break spaces around `×`
+        special = f"{mantissa}×10{superscript}"
     return special.rjust(width)
 
 

@@ -336,7 +336,7 @@ def test_suite_outcomes_include_the_pool_outcomes(tmp_path: Path) -> None:
 
 
 def test_streamed_json_is_the_document_the_other_path_writes(tmp_path: Path) -> None:
-    """`--format json` alone is written as results are decided (issue 15: 10,000 claims gave
+    """`--format json` alone is written as results are decided (10,000 claims gave
     ~390 MB of JSON held whole); with a second report the whole document is built first. Both
     give the same text and exit code, to stdout and to a file, findings and suppressed too."""
     bad = tmp_path / "bad-claim.yaml"
@@ -366,7 +366,7 @@ def test_streamed_json_with_no_result_is_valid_and_fail_if_no_resources_holds(tm
 
 
 def test_streamed_json_of_a_generated_cluster_is_the_json_modules_text(tmp_path: Path) -> None:
-    """Issue 15's cluster shape (bench/gen_slices.py), small, plus claims whose extraction is
+    """The scheduler benchmark's cluster shape (bench/gen_slices.py), small, plus claims whose extraction is
     not ok (a missing key, a non-ASCII value, two configs disagreeing, a wrong type, a request
     selector excluding every device, one failing on every device): the
     streamed text, whose shared parts are rendered once per plan item, is byte for byte the

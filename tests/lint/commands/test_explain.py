@@ -39,7 +39,7 @@ def _device(name: str, pods: int = 8, *, shared: bool = True) -> dict[str, Any]:
 
 
 def _claim(name: str, subnet: str | None = None, *, pods: int | None = None, params: Any = None,
-           bound: str | None = None, selector: str | None = None) -> dict[str, Any]:
+           bound: str | None = None, selector: str | None = None, share: bool = True) -> dict[str, Any]:
     exactly: dict[str, Any] = {"deviceClassName": "nic"}
     if pods is not None:
         exactly["capacity"] = {"requests": {"pods": str(pods)}}
@@ -55,6 +55,9 @@ def _claim(name: str, subnet: str | None = None, *, pods: int | None = None, par
     if bound is not None:
         pool, device = bound.split("/")
         result: dict[str, Any] = {"request": "nic", "driver": DRIVER, "pool": pool, "device": device}
+        if share:  # a shared allocation, as the allocator writes it (without shareID: held whole)
+            result["shareID"] = f"00000000-0000-0000-0000-{name.encode().hex()[:12]:0>12}"
+            result["consumedCapacity"] = {"pods": str(pods or 1)}
         doc["status"] = {"allocation": {"devices": {"results": [result]}}}
     return doc
 
@@ -70,7 +73,8 @@ def _pod(*claims: str) -> dict[str, Any]:
 
 
 def explain(tmp_path: Path, target: str, *objects: dict[str, Any], schedulable: bool) -> dict[str, Any]:
-    """The JSON answer; whether it is schedulable is read from it (the exit code says only that
+    """The JSON answer (the file is read as kubectl reads it: a plain `Y` would be `true`, so the
+    subnets here are X and Z); whether it is schedulable is read from it (the exit code says only that
     the answer was written: 0 or 1, never a usage error)."""
     path = tmp_path / "cluster.yaml"
     path.write_text(yaml.safe_dump_all([CLASS, *objects]))
@@ -83,7 +87,7 @@ def explain(tmp_path: Path, target: str, *objects: dict[str, Any], schedulable: 
 
 def test_two_claims_of_a_pod_cannot_lock_one_device_two_ways(tmp_path: Path) -> None:
     doc = explain(tmp_path, "pod/ns/web", *_pool("node-1", [_device("eth0")]),
-                  _claim("a", "X"), _claim("b", "Y"), _pod("a", "b"), schedulable=False)
+                  _claim("a", "X"), _claim("b", "Z"), _pod("a", "b"), schedulable=False)
     first, second = doc["claims"]
     assert first["schedulable"] is True
     assert first["verdict"].endswith("; the pod stays pending: ns/b cannot be placed")
@@ -136,7 +140,7 @@ def test_a_device_full_and_locked_needs_both_holders_released(tmp_path: Path) ->
     doc = explain(tmp_path, "ns/mine", *_pool("node-1", [_device("eth0", pods=2)]),
                   _claim("kb1", "X", pods=1, bound="node-1/eth0"),
                   _claim("kb2", "X", pods=1, bound="node-1/eth0"),
-                  _claim("mine", "Y", pods=1), schedulable=False)
+                  _claim("mine", "Z", pods=1), schedulable=False)
     assert doc["unschedulable"]["reason"] == "insufficient capacity"
     assert _hints(doc) == ["nic.example.com/node-1/eth0: release ns/kb1 and ns/kb2 (all of them: releasing "
                            "fewer is not enough); then 'nic' goes on nic.example.com/node-1/eth0"]
@@ -153,7 +157,8 @@ def test_one_holder_of_a_full_device_is_enough_when_the_lock_matches(tmp_path: P
 
 def test_a_device_held_exclusively_names_the_release_that_frees_it(tmp_path: Path) -> None:
     doc = explain(tmp_path, "ns/mine", *_pool("node-1", [_device("eth0", shared=False)], affinity=False),
-                  _claim("owner", "X", bound="node-1/eth0"), _claim("mine", "X"), schedulable=False)
+                  _claim("owner", "X", bound="node-1/eth0", share=False), _claim("mine", "X"),
+                  schedulable=False)
     assert doc["unschedulable"]["reason"] == "allocated exclusively"
     assert _hints(doc) == ["nic.example.com/node-1/eth0: release ns/owner; then 'nic' goes on "
                            "nic.example.com/node-1/eth0"]

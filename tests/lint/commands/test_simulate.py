@@ -119,7 +119,9 @@ def _bound_claim(tmp_path: Path, params: dict[str, Any], device: str) -> Path:
             "requests": [{"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}}],
             "config": [{"opaque": {"driver": "nic.example.com", "parameters": params}}]}},
         "status": {"allocation": {"devices": {"results": [
-            {"request": "nic", "driver": "nic.example.com", "pool": "node-e", "device": device}]}}},
+            # a share, as the allocator records one on a device that allows multiple allocations
+            {"request": "nic", "driver": "nic.example.com", "pool": "node-e", "device": device,
+             "shareID": "3b0e7c1d-0000-4000-8000-0000000000aa"}]}}},
     }
     path = tmp_path / "bound.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -1,4 +1,4 @@
-"""Reproducers of the evaluation crashers and uncaught exceptions of issue 14 (items 1 and 5).
+"""Reproducers of evaluation crashers and uncaught exceptions found by hostile-input campaigns.
 
 Why a child process: the crashers were SIGSEGVs inside cel-expr-python after a few
 evaluations in one process; run in pytest's own process, a regression would kill the whole
@@ -47,8 +47,9 @@ CASES: list[tuple[str, object, str | None]] = [
     ("dyn([optional.none()]).hasValue()", None, "no such overload"),
     ("dyn([[optional.of(1)]]).value()", None, "no such overload"),
     # item 5: uncaught exceptions
-    ("lists.range(-1)", None, "lists.range: size must be non-negative, got -1"),
-    ("[lists.range(-2)].size()", None, "lists.range: size must be non-negative, got -2"),
+    # (cel-go's genRange counts up to n: a negative n is an empty list, as the oracle answers)
+    ("lists.range(-1)", [], None),
+    ("[lists.range(-2)].size()", 1, None),
     ("'%s'.format([b'\\xff'])", None,
      "error during formatting: invalid UTF-8 in bytes, cannot convert to string"),
     ("[int, int]", ["int", "int"], None),
@@ -134,7 +135,7 @@ def test_lone_surrogates_compile_as_go_reads_them() -> None:
 
 
 def test_depth_estimate_work_is_linear_in_the_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 14 item 2: `'f(' * 3405 + 'x' + ')' * 3405` (10,224 bytes) took 9.45 s because
+    """`'f(' * 3405 + 'x' + ')' * 3405` (10,224 bytes) took 9.45 s because
     every token re-summed the whole bracket stack. Counted in frame visits, not seconds."""
     from dra_affinity.policies.cel import compile as compile_module
 
@@ -157,7 +158,7 @@ def test_depth_estimate_work_is_linear_in_the_text(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_huge_format_precision_is_refused_quickly() -> None:
-    """Issue 14 item 6: `'%.999999999f'.format([-0.0])` built a 1 GB string in 42 s."""
+    """`'%.999999999f'.format([-0.0])` built a 1 GB string in 42 s."""
     result = evaluate(compile_expression("'%.999999999f'.format([-0.0])", KEY), {"object": {}})
     assert result.error is not None
     assert "%.999999999f" in result.error.message
@@ -165,7 +166,7 @@ def test_a_huge_format_precision_is_refused_quickly() -> None:
     assert ok.error is None and isinstance(ok.value, str) and len(ok.value) == 1003
 
 
-# Values only the engine can hold (issue 14 item 1): optionals, nested or inside lists and
+# Values only the engine can hold: optionals, nested or inside lists and
 # maps, type values, and `dyn` wrappers of them. Each is handed to every function of the
 # Kubernetes libraries, as receiver and as every argument, behind `dyn` so the checker lets
 # the call through and dispatch happens at run time, where the crashes were.

@@ -138,7 +138,7 @@ def test_missing_field_is_reworded_as_upstream() -> None:
     ('NOT_FOUND: Key not found in map : "x"', KIND_MISSING_FIELD,
      "no such key: x" + MISSING_FIELD_HINT),
     ("NOT_FOUND: Key not found in map : 7", KIND_MISSING_FIELD, "no such key: 7" + MISSING_FIELD_HINT),
-    ("INVALID_ARGUMENT: divide by zero", KIND_FAILED, "divide by zero"),
+    ("INVALID_ARGUMENT: divide by zero", KIND_FAILED, "division by zero"),  # cel-go's wording
     ("ALREADY_EXISTS: duplicate key in map [ALREADY_EXISTS]", KIND_FAILED, "duplicate key in map"),
     ("UNKNOWN: actual cost limit exceeded", KIND_COST_EXCEEDED, "actual cost limit exceeded"),
 ])
@@ -156,7 +156,7 @@ def test_other_runtime_errors_are_evaluation_failures() -> None:
     result = ev("object.spec.vlan / 0 == 1", NIC)
     assert result.error is not None
     assert result.error.kind == KIND_FAILED
-    assert result.error.message == "divide by zero"
+    assert result.error.message == "division by zero"
 
 
 def test_errors_that_short_circuit_away_do_not_surface() -> None:
@@ -461,10 +461,17 @@ def test_interpreter_agrees_with_cel_expr_python(expr: str, obj: dict[str, objec
         real = _real_view(result.program.eval(data=dict(variables)))
     except RuntimeError:
         real = ("error",)
-    # Value semantics: the walk without cel-go's constant folding must agree exactly.
+    # Value semantics: the walk without cel-go's constant folding must agree exactly, except
+    # where cel-cpp fails and cel-go does not (the walk resolves attributes as cel-go's
+    # `refQualify`: `has(x.f)` and `x.?f` on a scalar are false / none), where `evaluate`
+    # returns the walk's value.
     plain = track_cost(result.checked, variables, bridge, optimize=False)
     assert plain.status == "ok", (expr, plain)
-    assert _interp_view(plain.value) == real, expr
+    walked = _interp_view(plain.value)
+    if real == ("error",) and walked != real:
+        assert evaluate(result, variables, optimize=False).error is None, expr
+        return
+    assert walked == real, expr
     # With folding (production), only cel-go's optimizer may change the value: a failing
     # constant conversion fails the whole program, and `x in []` never evaluates `x`.
     folded = track_cost(result.checked, variables, bridge, optimize=True)
@@ -476,7 +483,8 @@ def test_interpreter_agrees_with_cel_expr_python(expr: str, obj: dict[str, objec
 
 def test_folded_empty_membership_skips_its_operand_like_cel_go() -> None:
     # cel-go's OptOptimize turns `x in []` into `false` without evaluating `x`; cel-cpp
-    # evaluates `x` and fails. The scheduler (cel-go) answers "no"; cel-expr-python errors.
+    # evaluates `x` and fails. The scheduler (cel-go) answers "no", and so does `evaluate`:
+    # where the program and the walk disagree on failing, the walk (cel-go's semantics) decides.
     checked = compiled('(object.a in []) ? "yes" : "no"')
     assert checked.checked is not None
     bridge = bridge_for(get_env(KEY).runtime)
@@ -485,7 +493,7 @@ def test_folded_empty_membership_skips_its_operand_like_cel_go() -> None:
     assert isinstance(track_cost(checked.checked, {"object": {}}, bridge,
                                  optimize=False).value, ErrorValue)
     result = evaluate(checked, {"object": {}})
-    assert result.error is not None and result.runtime_cost == 0
+    assert result.error is None and result.value == "no" and result.runtime_cost == 0
 
 
 @settings(max_examples=100, deadline=None,

@@ -222,7 +222,7 @@ def test_a_library_type_value_as_the_result() -> None:
 
 @pytest.mark.parametrize(("expr", "value"), [
     ('"%s".format([[2.71]])', "[2.710000]"),
-    ('"%.6e".format([1052.032911275])', "1.052033\u202f×\u202f10⁰³"),
+    ('"%.6e".format([1052.032911275])', "1.052033×10⁰³"),
     ('"%.2f".format([1234.5])', "1,234.50"),
     ('"%s".format([{"b": 1.5, "a": "x"}])', '{"a":"x", "b":1.500000}'),
     ('"%s".format([duration("2ns")])', "0.000000002s"),  # cel-cpp renders durations

@@ -1,4 +1,4 @@
-"""Candidate pools (issue 4): a pool serves a request when one of its devices satisfies the
+"""Candidate pools: a pool serves a request when one of its devices satisfies the
 request's DeviceClass selectors and its own, evaluated as the allocator does."""
 
 from __future__ import annotations
@@ -222,7 +222,9 @@ def test_the_runtime_cost_limit_is_an_error() -> None:
     for var in ("a", "b", "c", "d", "e", "f"):
         nested = f"{ten}.all({var}, {nested} && '{var}'.size() == 1)"
     classes = {"gpu": device_class("gpu", nested)}
-    with pytest.raises(SelectorError, match="operation cancelled: actual cost limit exceeded"):
+    # the 1 s CPU ceiling of every evaluation may stop it first (docs/cel-check.md)
+    with pytest.raises(SelectorError, match=r"operation cancelled: actual cost limit exceeded|"
+                                            r"evaluation stopped after 1 s of CPU"):
         pool_is_candidate(request("gpu"), classes, one_pool(GPU))
 
 

@@ -361,9 +361,11 @@ def claim(name: str, subnet: str | None, *, bound: str | None = None, pool: str 
         }},
     }
     if bound:
-        result_: dict[str, Any] = {"request": "nic", "driver": DRIVER, "pool": pool, "device": bound}
-        if consumed:
-            result_["consumedCapacity"] = consumed
+        # as the allocator writes a share of a device that allows multiple allocations: a
+        # shareID and what it consumed (the request's default 1 pod unless said otherwise)
+        result_: dict[str, Any] = {"request": "nic", "driver": DRIVER, "pool": pool, "device": bound,
+                                   "shareID": f"00000000-0000-0000-0000-{sum(map(ord, name)):012d}",
+                                   "consumedCapacity": consumed or {"pods": "1"}}
         doc["status"] = {"allocation": {"devices": {"results": [result_]}}}
     parsed = parse(doc)
     assert isinstance(parsed.obj, ResourceClaim), parsed.findings

@@ -165,7 +165,9 @@ def test_a_claim_waits_behind_its_lock_and_the_free_capacity_is_stranded() -> No
     bound["status"] = {
         "allocation": {
             "devices": {
-                "results": [{"request": "nic", "driver": "nic.example.com", "pool": "n0", "device": "eth0"}]
+                "results": [{"request": "nic", "driver": "nic.example.com", "pool": "n0", "device": "eth0",
+                             "shareID": "00000000-0000-0000-0000-000000000001",
+                             "consumedCapacity": {"pods": "1"}}]
             }
         }
     }
