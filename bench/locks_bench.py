@@ -1,12 +1,12 @@
 """Benchmark of `locks`, `explain` and the exporter's event application at cluster scale.
 
-The cluster-scale targets of docs/performance.md, on a generated cluster (bench/gen_cluster.py: 10,000 devices in 500
-pools, 100,000 allocated claims): `locks` and `explain` each answer in <= 10 s with <= 1 GiB
-RSS, and the exporter applies one watch event in <= 5 ms on average. Each command runs as
-the installed console script in its own process (wall time and peak RSS from `wait4`); the
-exporter's figure is measured in-process on a `LockExporter` built from the same objects,
-applying a mix of claim allocations, releases and slice generation changes. Prints figures,
-never asserts on them.
+The cluster-scale targets of docs/performance.md, on a generated cluster
+(bench/gen_cluster.py: 10,000 devices in 500 pools, 100,000 allocated claims): `locks` and
+`explain` each answer in <= 10 s with <= 1 GiB RSS, and the exporter applies one watch event
+in <= 5 ms on average. Each command runs as the installed console script in its own process
+(wall time and peak RSS from `wait4`); the exporter's figure is measured in-process on a
+`LockExporter` built from the same objects, applying a mix of claim allocations, releases and
+slice generation changes. Prints figures, never asserts on them.
 
 Run: `python bench/locks_bench.py [--devices N] [--pools N] [--claims N] [--events N] [--live]`.
 `--live` adds `locks --cluster` and `explain --cluster` read through the `kubernetes` client

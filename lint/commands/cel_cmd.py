@@ -187,8 +187,8 @@ def _verdict(verdict: dict[str, Any], error_text: str) -> str:
     """A verdict as lint's first line reads (`RULE severity: message`); a message that quotes
     the compile error printed just above says so instead of printing it twice."""
     message = verdict["message"]
-    if error_text and error_text in message:
-        message = message.replace(error_text, "").rstrip(": ") + " (the error above)"
+    if error_text and f": {error_text}" in message:
+        message = message.replace(f": {error_text}", " (the error above)")
     return f"{verdict['rule']} {verdict['severity']}: {message}"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from dra_affinity.policies.cel.suggest import suggestions
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.core.k8s_names import go_quote
 from dra_affinity.policies.rules.context import SliceContext, SliceRule
@@ -14,10 +15,12 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         compiled = result.compiled
         if compiled.ok or compiled.engine_limited or extractor.expression is None:
             continue
+        hints = "".join(f"; {hint}" for hint in suggestions(compiled))
         yield RULE.finding(
             ctx,
             ("spec", "sharingAffinity", extractor.index, "expression"),
-            f"Invalid value: {go_quote(extractor.expression)}: compilation failed: {compiled.error_text}",
+            f"Invalid value: {go_quote(extractor.expression)}: compilation failed: {compiled.error_text}"
+            f"{hints}",
             inner=(compiled.errors[0].line, compiled.errors[0].column) if compiled.errors else None,
         )
 
@@ -34,7 +37,9 @@ RULE = SliceRule(
         "No other variable exists (`device` is an error here), and libraries Kubernetes lacks "
         "(`math`, `base64`, strings v3+) are absent. The message is cel-go's "
         "`ERROR: <input>:L:C:` report with a caret under the problem. An expression that only "
-        "our engine cannot handle (nesting deeper than 32) is SA207, not SA106."
+        "our engine cannot handle (nesting deeper than 32) is SA207, not SA106. A misspelled "
+        "function gets the nearest name that compiles in its place (`did you mean 'orValue' "
+        "instead of 'orVlaue'?`)."
     ),
     bad_example=(
         "sharingAffinity:\n"

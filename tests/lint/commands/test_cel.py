@@ -69,6 +69,31 @@ def test_compile_error_text_and_exit_code() -> None:
     assert result.out.splitlines()[-1].startswith("SA106 error: ")
 
 
+def test_a_misspelled_function_gets_the_name_that_compiles_in_its_place(tmp_path: Path) -> None:
+    result = run("cel", "check", 'object.?a.orVlaue("")')
+    assert result.code == 1
+    assert result.out.splitlines()[-1].endswith(
+        "compilation failed (the error above); did you mean 'orValue' instead of 'orVlaue'?")
+    # lint says it too, on the slice's expression
+    slice_file = tmp_path / "s.yaml"
+    slice_file.write_text(
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec:\n  driver: nic.example.com\n  allNodes: true\n"
+        "  pool: {name: p, generation: 1, resourceSliceCount: 1}\n"
+        "  sharingAffinity:\n  - name: subnet\n    expression: 'sizee(object.a) > 0 ? \"x\" : \"\"'\n")
+    lint = run("lint", str(slice_file), "--format", "json")
+    [finding] = [f for f in json.loads(lint.out)["findings"] if f["rule"] == "SA106"]
+    assert finding["message"].endswith("; did you mean 'size' instead of 'sizee'?"), finding
+
+
+def test_no_suggestion_without_a_name_that_compiles_there() -> None:
+    """`foo` and `frobnicate` are near no declared name: no suggestion rather than a guess."""
+    for expression in ("object.a.foo()", 'frobnicate(object.b) == "" ? "x" : ""'):
+        result = run("cel", "check", expression)
+        assert result.code == 1
+        assert "did you mean" not in result.out, result.out
+
+
 def test_expression_from_file_and_kubernetes_version(tmp_path: Path) -> None:
     expr = tmp_path / "x.cel"
     expr.write_text('has(object.x) ? object.x : ""')
