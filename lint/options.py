@@ -9,8 +9,17 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 from dra_affinity.lint.config import Config, ConfigProblem, OutputSpec, load_config
+from dra_affinity.policies.core.features import (
+    KNOWN_GATES,
+    FeatureGateError,
+    FeatureGates,
+    parse_feature_gate,
+)
 from dra_affinity.policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
+    NEWEST_KUBERNETES_VERSION,
+    NEWEST_PUBLISHED_KUBERNETES_VERSION,
+    OLDEST_KUBERNETES_VERSION,
     KubernetesVersion,
     VersionError,
     format_kubernetes_version,
@@ -34,13 +43,59 @@ class KubernetesVersionType(click.ParamType):
 
 
 def kubernetes_version_option(func: F) -> F:
+    oldest, newest = OLDEST_KUBERNETES_VERSION, NEWEST_KUBERNETES_VERSION
+    published = format_kubernetes_version(NEWEST_PUBLISHED_KUBERNETES_VERSION)
     return click.option(
         "--kubernetes-version",
         type=KubernetesVersionType(),
         default=format_kubernetes_version(DEFAULT_KUBERNETES_VERSION),
         show_default=True,
-        help="Target Kubernetes release: selects limits and the CEL environment.",
+        help=f"Target Kubernetes release ({format_kubernetes_version(oldest)} to "
+             f"{format_kubernetes_version(newest)}): selects limits, the CEL environment and the "
+             f"default feature gates. A release newer than {published} uses {published}'s CEL "
+             "environment (its own is not published yet).",
     )(func)
+
+
+GateSettings = tuple[tuple[str, bool], ...]
+"""What `--feature-gate` gives a command: (gate, enabled) in command-line order."""
+
+
+class FeatureGateType(click.ParamType):
+    """`NAME=on|off` (or `true|false`); a bare `on|off` is DRASharingAffinity's."""
+
+    name = "NAME=on|off"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> tuple[str, bool]:
+        if isinstance(value, tuple):
+            return value  # already converted (a default)
+        try:
+            return parse_feature_gate(str(value))
+        except FeatureGateError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def feature_gate_option(func: F) -> F:
+    """`--feature-gate NAME=on|off`, repeatable, as kube-scheduler's `--feature-gates`.
+
+    The command turns the settings into a `FeatureGates` value with `feature_gates(...)` once it
+    knows `--kubernetes-version` (a gate's default and lock depend on the release).
+    """
+    return click.option(
+        "--feature-gate", "gate", type=FeatureGateType(), multiple=True, metavar="NAME=on|off",
+        help="Set a feature gate of the scheduler model (repeatable; later wins; true/false "
+             "too). Defaults are the chosen release's; a bare on/off sets DRASharingAffinity. "
+             f"Known: {', '.join(sorted(KNOWN_GATES))}.",
+    )(func)
+
+
+def feature_gates(version: KubernetesVersion, settings: Sequence[tuple[str, bool]]) -> FeatureGates:
+    """The run's gates; a gate the release lacks or a locked gate set otherwise: usage error."""
+    try:
+        return FeatureGates.for_release(version, settings)
+    except FeatureGateError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--feature-gate'") from exc
 
 
 # -- report formats, config and CI options (lint, dry-run, test) ---------------------------

@@ -28,6 +28,7 @@ reason it must stay unschedulable:
         pools: [rdma.example.com/node-b]  # optional: candidate pools (default: every pool)
         mode: alpha                       # optional: alpha (first-fit) | beta (prefer locked)
         featureGate: true                 # optional: DRASharingAffinity in the scheduler
+        featureGates: {DRASharingAffinity: off}   # optional: any gate (docs/releases.md)
         objects: []                       # optional: inline objects for this case only
         allocate:
           - claim: training/pod-a
@@ -65,6 +66,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from dra_affinity.policies.core.features import KNOWN_GATES, SHARING_AFFINITY
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -136,6 +139,8 @@ _SIMULATION_CASE: dict[str, Any] = {
         "name": {"type": "string"},
         "mode": {"enum": ["alpha", "beta"]},
         "featureGate": {"enum": [True, False, "on", "off"]},
+        "featureGates": {"type": "object", "propertyNames": {"enum": sorted(KNOWN_GATES)},
+                         "additionalProperties": {"enum": [True, False, "on", "off"]}},
         "pools": {"type": "array", "items": {"type": "string"}},
         "objects": {"type": "array", "items": {"type": "object"}},
         "allocate": {
@@ -172,6 +177,8 @@ _WORKLOAD_CASE: dict[str, Any] = {
         "workload": {"type": "string"},
         "modes": {"type": "array", "minItems": 1, "uniqueItems": True, "items": {"enum": ["alpha", "beta"]}},
         "featureGate": {"enum": [True, False, "on", "off"]},
+        "featureGates": {"type": "object", "propertyNames": {"enum": sorted(KNOWN_GATES)},
+                         "additionalProperties": {"enum": [True, False, "on", "off"]}},
         "pools": {"type": "array", "items": {"type": "string"}},
         "expect": {"type": "array", "minItems": 1, "items": {"type": "string"}},
     },
@@ -244,6 +251,9 @@ class SimulationCase:
     feature_gate: bool = True
     pools: tuple[str, ...] = ()
     objects: tuple[dict[str, Any], ...] = ()
+    gates: tuple[tuple[str, bool], ...] = ()
+    """`featureGate` then `featureGates`, as (gate, enabled): checked against the release when
+    the case runs."""
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, int] = field(default_factory=dict)
     line: int | None = None
@@ -260,6 +270,8 @@ class WorkloadCase:
     feature_gate: bool = True
     pools: tuple[str, ...] = ()
     line: int | None = None
+    gates: tuple[tuple[str, bool], ...] = ()
+    """As `SimulationCase.gates`."""
 
 
 @dataclass(frozen=True)
@@ -394,7 +406,15 @@ def _workload_case(path: Path, source: Any, i: int, data: dict[str, Any], line: 
                                              "does not run")
     gate = data.get("featureGate", True)
     return WorkloadCase(name=data["name"], workload=workload, modes=modes, expect=tuple(expect),
-                        feature_gate=gate in (True, "on"), pools=tuple(data.get("pools", [])), line=line)
+                        feature_gate=gate in (True, "on"), pools=tuple(data.get("pools", [])), line=line,
+                        gates=_gates(data))
+
+
+def _gates(data: dict[str, Any]) -> tuple[tuple[str, bool], ...]:
+    """A case's gate settings: `featureGate` (DRASharingAffinity), then `featureGates`."""
+    out = [] if "featureGate" not in data else [(SHARING_AFFINITY, data["featureGate"] in (True, "on"))]
+    out += [(name, value in (True, "on")) for name, value in (data.get("featureGates") or {}).items()]
+    return tuple(out)
 
 
 def _simulation_case(data: dict[str, Any], line: int | None) -> SimulationCase:
@@ -414,6 +434,7 @@ def _simulation_case(data: dict[str, Any], line: int | None) -> SimulationCase:
         feature_gate=gate in (True, "on"),
         pools=tuple(data.get("pools", [])),
         objects=tuple(data.get("objects", [])),
+        gates=_gates(data),
         devices=dict(data.get("devices", {})),
         metrics=dict(data.get("metrics", {})),
         line=line,

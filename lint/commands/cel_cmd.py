@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 from dra_affinity.lint.options import format_option, kubernetes_version_option
+from dra_affinity.lint.reporters.json_reporter import kubernetes_to_json
 from dra_affinity.lint.reporters.output import emit
 from dra_affinity.lint.values import json_value
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
@@ -148,6 +149,7 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
         "cost": None,
         "result": None,
         "verdicts": lint_verdicts(expression, version),
+        "kubernetes": kubernetes_to_json(version),
     }
     if compiled.engine_limited:
         out["engineLimited"] = compiled.engine_limit_reason

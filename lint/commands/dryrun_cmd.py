@@ -30,7 +30,7 @@ from dra_affinity.lint.options import (
 )
 from dra_affinity.lint.report import position_order
 from dra_affinity.lint.reporters import render_ci
-from dra_affinity.lint.reporters.json_reporter import finding_to_json, suppressed_to_json
+from dra_affinity.lint.reporters.json_reporter import finding_to_json, kubernetes_to_json, suppressed_to_json
 from dra_affinity.lint.reporters.output import emit, to_stdout, write_reports
 from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
@@ -394,6 +394,7 @@ def dry_run(settings: DryRunSettings) -> None:
                     data["summary"] = counts.to_json()
                 if show:
                     data["suppressed"] = [suppressed_to_json(s) for s in checked.suppressed]
+                data["kubernetes"] = kubernetes_to_json(kubernetes_version)
                 return json.dumps(data, indent=2)
             if name == "text":
                 table = render_table(results) if results else (
@@ -520,6 +521,7 @@ def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects) -> in
         yield "findings", [finding_to_json(f) for f in findings]
         if settings.report.show_suppressed:
             yield "suppressed", [suppressed_to_json(s) for s in checked.suppressed]
+        yield "kubernetes", kubernetes_to_json(settings.report.kubernetes_version)
 
     try:
         if to_stdout(spec):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from dra_affinity.lint.commands.locks_cmd import build_book, lock_input_options, read_lock_input
-from dra_affinity.lint.options import format_option, load_settings
+from dra_affinity.lint.options import GateSettings, format_option, load_settings
 from dra_affinity.lint.reporters.output import emit
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import Mode, render_map
@@ -129,7 +129,7 @@ def render_text(e: Explanation) -> str:
 @format_option(("text", "json"))
 def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None,
             cluster: bool, kubeconfig: str | None, kube_context: str | None, chunk_size: int | None,
-            gate: str, kubernetes_version: KubernetesVersion, mode: str, fmt: str,
+            gate: GateSettings, kubernetes_version: KubernetesVersion, mode: str, fmt: str,
             output: str | None) -> None:
     """Explain why a claim (namespace/name) or a pod's claims are pending, or where they are.
 

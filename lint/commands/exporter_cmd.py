@@ -9,7 +9,13 @@ import threading
 from types import FrameType
 
 import click
-from dra_affinity.lint.options import kubernetes_version_option
+from dra_affinity.lint.options import (
+    GateSettings,
+    feature_gate_option,
+    feature_gates,
+    kubernetes_version_option,
+)
+from dra_affinity.policies.core.features import SHARING_AFFINITY
 from dra_affinity.policies.core.limits import KubernetesVersion
 
 
@@ -29,11 +35,10 @@ def _listen(value: str) -> tuple[str, int]:
               help="Where /metrics and /healthz are served.")
 @click.option("--watch-timeout", type=click.IntRange(min=1, max=3600), default=300, show_default=True,
               metavar="SECONDS", help="Server-side timeout of one watch request (it is then resumed).")
-@click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
-              help="DRASharingAffinity in the scheduler.")
+@feature_gate_option
 @kubernetes_version_option
 def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watch_timeout: int,
-             gate: str, kubernetes_version: KubernetesVersion) -> None:
+             gate: GateSettings, kubernetes_version: KubernetesVersion) -> None:
     """Serve the cluster's affinity-lock metrics on /metrics, kept current from watches.
 
     Lists ResourceSlices, DeviceClasses and ResourceClaims, reconstructs every device's lock
@@ -52,6 +57,7 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     from dra_affinity.lint.cluster import ClusterTarget, api_client
     from dra_affinity.lint.exporter import LockExporter, serve
 
+    sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
     host, port = _listen(listen)
     # the list-watch loops' lines (failing, recovered, malformed items) on stderr, as the rest
     logging.basicConfig(format="dra-affinity exporter: %(message)s", level=logging.INFO)
@@ -61,7 +67,7 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
         sys.exit(2)
     lock_exporter = LockExporter(
         lambda plural: KubernetesResource(client, plural, watch_seconds=watch_timeout),
-        feature_gate=gate == "on", kubernetes_version=kubernetes_version)
+        feature_gate=sharing_affinity, kubernetes_version=kubernetes_version)
     try:
         server = serve(lock_exporter, host, port)
     except OSError as error:

@@ -10,15 +10,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from dra_affinity.lint.json_text import write_indented
 from dra_affinity.lint.options import (
+    GateSettings,
     cluster_options,
     config_option,
     exclude_option,
+    feature_gate_option,
+    feature_gates,
     format_option,
     kubernetes_version_option,
     load_settings,
 )
 from dra_affinity.lint.reporters.output import emit, report_stream
 from dra_affinity.lint.terminal import warn
+from dra_affinity.policies.core.features import SHARING_AFFINITY
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import render_map
@@ -41,10 +45,7 @@ def lock_input_options(func: F) -> F:
         exclude_option,
         config_option,
         cluster_options,
-        click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on",
-                     show_default=True,
-                     help="DRASharingAffinity in the scheduler; off: no device of an affinity pool "
-                          "is tracked (all unallocatable)."),
+        feature_gate_option,
         kubernetes_version_option,
     )
     for decorator in reversed(decorators):
@@ -62,7 +63,7 @@ class LockInput:
 
 
 def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,
-                    kube_context: str | None, chunk_size: int | None, gate: str,
+                    kube_context: str | None, chunk_size: int | None, gate: GateSettings,
                     kubernetes_version: KubernetesVersion, walk: WalkFilter | None = None) -> LockInput:
     """Read and reconstruct every pool; usage errors (exit 2) and input findings go to stderr."""
     objects, target = read_lock_input(command, paths, cluster, kubeconfig, kube_context, chunk_size,
@@ -70,13 +71,14 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
     return LockInput(objects, build_book(objects, gate, kubernetes_version), target)
 
 
-def build_book(objects: Objects, gate: str, kubernetes_version: KubernetesVersion,
+def build_book(objects: Objects, gate: GateSettings, kubernetes_version: KubernetesVersion,
                focus: Collection[str] = ()) -> LockBook:
     """The reconstruction (`LockBook.build`; `focus`: only what explaining those claims reads)."""
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
     with gc_paused(freeze=True):  # the book lives until the command exits
-        return LockBook.build(objects.slices, objects.claims, objects.classes, feature_gate=gate == "on",
+        return LockBook.build(objects.slices, objects.claims, objects.classes,
+                              feature_gate=feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY),
                               kubernetes_version=kubernetes_version, focus=focus)
 
 
@@ -299,7 +301,7 @@ def render_html(report: LockReport) -> str:
 @format_option(("text", "json", "prometheus", "html"),
                extra=" (html: one self-contained page, a card per device: state, lock, holders, consumption)")
 def locks(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None, cluster: bool,
-          kubeconfig: str | None, kube_context: str | None, chunk_size: int | None, gate: str,
+          kubeconfig: str | None, kube_context: str | None, chunk_size: int | None, gate: GateSettings,
           kubernetes_version: KubernetesVersion, pools: tuple[str, ...], nodes: tuple[str, ...],
           states: tuple[str, ...], claims: tuple[str, ...], show_all: bool, fmt: str,
           output: str | None) -> None:

@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from dra_affinity.lint.inputs import cluster_target, load_cluster_state, load_objects, walk_filter
 from dra_affinity.lint.options import (
+    GateSettings,
     cluster_options,
     config_option,
     exclude_option,
+    feature_gate_option,
+    feature_gates,
     format_option,
     kubernetes_version_option,
     load_settings,
@@ -23,6 +26,7 @@ from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.lint.reporters.output import emit, report_stream
 from dra_affinity.lint.terminal import warn
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
+from dra_affinity.policies.core.features import SHARING_AFFINITY
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -395,9 +399,7 @@ def render_text(report: SimulationReport) -> str:
                    "compatibly locked devices (default alpha). Give both (with --workload) to compare "
                    "them on the same arrivals.")
 @click.option("--compare", is_flag=True, help="Same as --mode alpha --mode beta (needs --workload).")
-@click.option("--feature-gate", "gate", type=click.Choice(["on", "off"]), default="on", show_default=True,
-              help="DRASharingAffinity in the scheduler; off makes every device of an affinity pool "
-                   "unallocatable.")
+@feature_gate_option
 @click.option("--pool", "pools", multiple=True, metavar="POOL",
               help="Only these candidate pools (driver/name, or name); repeatable.")
 @format_option(("text", "json", "html"),
@@ -411,7 +413,7 @@ def render_text(report: SimulationReport) -> str:
 @kubernetes_version_option
 def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | None, cluster: bool,
              kubeconfig: str | None, kube_context: str | None, chunk_size: int | None, order: str | None,
-             workload_path: Path | None, modes: tuple[str, ...], compare: bool, gate: str,
+             workload_path: Path | None, modes: tuple[str, ...], compare: bool, gate: GateSettings,
              pools: tuple[str, ...], fmt: str, output: str | None, summary: bool, only_failing: bool,
              kubernetes_version: KubernetesVersion) -> None:
     """Replay the scheduler's sharing-affinity locks over a sequence of claims.
@@ -442,6 +444,7 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str
     """
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
 
+    sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
     chosen = [Mode.ALPHA, Mode.BETA] if compare else list(dict.fromkeys(Mode(m) for m in modes))
     if workload_path is None:
         if len(chosen) > 1:
@@ -471,13 +474,13 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str
     if inputs.usage_errors:
         sys.exit(2)
     if workload_file is not None:
-        _replay(workload_file, inputs, chosen or [Mode.ALPHA], gate == "on", pools, fmt, output,
+        _replay(workload_file, inputs, chosen or [Mode.ALPHA], sharing_affinity, pools, fmt, output,
                 kubernetes_version)
         return
     steps = parse_order(order) if order is not None else None
     with gc_paused(freeze=True):  # the pools' index and reconstructed locks live as long
         result = start(inputs.slices, inputs.claims, steps, mode=chosen[0] if chosen else Mode.ALPHA,
-                       feature_gate=gate == "on", kubernetes_version=kubernetes_version, pools=pools,
+                       feature_gate=sharing_affinity, kubernetes_version=kubernetes_version, pools=pools,
                        classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES)
     if isinstance(result, list):
         for problem in result:

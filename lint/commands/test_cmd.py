@@ -25,8 +25,13 @@ from dra_affinity.lint.suite import (
     load_suite,
     unreadable_resources,
 )
+from dra_affinity.policies.core.features import SHARING_AFFINITY, FeatureGateError, FeatureGates
 from dra_affinity.policies.core.findings import Finding, Location, Severity
-from dra_affinity.policies.core.limits import parse_kubernetes_version
+from dra_affinity.policies.core.limits import (
+    DEFAULT_KUBERNETES_VERSION,
+    KubernetesVersion,
+    parse_kubernetes_version,
+)
 from dra_affinity.policies.core.source import Position, Source
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 from dra_affinity.policies.scheduler.dryrun import Filters, dry_run
@@ -98,15 +103,27 @@ class _Objects:
         return out
 
 
+def _case_gates(case: SimulationCase | WorkloadCase, version: KubernetesVersion | None
+                ) -> FeatureGates | str:
+    """The case's gates for the suite's release, or why they cannot be set there."""
+    try:
+        return FeatureGates.for_release(version or DEFAULT_KUBERNETES_VERSION, case.gates)
+    except FeatureGateError as exc:
+        return f"featureGates: {exc}"
+
+
 def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) -> list[str]:
     """Run one lock simulation and compare every step, device and metric with the case."""
     from dra_affinity.policies.scheduler.locks import Mode
     from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, Step, simulate
 
     steps = [Step(Action.RELEASE if s.release else Action.ALLOCATE, s.claim) for s in case.steps]
+    gates = _case_gates(case, version)
+    if isinstance(gates, str):
+        return [gates]
     report = simulate(objects.slices, objects.claims, steps, mode=Mode(case.mode),
-                      feature_gate=case.feature_gate, kubernetes_version=version, pools=case.pools,
-                      classes=objects.classes)
+                      feature_gate=gates.enabled(SHARING_AFFINITY), kubernetes_version=version,
+                      pools=case.pools, classes=objects.classes)
     if not isinstance(report, SimulationReport):
         hint = f" (input problems: {'; '.join(objects.problems)})" if objects.problems else ""
         return [p.message + hint for p in report]
@@ -136,8 +153,12 @@ def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> l
     problems = [*objects.problems, *((f.message for f in extra.findings) if extra else ()),
                 *(extra.usage_errors if extra else ())]
     reports: dict[Mode, ReplayReport] = {}
+    gates = _case_gates(case, version)
+    if isinstance(gates, str):
+        return [gates]
     for mode in (Mode(m) for m in case.modes):
-        result = replay(slices, claims, case.workload.workload, mode=mode, feature_gate=case.feature_gate,
+        result = replay(slices, claims, case.workload.workload, mode=mode,
+                        feature_gate=gates.enabled(SHARING_AFFINITY),
                         kubernetes_version=version, pools=case.pools, classes=classes)
         if isinstance(result, list):
             hint = f" (input problems: {'; '.join(problems)})" if problems else ""

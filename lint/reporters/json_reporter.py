@@ -10,6 +10,12 @@ from dra_affinity.lint.report import Report
 from dra_affinity.lint.suppressions import Suppressed
 from dra_affinity.lint.walk import SkipReason
 from dra_affinity.policies.core.findings import Finding, Location
+from dra_affinity.policies.core.limits import (
+    NEWEST_PUBLISHED_KUBERNETES_VERSION,
+    KubernetesVersion,
+    cel_environment_note,
+    format_kubernetes_version,
+)
 
 
 def _location(loc: Location) -> dict[str, Any]:
@@ -42,6 +48,18 @@ def finding_to_json(finding: Finding) -> dict[str, Any]:
     }
     if len(finding.locations) > 1:
         out["locations"] = [_location(loc) for loc in finding.locations]
+    return out
+
+
+def kubernetes_to_json(version: KubernetesVersion) -> dict[str, Any]:
+    """The release a report models: `version`, `celEnvironment` (the release whose CEL tables
+    are used) and, when those are not `version`'s own, a `note` saying so."""
+    cel_version = min(version, NEWEST_PUBLISHED_KUBERNETES_VERSION)
+    out: dict[str, Any] = {"version": format_kubernetes_version(version),
+                           "celEnvironment": format_kubernetes_version(cel_version)}
+    note = cel_environment_note(version)
+    if note is not None:
+        out["note"] = note
     return out
 
 

@@ -24,8 +24,16 @@ check, `compile_selector`
 * gives the runtime program back the Quantity type of capacity values (a type-map entry appended
   to the checked AST), so `==` on a capacity value compares quantities, not their spelling.
 
-Not restored: type errors *downstream* of a field (`device.driver > 1` compiles here: the
-engine saw `dyn`), and cel-go's errors for other whole-`device` misuse (`device.size()`).
+Type errors *downstream* of a field (`!device.driver`, `device.driver <= 8`) come from a second
+check of the text with every `device.<field>` rewritten into a variable of the field's type
+(`device_driver`: the same length, so positions and messages are cel-go's); see `_typed_check`.
+Not restored: downstream types of a field reached through an alias (`cel.bind(d, device,
+d.driver)`, checked as `dyn`), and cel-go's errors for other whole-`device` misuse
+(`device.size()`).
+
+List-type attributes (KEP-5491): `ints`/`bools`/`strings`/`versions` become CEL lists (from 1.37
+whatever the gate; in 1.36 with DRAListTypeAttributes), and `includes` is declared per release,
+mode and gate (`dra_device_includes`) and priced as DRA's cost estimator prices it.
 
 Runtime semantics (`DeviceMatches`): `device` is `{driver, allowMultipleAllocations (default
 false), attributes, capacity}`; attribute names without a domain take the driver's; looking up an
@@ -46,12 +54,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from dra_affinity.policies.cel.check.env import DeviceDeclaration, EnvKey, dra_device_declaration, get_env
+from cel_expr_python import cel
+from dra_affinity.policies.cel.check.env import (
+    ENV_KINDS,
+    CelEnvironment,
+    DeviceDeclaration,
+    EnvKey,
+    build_environment,
+    dra_device_declaration,
+    get_env,
+)
 from dra_affinity.policies.cel.check.validators import format_go_type
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
 from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage, render_errors
@@ -68,7 +85,16 @@ from dra_affinity.policies.cel.common.types import (
 )
 from dra_affinity.policies.cel.common.wire import field_spans, int_field, len_field
 from dra_affinity.policies.cel.compile import CompileResult, compile_in
-from dra_affinity.policies.cel.cost.estimate import CostReport, SizeEstimate, SizePath, estimate_cost
+from dra_affinity.policies.cel.cost.estimate import (
+    CallEstimate,
+    CostEstimate,
+    CostReport,
+    EstimateNode,
+    SizeEstimate,
+    SizePath,
+    estimate_cost,
+    estimate_size,
+)
 from dra_affinity.policies.cel.cost.k8s import KubernetesCallEstimator
 from dra_affinity.policies.cel.eval.runtime import (
     bridge_for,
@@ -81,6 +107,7 @@ from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, tra
 from dra_affinity.policies.cel.k8s_library import quantity
 from dra_affinity.policies.cel.k8s_library._resource import QuantityError, parse_quantity
 from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER
+from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
 from dra_affinity.policies.cel.k8s_library.semver import SemverError
 from dra_affinity.policies.cel.k8s_library.semver import parse as parse_semver
 from dra_affinity.policies.core.cache import cached
@@ -278,6 +305,11 @@ class _Analysis:
         self.decls: dict[int, _Decl] = {}
         self.errors: list[CompileProblem] = []
         self.uses = {_ATTRIBUTES: _MapUse(), _CAPACITY: _MapUse()}
+        self.field_uses: list[tuple[int, str]] = []
+        """(code-point offset of `device`, field) of every `device.<declared field>` written
+        as such; `_typed_check` rewrites them into typed variables."""
+        self.untypable = False
+        """`device` also reaches a field through an alias (`cel.bind(d, device, d.driver)`)."""
 
     # --- bookkeeping ---
 
@@ -349,6 +381,14 @@ class _Analysis:
             found = base.fields.get(n.field)
             if found is None:
                 self._error(n, f"undefined field '{n.field}'")
+            elif not n.test_only:
+                operand = n.operand
+                offset = self.checked.offset(operand.id)
+                if operand.kind is NodeKind.IDENT and operand.name == _DEVICE_VAR \
+                        and offset is not None:
+                    self.field_uses.append((offset, n.field))
+                else:
+                    self.untypable = True
             return None if n.test_only else found
         if n.test_only:
             self._use(base, None)  # has(device.attributes.d): a presence test of the map
@@ -442,6 +482,63 @@ def _retyped(checked: CheckedAst, decls: Mapping[int, _Decl]) -> CheckedAst:
                                references=MappingProxyType(references))
 
 
+# --- downstream types: `device.<field>` checked as a typed variable -----------------------------
+
+_TYPED_PREFIX = "device_"
+"""`device.driver` is rewritten `device_driver`: same length, so every position is unchanged."""
+
+
+def _typed_variables(schema: DeviceSchema) -> dict[str, cel.Type]:
+    """The checker's variables for the rewritten text: `device` plus one per declared field.
+
+    Attribute values are `dyn` even where upstream's are `google.protobuf.Any` (cel-go's
+    checker treats both alike except as a comprehension range, which `_Analysis` reports).
+    """
+    string, dyn = cel.Type.STRING, cel.Type.DYN
+    quantity_type = cel.Type.AbstractType(QUANTITY_TYPE_NAME, [])
+    out = {
+        _DEVICE_VAR: cel.Type.Map(string, dyn),
+        _TYPED_PREFIX + _DRIVER: string,
+        _TYPED_PREFIX + _ATTRIBUTES: cel.Type.Map(string, cel.Type.Map(string, dyn)),
+        _TYPED_PREFIX + _CAPACITY: cel.Type.Map(string, cel.Type.Map(string, quantity_type)),
+    }
+    if schema.declaration.allow_multiple_allocations:
+        out[_TYPED_PREFIX + _MULTI] = cel.Type.BOOL
+    return out
+
+
+@cached("analysis.device_typed_envs", 16)
+def _typed_env(key: EnvKey, declaration: DeviceDeclaration) -> CelEnvironment:
+    kind = ENV_KINDS[key.kind]
+    return build_environment(key.kubernetes_version, key.mode,
+                             _typed_variables(device_schema(declaration)), kind.options, key=key,
+                             kind_libraries=kind.libraries_for(key))
+
+
+def _typed_check(expression: str, key: EnvKey, schema: DeviceSchema,
+                 analysis: _Analysis) -> CompileResult | None:
+    """The expression checked with `device`'s fields typed as upstream declares them.
+
+    cel-expr-python cannot declare the object type `kubernetes.DRADevice`, so each
+    `device.<field>` is rewritten into a variable of the field's declared type and the text is
+    checked again: `!device.driver` or `device.driver <= 8` then fail as in cel-go, with the
+    same positions. None when the rewrite does not apply (a field reached through an alias, a
+    spelling other than `device.<field>`, or the text already naming a rewritten variable).
+    """
+    if analysis.untypable or not analysis.field_uses:
+        return None
+    names = _typed_variables(schema)
+    if any(name in expression for name in names if name != _DEVICE_VAR):
+        return None
+    text = list(expression)
+    for offset, field_name in analysis.field_uses:
+        spelled = f"{_DEVICE_VAR}.{field_name}"
+        if expression[offset:offset + len(spelled)] != spelled:
+            return None
+        text[offset + len(_DEVICE_VAR)] = "_"
+    return compile_in(_typed_env(key, schema.declaration), "".join(text))
+
+
 # ------------------------------------------------------------------------------------------------
 # Compilation
 # ------------------------------------------------------------------------------------------------
@@ -494,7 +591,7 @@ def compile_selector(expression: str, key: EnvKey) -> CompiledSelector:
 def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
     env = get_env(key)
     engine = compile_in(env, expression)
-    declaration = dra_device_declaration(key.kubernetes_version, key.mode)
+    declaration = dra_device_declaration(key.kubernetes_version, key.mode, key.device_features)
     schema = device_schema(declaration) if declaration is not None else None
 
     def failed(errors: tuple[CompileProblem, ...], output_type: str | None = None,
@@ -519,11 +616,20 @@ def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
         analysis.decls.clear()
         for use in analysis.uses.values():
             use.whole = True
-    if analysis.errors:
-        errors = tuple(sorted(analysis.errors, key=lambda e: (e.line, e.column)))
+    typed = _typed_check(expression, key, schema, analysis)
+    problems = list(analysis.errors)
+    if typed is not None and not typed.ok:
+        problems += [e for e in typed.errors if e not in problems]
+    if problems:
+        errors = tuple(sorted(problems, key=lambda e: (e.line, e.column)))
         return failed(errors, engine.output_type, engine.checked)
     checked = _retyped(engine.checked, analysis.decls)
     output = checked.output_type()
+    if typed is not None and typed.checked is not None and not (
+            schema.attribute.cel_type == ANY and typed.checked.output_type() == DYN):
+        # (the rewrite types attribute values `dyn`; where upstream's are `Any`, the re-typed
+        # AST knows better)
+        output = typed.checked.output_type()
     output_text = format_go_type(output)
     if not (_is_bool(output) or output == schema.attribute.cel_type):
         return failed((), output_text, checked,
@@ -560,7 +666,32 @@ def selector_cost(selector: CompiledSelector) -> CostReport | None:
         return None
     sizes = DeviceSizeEstimator(selector.schema)
     return estimate_cost(selector.checked, presence_test_cost=0, sizes=sizes,
-                         calls=KubernetesCallEstimator(sizes))
+                         calls=_DeviceCallEstimator(sizes))
+
+
+class _DeviceCallEstimator:
+    """DRA's `draCostEstimator`: `includes` priced as upstream, the rest by Kubernetes' pricing.
+
+    1.36's own `includes` costs one per value of the longest list an attribute may hold (48),
+    whatever the target; the lists library's (1.37 on) one per element of the target's size.
+    """
+
+    def __init__(self, sizes: DeviceSizeEstimator) -> None:
+        self.base = KubernetesCallEstimator(sizes)
+        self.sizes = sizes
+
+    def estimate_call(self, function: str, overload_id: str, target: EstimateNode | None,
+                      args: Sequence[EstimateNode]) -> CallEstimate | None:
+        if function == "includes" and target is not None:
+            if overload_id == DRA_INCLUDES_ID:
+                return CallEstimate(CostEstimate(0, MAX_ATTRIBUTE_VALUES_PER_DEVICE))
+            if overload_id == LIST_INCLUDES_ID:
+                found = self.base.estimate_call(function, overload_id, target, args)
+                if found is not None:
+                    return found
+                return CallEstimate(estimate_size(self.sizes, target).multiply_by_cost(
+                    CostEstimate(1, 1)))
+        return self.base.estimate_call(function, overload_id, target, args)
 
 
 # --- the checked AST's wire format: append type-map entries ------------------------------------
@@ -639,42 +770,69 @@ def _qualified(name: str, driver: str) -> tuple[str, str]:
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
-def _attribute_value(raw: object) -> tuple[object, str | None]:
-    """(CEL value, None) of one `DeviceAttribute`, or (None, error) (`getAttributeValue`).
-
-    The four scalar kinds of the v1 API; anything else (including list-valued attributes) is
-    upstream's `unsupported attribute value`.
-    """
-    if not isinstance(raw, Mapping):
-        return None, "unsupported attribute value"
-    value = raw.get("int")
-    if value is not None:
+def _scalar_value(kind: str, value: object) -> tuple[object, str | None]:
+    """(CEL value, None) of one scalar of `kind`, or (None, error)."""
+    if kind == "int":
         if isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]:
             return value, None
         return None, f"invalid int value {value!r}"
-    value = raw.get("bool")
-    if value is not None:
+    if kind == "bool":
         return (value, None) if isinstance(value, bool) else (None, f"invalid bool value {value!r}")
-    value = raw.get("string")
-    if value is not None:
+    if kind == "string":
         return (value, None) if isinstance(value, str) else (None, f"invalid string value {value!r}")
-    value = raw.get("version")
-    if value is not None:
-        if not isinstance(value, str):
-            return None, f"parse semantic version: invalid value {value!r}"
-        try:
-            version = parse_semver(value)
-        except SemverError as err:
-            return None, f"parse semantic version: {err}"
-        return Opaque(SEMVER_TYPE_NAME, [TAG_SEMVER, str(version)]), None
+    if not isinstance(value, str):
+        return None, f"parse semantic version: invalid value {value!r}"
+    try:
+        version = parse_semver(value)
+    except SemverError as err:
+        return None, f"parse semantic version: {err}"
+    return Opaque(SEMVER_TYPE_NAME, [TAG_SEMVER, str(version)]), None
+
+
+_SCALAR_KINDS = ("int", "bool", "string", "version")
+_LIST_KINDS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+
+
+def _attribute_value(raw: object, list_attributes: bool = True) -> tuple[object, str | None]:
+    """(CEL value, None) of one `DeviceAttribute`, or (None, error) (`getAttributeValue`).
+
+    With `list_attributes` (KEP-5491: from 1.37 always, in 1.36 with DRAListTypeAttributes),
+    `ints`/`bools`/`strings`/`versions` become CEL lists and are looked at first, as upstream
+    does; otherwise such an attribute is upstream's `unsupported attribute value`, which
+    aborts scheduling.
+    """
+    if not isinstance(raw, Mapping):
+        return None, "unsupported attribute value"
+    if list_attributes:
+        for field_name, kind in _LIST_KINDS:
+            values = raw.get(field_name)
+            if values is None:
+                continue
+            if not isinstance(values, list):
+                return None, f"invalid {field_name} value {values!r}"
+            out: list[object] = []
+            for item in values:
+                value, error = _scalar_value(kind, item)
+                if error is not None:
+                    return None, error
+                out.append(value)
+            return out, None
+    for kind in _SCALAR_KINDS:
+        value = raw.get(kind)
+        if value is not None:
+            return _scalar_value(kind, value)
     return None, "unsupported attribute value"
 
 
-def device_value(device: Device, driver: str) -> DeviceValue | DeviceValueProblem:
-    """The `device` value the allocator builds for `device` of a slice of `driver`."""
+def device_value(device: Device, driver: str, *,
+                 list_attributes: bool = True) -> DeviceValue | DeviceValueProblem:
+    """The `device` value the allocator builds for `device` of a slice of `driver`.
+
+    `list_attributes`: whether list-valued attributes are values (`dra_list_attributes`).
+    """
     attributes: dict[str, dict[str, object]] = {}
     for name, raw in device.attributes.items():
-        value, error = _attribute_value(raw)
+        value, error = _attribute_value(raw, list_attributes)
         if error is not None:
             return DeviceValueProblem(f"attribute {name}: {error}")
         domain, ident = _qualified(str(name), driver)

@@ -18,8 +18,16 @@ DEFAULT_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
 OLDEST_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
 """`sharingAffinity` does not exist before its alpha release."""
 
-NEWEST_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
-"""The newest release whose CEL environment and limits this version of the tool knows."""
+NEWEST_KUBERNETES_VERSION: KubernetesVersion = (1, 38)
+"""The newest release accepted: the KEP's alpha (moved to 1.38; beta is planned for 1.39)."""
+
+NEWEST_PUBLISHED_KUBERNETES_VERSION: KubernetesVersion = (1, 37)
+"""The newest release whose CEL environment (option table, DRA compiler, gates) is published.
+
+A newer target gets the tables of this one (every option this build knows, none it does not):
+its own additions are not published yet. `cel_environment_note` says so in `--help`, the docs
+and every JSON report that names a version.
+"""
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.\d+)?$")
 
@@ -50,6 +58,15 @@ def parse_kubernetes_version(text: str) -> KubernetesVersion:
 
 def format_kubernetes_version(version: KubernetesVersion) -> str:
     return f"{version[0]}.{version[1]}"
+
+
+def cel_environment_note(version: KubernetesVersion) -> str | None:
+    """Why `version`'s CEL environment is an approximation, or None when it is modelled."""
+    if version <= NEWEST_PUBLISHED_KUBERNETES_VERSION:
+        return None
+    newest = format_kubernetes_version(NEWEST_PUBLISHED_KUBERNETES_VERSION)
+    return (f"Kubernetes {format_kubernetes_version(version)}'s CEL environment is not "
+            f"published yet; the newest known one ({newest}) is used")
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,10 +224,12 @@ def match_device(request: DeviceRequest, device_class: DeviceClass, device: Devi
         device_value,
         evaluate_selector,
     )
-    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode
+    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode, dra_list_attributes
 
     version = kubernetes_version or DEFAULT_VERSION
+    # the scheduler compiles stored expressions, which from 1.37 no DRA gate changes
     key = EnvKey(version, EnvMode.STORED_EXPRESSIONS, "dra-device")
+    list_attributes = dra_list_attributes(version)
     cost_limit = limits_for(version).runtime_cost_per_evaluation
     selectors: list[tuple[Source, str, DeviceSelector]] = [
         ("class", device_class.name, s) for s in device_class.selectors]
@@ -242,7 +244,7 @@ def match_device(request: DeviceRequest, device_class: DeviceClass, device: Devi
             failure = SelectorProblem(source, owner, selector.index, stage, compiled.detail or "", pool)
             return DeviceMatch(position, failure, evaluations)
         if value is None:
-            value = device_value(device, driver)
+            value = device_value(device, driver, list_attributes=list_attributes)
         if isinstance(value, DeviceValueProblem):
             return DeviceMatch(position, SelectorProblem(source, owner, selector.index, "runtime",
                                                          value.message, pool, where), evaluations)

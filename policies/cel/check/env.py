@@ -52,8 +52,12 @@ from typing import Any
 from cel_expr_python import cel
 from dra_affinity.policies.cel import k8s_library
 from dra_affinity.policies.cel.check.validators import RegexCheck
+from dra_affinity.policies.cel.k8s_library import dra as dra_library
+from dra_affinity.policies.cel.k8s_library._types import LibrarySpec
+from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
 from dra_affinity.policies.cel.k8s_library.regex import literal_pattern_error
 from dra_affinity.policies.core.cache import cached
+from dra_affinity.policies.core.features import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, FeatureGates
 from dra_affinity.policies.core.identity_enum import IdentityEnum
 
 __all__ = [
@@ -65,6 +69,7 @@ __all__ = [
     "MIN_VERSION",
     "CelEnvironment",
     "DeviceDeclaration",
+    "DeviceFeatures",
     "EnvKey",
     "EnvKind",
     "EnvMode",
@@ -75,6 +80,8 @@ __all__ = [
     "clear_env_cache",
     "compatibility_version",
     "dra_device_declaration",
+    "dra_device_includes",
+    "dra_list_attributes",
     "env_cache_info",
     "format_version",
     "get_env",
@@ -89,8 +96,9 @@ DEFAULT_VERSION: Version = (1, 37)
 MIN_VERSION: Version = (1, 24)
 """Oldest target we model: its compatibility version 1.23 is the base env's epoch ("1.0")."""
 
-MAX_VERSION: Version = (1, 37)
-"""Newest target whose options the reference documents; later ones are unknown to us."""
+MAX_VERSION: Version = (1, 38)
+"""Newest target accepted: the KEP's alpha release. Its own options are not published yet
+(`policies.core.limits.NEWEST_PUBLISHED_KUBERNETES_VERSION`): it gets every option known."""
 
 
 class InvalidVersionError(ValueError):
@@ -200,20 +208,26 @@ class EnvKind:
     """What an expression kind adds to the base environment: its options and variables.
 
     `variables` are the kind's declarations when they do not depend on the version;
-    `versioned_variables`, when set, replaces them with a per-(target, mode) choice (DRA's
-    `device` changed shape across releases).
+    `versioned_variables`, when set, replaces them with a per-key choice (DRA's `device`
+    changed shape across releases and gates); `libraries` are functions the kind declares
+    itself (DRA's `includes`).
     """
 
     name: str
     options: tuple[VersionedOption, ...]
     variables: Callable[[], Mapping[str, cel.Type]]
-    versioned_variables: Callable[[Version, EnvMode], Mapping[str, cel.Type]] | None = None
+    versioned_variables: Callable[[EnvKey], Mapping[str, cel.Type]] | None = None
+    libraries: Callable[[EnvKey], tuple[LibrarySpec, ...]] | None = None
 
-    def variables_for(self, target: Version, mode: EnvMode) -> Mapping[str, cel.Type]:
-        """The variables declared for Kubernetes `target` in `mode`."""
+    def variables_for(self, key: EnvKey) -> Mapping[str, cel.Type]:
+        """The variables declared in the environment `key`."""
         if self.versioned_variables is not None:
-            return self.versioned_variables(target, mode)
+            return self.versioned_variables(key)
         return self.variables()
+
+    def libraries_for(self, key: EnvKey) -> tuple[LibrarySpec, ...]:
+        """The kind's own function libraries in the environment `key`."""
+        return self.libraries(key) if self.libraries is not None else ()
 
 
 _BINDINGS = VersionedOption("ext.Bindings(BindingsVersion(0))", (1, 31),
@@ -257,32 +271,102 @@ DRA_DEVICE_DECLARATIONS: tuple[DeviceDeclaration, ...] = (
 """Upstream's `device` declarations, oldest to newest (reference §3.1)."""
 
 
-def dra_device_declaration(target: Version, mode: EnvMode) -> DeviceDeclaration | None:
-    """The `device` declaration Kubernetes `target` uses in `mode`, None before DRA's 1.31.
+@dataclass(frozen=True, slots=True)
+class DeviceFeatures:
+    """DRA's compiler `Features`: the two gates that shape the `device` environment."""
 
-    StoredExpressions ignores feature gates and keeps the last declaration the release has.
-    NewExpressions picks the declaration whose gate combination is on, whatever its version
-    (a gate outranks the version); we model a release with *every DRA gate it knows enabled*
-    (sharing affinity builds on ConsumableCapacity), which selects that same last declaration.
-    A cluster with ListTypeAttributes off would type attribute values `google.protobuf.Any`.
-    The one exception is DRA's first release, 1.31, whose ungated declaration new expressions
-    only see from compatibility version 1.31 on.
+    consumable_capacity: bool
+    list_type_attributes: bool
+
+    @classmethod
+    def for_gates(cls, gates: FeatureGates) -> DeviceFeatures:
+        return cls(gates.enabled(CONSUMABLE_CAPACITY), gates.enabled(LIST_TYPE_ATTRIBUTES))
+
+    @classmethod
+    def release_default(cls, target: Version) -> DeviceFeatures:
+        return cls.for_gates(FeatureGates(target))
+
+
+_DEVICE_BY_FLAGS = {(d.allow_multiple_allocations, d.list_type_attributes): d
+                    for d in DRA_DEVICE_DECLARATIONS}
+_SKEW_SAFE_LISTS: Version = (1, 37)
+"""From this release the compiler declares every `device` shape for stored expressions and
+converts list attributes whatever the gate (upstream's version-skew fix of KEP-5491)."""
+
+
+def dra_device_declaration(target: Version, mode: EnvMode,
+                           features: DeviceFeatures | None = None) -> DeviceDeclaration | None:
+    """The `device` declaration Kubernetes `target` uses in `mode` with `features`.
+
+    None before DRA's 1.31 (and for new expressions until the compatibility version reaches
+    1.31). `features` defaults to the release's gate defaults.
+
+    * StoredExpressions ignores feature gates and keeps the *last* declaration the release's
+      compiler has: ConsumableCapacity's from 1.34; from 1.37 the one with list-type
+      attributes too. In 1.36 both declarations share one attribute type, `dyn` only with
+      DRAListTypeAttributes on.
+    * NewExpressions takes the declaration whose gate combination is on (a gate outranks the
+      version).
     """
-    found: DeviceDeclaration | None = None
-    for declaration in DRA_DEVICE_DECLARATIONS:
-        if declaration.introduced <= target:
-            found = declaration
-    first = DRA_DEVICE_DECLARATIONS[0].introduced
-    if mode is EnvMode.NEW_EXPRESSIONS and compatibility_version(target) < first:
+    if target < DRA_DEVICE_DECLARATIONS[0].introduced:
         return None
-    return found
+    if mode is EnvMode.NEW_EXPRESSIONS and compatibility_version(target) < (1, 31):
+        return None
+    if features is None:
+        features = DeviceFeatures.release_default(target)
+    lists = features.list_type_attributes and target >= (1, 36)
+    if target < (1, 34):
+        return _DEVICE_BY_FLAGS[(False, False)]
+    if mode is EnvMode.STORED_EXPRESSIONS:
+        if target >= _SKEW_SAFE_LISTS:
+            return _DEVICE_BY_FLAGS[(True, True)]
+        return _DEVICE_BY_FLAGS[(True, lists)]
+    return _DEVICE_BY_FLAGS[(features.consumable_capacity, lists)]
 
 
-def _dra_device_variables(target: Version, mode: EnvMode) -> Mapping[str, cel.Type]:
+def dra_device_includes(target: Version, mode: EnvMode,
+                        features: DeviceFeatures | None = None) -> str | None:
+    """The overload id of DRA's `includes` in this environment, or None when undeclared.
+
+    Declared from 1.36 for stored expressions (gates ignored) and, for new ones, with
+    DRAListTypeAttributes on. 1.36's compiler has its own bounded overload; later ones reuse
+    the lists library's (`dra.spec`).
+    """
+    if target < (1, 36):
+        return None
+    if features is None:
+        features = DeviceFeatures.release_default(target)
+    if mode is EnvMode.NEW_EXPRESSIONS and not features.list_type_attributes:
+        return None
+    return DRA_INCLUDES_ID if target < _SKEW_SAFE_LISTS else LIST_INCLUDES_ID
+
+
+def dra_list_attributes(target: Version, features: DeviceFeatures | None = None) -> bool:
+    """Whether the allocator turns list-valued attributes into CEL lists (else: unsupported)."""
+    if target >= _SKEW_SAFE_LISTS:
+        return True
+    if features is None:
+        features = DeviceFeatures.release_default(target)
+    return target >= (1, 36) and features.list_type_attributes
+
+
+def _dra_device_variables(key: EnvKey) -> Mapping[str, cel.Type]:
     """`device: map(string, dyn)` when the release declares it (see `DeviceDeclaration`)."""
-    if dra_device_declaration(target, mode) is None:
+    if dra_device_declaration(key.kubernetes_version, key.mode, key.device_features) is None:
         return {}
     return {"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)}
+
+
+def _dra_device_libraries(key: EnvKey) -> tuple[LibrarySpec, ...]:
+    """DRA's `includes`, unless the base environment's lists library already declares it."""
+    overload = dra_device_includes(key.kubernetes_version, key.mode, key.device_features)
+    if overload is None:
+        return ()
+    version = (compatibility_version(key.kubernetes_version)
+               if key.mode is EnvMode.NEW_EXPRESSIONS else key.kubernetes_version)
+    if any(f.get("name") == "includes" for f in k8s_library.checker_config_for(version).functions):
+        return ()
+    return (dra_library.spec(overload),)
 
 
 ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
@@ -296,6 +380,7 @@ ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
         options=(_BINDINGS,),
         variables=lambda: {"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
         versioned_variables=_dra_device_variables,
+        libraries=_dra_device_libraries,
     ),
 })
 """Expression kinds: sharing-affinity extractors (`object`), DRA device selectors (`device`)."""
@@ -303,11 +388,13 @@ ENV_KINDS: Mapping[str, EnvKind] = MappingProxyType({
 
 @dataclass(frozen=True)
 class EnvKey:
-    """Identity of an environment: target Kubernetes version, mode and expression kind."""
+    """Identity of an environment: target Kubernetes version, mode, expression kind and, for
+    device selectors, the DRA gates that shape `device` (None: the release's defaults)."""
 
     kubernetes_version: Version
     mode: EnvMode
     kind: str = "sharing-affinity"
+    device_features: DeviceFeatures | None = None
 
     def __post_init__(self) -> None:
         if not MIN_VERSION <= self.kubernetes_version <= MAX_VERSION:
@@ -321,7 +408,11 @@ class EnvKey:
         return compatibility_version(self.kubernetes_version)
 
     def __str__(self) -> str:
-        return f"{self.kind}@{format_version(self.kubernetes_version)}/{self.mode.value}"
+        text = f"{self.kind}@{format_version(self.kubernetes_version)}/{self.mode.value}"
+        if self.device_features is not None:
+            text += (f"[cc={int(self.device_features.consumable_capacity)},"
+                     f"lists={int(self.device_features.list_type_attributes)}]")
+        return text
 
 
 @dataclass(frozen=True, eq=False)
@@ -429,11 +520,13 @@ def build_environment(
     variables: Mapping[str, cel.Type],
     kind_options: Sequence[VersionedOption] = (),
     key: EnvKey | None = None,
+    kind_libraries: Sequence[LibrarySpec] = (),
 ) -> CelEnvironment:
     """Build (uncached) the environment of Kubernetes `target` in `mode`.
 
     `variables` are the declared variables (`object: dyn` for sharing affinity);
-    `kind_options` are the expression kind's own versioned options (e.g. `cel.bind`).
+    `kind_options` are the expression kind's own versioned options (e.g. `cel.bind`);
+    `kind_libraries` its own functions (declared for the checker, implemented for the runtime).
     """
     options: list[str] = []
     extensions: list[tuple[str, int | None]] = []
@@ -458,8 +551,11 @@ def build_environment(
 
     runtime_config = cel.NewEnvConfigFromYaml(_config_yaml(extensions))
     runtime = cel.NewEnv(config=runtime_config, variables=dict(variables),
-                         extensions=libraries.runtime)
+                         extensions=[*libraries.runtime, *(lib.build() for lib in kind_libraries)])
     checker_extensions = list(libraries.checker_extensions)
+    # the kind's functions take and return `dyn` or plain types: their runtime declarations
+    # are upstream's declarations
+    checker_extensions.extend(lib.build() for lib in kind_libraries)
     if Feature.CROSS_TYPE_NUMERIC_COMPARISONS in features:
         checker_extensions.append(_cross_numeric_extension())
     checker_config = cel.NewEnvConfigFromYaml(_config_yaml(extensions, libraries.checker_config))
@@ -493,9 +589,8 @@ ENV_CACHE_SIZE = 64
 @cached("cel.environments", ENV_CACHE_SIZE)
 def _cached_environment(key: EnvKey) -> CelEnvironment:
     kind = ENV_KINDS[key.kind]
-    return build_environment(key.kubernetes_version, key.mode,
-                             kind.variables_for(key.kubernetes_version, key.mode), kind.options,
-                             key=key)
+    return build_environment(key.kubernetes_version, key.mode, kind.variables_for(key),
+                             kind.options, key=key, kind_libraries=kind.libraries_for(key))
 
 
 def get_env(key: EnvKey) -> CelEnvironment:

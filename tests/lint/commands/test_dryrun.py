@@ -359,7 +359,8 @@ def test_streamed_json_with_no_result_is_valid_and_fail_if_no_resources_holds(tm
     claims.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     proc = run("dry-run", str(claims), "--format", "json", "--fail-if-no-resources")
     assert proc.code == 2 and "--fail-if-no-resources" in proc.err
-    assert json.loads(proc.out) == {"results": [], "findings": []}
+    assert json.loads(proc.out) == {"results": [], "findings": [],
+                                    "kubernetes": {"version": "1.37", "celEnvironment": "1.37"}}
     bad = run("dry-run", "examples/", "--format", "json", "--output", str(tmp_path / "no" / "x.json"))
     assert bad.code == 2 and "cannot write the json report" in bad.err and bad.out == ""
 

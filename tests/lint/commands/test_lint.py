@@ -226,7 +226,7 @@ def test_bad_option_is_a_usage_error() -> None:
     result = run("lint", "--kubernetes-version", "banana", "examples/")
     assert result.code == 2
     assert "invalid Kubernetes version" in result.err
-    newer = run("lint", "--kubernetes-version", "1.38", "examples/")
+    newer = run("lint", "--kubernetes-version", "1.39", "examples/")
     assert newer.code == 2
     assert "newer than this release of dra-affinity knows" in newer.err
 

@@ -25,9 +25,12 @@ from dra_affinity.policies.analysis.device import (
 )
 from dra_affinity.policies.cel.check.env import (
     ENV_KINDS,
+    DeviceFeatures,
     EnvKey,
     EnvMode,
     dra_device_declaration,
+    dra_device_includes,
+    dra_list_attributes,
     get_env,
 )
 from dra_affinity.policies.cel.cost.estimate import SizePath
@@ -65,21 +68,60 @@ def test_the_dra_device_kind_is_registered_with_bindings() -> None:
     assert "ext.Bindings(BindingsVersion(0))" in env.options
 
 
-@pytest.mark.parametrize(("version", "mode", "expected"), [
-    ((1, 30), STORED, None),
-    ((1, 31), NEW, None),  # compatibility version 1.30 predates DRA's CEL
-    ((1, 31), STORED, "1.31"),
-    ((1, 33), NEW, "1.31"),
-    ((1, 34), STORED, "1.34 ConsumableCapacity"),
-    ((1, 35), NEW, "1.34 ConsumableCapacity"),
-    ((1, 36), STORED, "1.36 ConsumableCapacity+ListTypeAttributes"),
-    ((1, 37), NEW, "1.36 ConsumableCapacity+ListTypeAttributes"),
+ON_ON = DeviceFeatures(consumable_capacity=True, list_type_attributes=True)
+CC_ONLY = DeviceFeatures(consumable_capacity=True, list_type_attributes=False)
+LISTS_ONLY = DeviceFeatures(consumable_capacity=False, list_type_attributes=True)
+OFF_OFF = DeviceFeatures(consumable_capacity=False, list_type_attributes=False)
+
+
+@pytest.mark.parametrize(("version", "mode", "features", "expected"), [
+    ((1, 30), STORED, None, None),
+    ((1, 31), NEW, None, None),  # compatibility version 1.30 predates DRA's CEL
+    ((1, 31), STORED, None, "1.31"),
+    ((1, 33), NEW, None, "1.31"),
+    ((1, 34), STORED, None, "1.34 ConsumableCapacity"),
+    ((1, 35), NEW, None, "1.31"),  # ConsumableCapacity is alpha (off) in 1.35
+    ((1, 35), NEW, CC_ONLY, "1.34 ConsumableCapacity"),
+    # 1.36's compiler: stored keeps ConsumableCapacity's declaration, attributes `dyn` only
+    # with DRAListTypeAttributes on
+    ((1, 36), STORED, None, "1.34 ConsumableCapacity"),
+    ((1, 36), STORED, ON_ON, "1.36 ConsumableCapacity+ListTypeAttributes"),
+    ((1, 36), NEW, LISTS_ONLY, "1.36 ListTypeAttributes"),
+    # 1.37 on: stored has every declaration (the last wins) whatever the gates
+    ((1, 37), STORED, OFF_OFF, "1.36 ConsumableCapacity+ListTypeAttributes"),
+    ((1, 37), NEW, None, "1.34 ConsumableCapacity"),  # the release's defaults
+    ((1, 37), NEW, ON_ON, "1.36 ConsumableCapacity+ListTypeAttributes"),
+    ((1, 38), NEW, OFF_OFF, "1.31"),
 ])
-def test_device_declaration_per_version_and_mode(version: tuple[int, int], mode: EnvMode,
-                                                 expected: str | None) -> None:
-    declaration = dra_device_declaration(version, mode)
+def test_device_declaration_per_version_mode_and_gates(
+        version: tuple[int, int], mode: EnvMode, features: DeviceFeatures | None,
+        expected: str | None) -> None:
+    declaration = dra_device_declaration(version, mode, features)
     assert (declaration.name if declaration else None) == expected
-    assert ("device" in get_env(key(version, mode)).variables) is (expected is not None)
+
+
+@pytest.mark.parametrize(("version", "mode", "features", "overload"), [
+    ((1, 35), STORED, ON_ON, None),
+    ((1, 36), STORED, OFF_OFF, "dra_includes_dyn_dyn"),  # stored ignores the gate
+    ((1, 36), NEW, OFF_OFF, None),
+    ((1, 36), NEW, LISTS_ONLY, "dra_includes_dyn_dyn"),
+    ((1, 37), STORED, OFF_OFF, "list_includes_dyn_dyn"),
+    ((1, 37), NEW, None, None),
+])
+def test_includes_per_version_mode_and_gates(version: tuple[int, int], mode: EnvMode,
+                                             features: DeviceFeatures | None,
+                                             overload: str | None) -> None:
+    assert dra_device_includes(version, mode, features) == overload
+    selector = compile_selector('device.attributes["d"].ids.includes(1)',
+                                EnvKey(version, mode, "dra-device", features))
+    assert selector.ok is (overload is not None), selector.detail
+
+
+def test_list_attributes_are_values_from_1_37_whatever_the_gate() -> None:
+    assert dra_list_attributes((1, 37), OFF_OFF)
+    assert dra_list_attributes((1, 36), LISTS_ONLY)
+    assert not dra_list_attributes((1, 36), CC_ONLY)
+    assert not dra_list_attributes((1, 35), ON_ON)
 
 
 def test_before_dra_device_is_undeclared() -> None:
@@ -299,7 +341,7 @@ def test_compile_test_vectors(expression: str, attributes: dict[str, Any],
         assert not result.matched
 
 
-# Vectors of list-valued attributes: the estimate only (device values hold scalars).
+# Vectors of list-valued attributes: the estimate (their evaluation: test_device_oracle.py).
 @pytest.mark.parametrize(("expression", "cost"), [
     ('device.attributes["dra.example.com"].names.size() == 2', 6),
     ('1 in device.attributes["dra.example.com"].names', 4 + 64),
@@ -401,7 +443,9 @@ def test_versions_are_semver_values() -> None:
 @pytest.mark.parametrize(("attributes", "capacity", "message"), [
     ({"fw": {"version": "1.2"}}, {},
      "attribute fw: parse semantic version: No Major.Minor.Patch elements found"),
-    ({"fw": {"ints": [1, 2]}}, {}, "attribute fw: unsupported attribute value"),
+    ({"fw": {"versions": ["1.0.0", "2"]}}, {},
+     "attribute fw: parse semantic version: No Major.Minor.Patch elements found"),
+    ({"fw": {}}, {}, "attribute fw: unsupported attribute value"),
     ({"n": {"int": True}}, {}, "attribute n: invalid int value True"),
     ({}, {"memory": "lots"}, "capacity memory: quantities must match the regular expression"),
 ])
@@ -411,3 +455,12 @@ def test_unconvertible_devices_are_errors(attributes: dict[str, Any], capacity: 
                                 {k: Capacity(v) for k, v in capacity.items()}), DRIVER)
     assert isinstance(value, DeviceValueProblem)
     assert value.message.startswith(message)
+
+
+def test_list_attributes_without_the_gate_are_unsupported() -> None:
+    device_ = Device(0, "d", False, {"fw": {"ints": [1, 2]}}, {})
+    value = device_value(device_, DRIVER, list_attributes=False)
+    assert isinstance(value, DeviceValueProblem)
+    assert value.message == "attribute fw: unsupported attribute value"
+    listed = device_value(device_, DRIVER)
+    assert isinstance(listed, DeviceValue) and listed.attributes[DRIVER]["fw"] == [1, 2]

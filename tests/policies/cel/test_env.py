@@ -19,6 +19,7 @@ from dra_affinity.policies.cel.check.env import (
     get_env,
     parse_version,
 )
+from dra_affinity.policies.core.limits import cel_environment_note
 
 NEW = EnvMode.NEW_EXPRESSIONS
 STORED = EnvMode.STORED_EXPRESSIONS
@@ -59,10 +60,21 @@ def test_parse_version_rejects_malformed_input(text: str) -> None:
         parse_version(text)
 
 
-@pytest.mark.parametrize("text", ["1.23", "1.38", "2.0", "0.37"])
+@pytest.mark.parametrize("text", ["1.23", "1.39", "2.0", "0.37"])
 def test_parse_version_rejects_versions_we_do_not_model(text: str) -> None:
-    with pytest.raises(InvalidVersionError, match=r"models the CEL environments of 1\.24 to 1\.37"):
+    with pytest.raises(InvalidVersionError, match=r"models the CEL environments of 1\.24 to 1\.38"):
         parse_version(text)
+
+
+def test_1_38_uses_the_newest_published_environment_and_says_so() -> None:
+    assert parse_version("1.38") == (1, 38)
+    assert cel_environment_note((1, 37)) is None
+    note = cel_environment_note((1, 38))
+    assert note == ("Kubernetes 1.38's CEL environment is not published yet; the newest known "
+                    "one (1.37) is used")
+    stored_137 = get_env(EnvKey((1, 37), STORED)).options
+    assert get_env(EnvKey((1, 38), STORED)).options[:-1] == stored_137[:-1]
+    assert get_env(EnvKey((1, 38), NEW)).options[-1] == "kubernetes libraries @ 1.37"
 
 
 def test_default_target_and_compatibility_version() -> None:
