@@ -67,7 +67,7 @@ SENTINEL_NAME = "fuzz-sentinel"
 SENTINEL: dict[str, Any] = {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
     "metadata": {"name": SENTINEL_NAME},
-    "spec": {"driver": "sentinel.example.com", "nodeName": "n",
+    "spec": {"driver": "sentinel.example.com", "nodeName": "node-1",
              "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
              "sharingAffinity": [{"name": "k", "expression": ""}]},
 }

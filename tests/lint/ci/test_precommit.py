@@ -219,7 +219,7 @@ class Committed:
     hooks: dict[str, str]
 
 
-_FINDING = re.compile(r"^(\S+):(\d+):(\d+): (?:error|warning|info) ([A-Z]+\d+) ", re.M)
+_FINDING = re.compile(r"^(\S+):(\d+):(\d+): ([A-Z]+\d+) (?:error|warning|info)", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -264,7 +264,7 @@ def test_hooks_honour_the_configs_exclude(committed: Committed) -> None:
     assert sorted(committed.hooks) == ["dra-affinity-lint", "dra-affinity-pools"], committed.output
     assert "charts" not in committed.output and "toYaml" not in committed.output
     lint = committed.hooks["dra-affinity-lint"]
-    assert "deploy/broken.yaml:2:1: error SA000" in lint and "deploy/node-c.yaml:10:7: error SA103" in lint
+    assert "deploy/broken.yaml:2:1: SA000 error" in lint and "deploy/node-c.yaml:10:7: SA103 error" in lint
     # the three staged files of deploy/ and .pre-commit-config.yaml (an object of another kind)
     assert "in 2 objects (4 files, 1 other object skipped)" in lint, lint
 
@@ -274,7 +274,7 @@ def test_the_pool_hook_completes_the_staged_files_pools_from_the_repository(comm
     pools = committed.hooks["dra-affinity-pools"]
     assert "Failed" in pools.splitlines()[0] and "- exit code: 1" in pools, pools
     # the staged slice of node-a and its committed sibling, which was not passed to the hook
-    assert "deploy/node-a.yaml" in pools and "error SP301" in pools and "deploy/node-a-extra.yaml" in pools
+    assert "deploy/node-a.yaml" in pools and "SP301 error" in pools and "deploy/node-a-extra.yaml" in pools
     assert "SA000" not in pools and "SA103" not in pools  # the lint hook's findings
 
 
