@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -70,6 +71,20 @@ def certs() -> None:
     """Create and rotate the webhook's CA and serving certificate (kubernetes.io/tls layout)."""
 
 
+def _validity_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--days, --ca-days and --key-type, as `generate` and `rotate` both take them."""
+    for option in reversed((
+        click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True,
+                     help="Validity of the serving certificate."),
+        click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
+                     help="Validity of the CA."),
+        click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256",
+                     show_default=True, help="Key algorithm of the new keys."),
+    )):
+        command = option(command)
+    return command
+
+
 @certs.command("generate", short_help="A new CA and a serving certificate for <service>.<namespace>.svc.")
 @click.option("--service", required=True, help="Name of the webhook's Service.")
 @click.option("--namespace", required=True, help="Namespace of the Service.")
@@ -82,12 +97,7 @@ def certs() -> None:
 @click.option("--ip", "ips", multiple=True, metavar="ADDRESS",
               help="IP address for the serving certificate (an IP SAN), e.g. 127.0.0.1 for a local "
                    "`curl https://127.0.0.1:8443` smoke test; repeatable.")
-@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True,
-              help="Validity of the serving certificate.")
-@click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
-              help="Validity of the CA.")
-@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True,
-              help="Key algorithm of the new keys.")
+@_validity_options
 @click.option("--force", is_flag=True, help="Overwrite existing files in --out-dir.")
 def generate(service: str, namespace: str, out_dir: Path | None, secret: str | None, cluster_domain: str,
              extra_dns: tuple[str, ...], ips: tuple[str, ...], days: int, ca_days: int, key_type: str,
@@ -130,12 +140,7 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
               help="Also make a new CA; the old one stays in ca.crt until it expires (overlap).")
 @click.option("--secret", metavar="NAME", help="Print a kubernetes.io/tls Secret manifest named NAME.")
 @click.option("--namespace", help="Namespace of the --secret manifest (default: from <svc>.<ns>.svc).")
-@click.option("--days", type=click.IntRange(1, 3650), default=365, show_default=True,
-              help="Validity of the serving certificate.")
-@click.option("--ca-days", type=click.IntRange(1, 36500), default=3650, show_default=True,
-              help="Validity of the CA.")
-@click.option("--key-type", type=click.Choice(_KEY_TYPES), default="ecdsa-p256", show_default=True,
-              help="Key algorithm of the new keys.")
+@_validity_options
 def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | None, days: int,
            ca_days: int, key_type: str) -> None:
     """Issue a new serving certificate for the same DNS names.

@@ -91,12 +91,8 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeApiServer, Exporter]]:
     fake = FakeApiServer().start()
     for obj in _items():
         fake.put(obj)
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    proc = subprocess.Popen([str(SCRIPT), "exporter", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
-                             "--listen", f"127.0.0.1:{port}", "--watch-timeout", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    exporter = Exporter(port, proc)
+    exporter = _spawn(fake, tmp_path)
+    proc = exporter.proc
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -191,13 +187,19 @@ def test_an_unreachable_cluster_is_a_clear_error(tmp_path: Path) -> None:
     assert bad.returncode == 2 and b"HOST:PORT" in bad.stderr
 
 
-def _start(fake: FakeApiServer, tmp_path: Path) -> Exporter:
+def _spawn(fake: FakeApiServer, tmp_path: Path) -> Exporter:
+    """The exporter process against `fake`, on a free port (not yet serving)."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     proc = subprocess.Popen([str(SCRIPT), "exporter", "--kubeconfig", str(fake.kubeconfig(tmp_path / "kc")),
                              "--listen", f"127.0.0.1:{port}", "--watch-timeout", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    exporter = Exporter(port, proc)
+    return Exporter(port, proc)
+
+
+def _start(fake: FakeApiServer, tmp_path: Path) -> Exporter:
+    exporter = _spawn(fake, tmp_path)
+    proc = exporter.proc
     deadline = time.monotonic() + 30
     while True:
         try:

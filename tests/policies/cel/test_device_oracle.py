@@ -29,6 +29,7 @@ from dra_affinity.policies.cel.check.env import DeviceFeatures, EnvKey, EnvMode,
 from dra_affinity.policies.model.resources import Capacity, Device
 
 from tests.policies.cel import device_oracle
+from tests.policies.cel.test_device_env import _ALL, _TEN
 
 NEW = EnvMode.NEW_EXPRESSIONS
 STORED = EnvMode.STORED_EXPRESSIONS
@@ -65,19 +66,6 @@ def _expensive_attributes() -> dict[str, Any]:
     return out
 
 
-_TEN = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
-_ALL = """
-device.capacity["dra.example.com"].quantity.isGreaterThan(quantity("1Ki")) &&
-device.attributes["dra.example.com"].bool &&
-device.attributes["dra.example.com"].int > 0 &&
-device.attributes["dra.example.com"].string == "fish" &&
-device.attributes["dra.example.com"].version.isGreaterThan(semver("0.0.1")) &&
-device.capacity["dra.example.com"]["quantity"].isGreaterThan(quantity("1Ki")) &&
-device.attributes["dra.example.com"]["bool"] &&
-device.attributes["dra.example.com"]["int"] > 0 &&
-device.attributes["dra.example.com"]["string"] == "fish" &&
-device.attributes["dra.example.com"]["version"].isGreaterThan(semver("0.0.1"))
-"""
 _NAME = f'device.attributes["{D}"].name'
 _NAMES = f'device.attributes["{D}"].names'
 _SERVICES = {"services": {"string": "some_example_value"}}

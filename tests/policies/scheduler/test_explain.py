@@ -21,8 +21,8 @@ from dra_affinity.policies.scheduler.simulation import Action, SimulationReport,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-DRIVER = "nic.example.com"
-SUBNET = 'object.?subnetID.orValue("")'
+from tests.policies.scheduler.test_simulation_index import DRIVER, _slices
+
 EXAMPLES = int(os.environ.get("DRA_EXPLAIN_EXAMPLES", "120"))
 
 
@@ -30,24 +30,6 @@ def _parsed(doc: dict[str, Any]) -> Any:
     result = parse(doc)
     assert result.obj is not None, result.findings
     return result.obj
-
-
-def _slices(pools: list[dict[str, Any]]) -> list[ResourceSlice]:
-    docs: list[dict[str, Any]] = []
-    for n, pool in enumerate(pools):
-        name = f"node-{n}"
-        spec = {"driver": DRIVER, "nodeName": name,
-                "pool": {"name": name, "generation": 1, "resourceSliceCount": 2 if pool["affinity"] else 1}}
-        if pool["affinity"]:
-            docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                         "metadata": {"name": f"{name}-meta"},
-                         "spec": {**spec, "sharingAffinity": [{"name": "subnet", "expression": SUBNET}]}})
-        devices = [{"name": f"eth{d}", "allowMultipleAllocations": shared,
-                    "capacity": {"pods": {"value": str(cap), "requestPolicy": {"default": "1"}}}}
-                   for d, (cap, shared) in enumerate(pool["devices"])]
-        docs.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                     "metadata": {"name": f"{name}-0"}, "spec": {**spec, "devices": devices}})
-    return [_parsed(d) for d in docs]
 
 
 def _claim(name: str, subnet: str | None, pods: int | None, count: int,
