@@ -13,8 +13,8 @@ both in C; skipped when the body holds no more opening brackets than the bound),
 beyond `GO_MAX_DEPTH` with Go's message, and otherwise decode again with the recursion limit
 raised just enough for that depth, one deep document at a time. The limit is bounded by
 `GO_MAX_DEPTH`, and 10,000 levels of the C decoder stay well inside a thread's stack (tested
-at the bound through the real server). The scan is the costly part: ~0.9 s of CPU for a
-7 MiB body of 3.5 million bracket pairs, paid only by bodies nested ~1,000 levels or more.
+at the bound through the real server). The scan is the costly part (docs/performance.md has
+its figure), so only bodies nested beyond Python's recursion limit pay it.
 """
 
 from __future__ import annotations

@@ -440,7 +440,7 @@ def unknown_field_message(path: FieldPath, key: str, known: Iterable[str]) -> st
     """`unknown field "spec.x"`, as the API server words it, with the nearest known name at
     that place when one is close (for every file the tool reads: objects, suites, config,
     workloads)."""
-    import difflib  # ~9 ms to import, and only a file with a wrong name needs it
+    import difflib  # lazy: only a file with a wrong field name needs it, and every start would pay
 
     message = f'{UNKNOWN_FIELD}"{render_path((*path, key))}"'
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=_SUGGEST_CUTOFF)
