@@ -405,9 +405,8 @@ def compare(batch: Sequence[tuple[Case, list[ProjectClaim]]], answers: Sequence[
                 # allocator's own choice is accepted whatever the pinned re-run says
                 if alone is not None and sequential and not _same(own.devices, theirs.get("devices", [])):
                     kind = "pod placed elsewhere than the allocator's first branch"
-                elif theirs.get("givenStatus") == "accepted" or _same(own.devices, theirs.get("devices", [])):
-                    figures.accepted += 1
-                elif alone is not None and answer["results"][k].get("givenStatus") == "accepted":
+                elif (theirs.get("givenStatus") == "accepted" or _same(own.devices, theirs.get("devices", []))
+                      or answer["results"][k].get("givenStatus") == "accepted"):
                     figures.accepted += 1
                 else:
                     kind = "devices not accepted"
