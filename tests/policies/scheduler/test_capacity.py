@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from dra_affinity.policies.model.resources import Device, DeviceRequest, parse
+from dra_affinity.policies.model.resources import Device, DeviceRequest
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, demand, render
 from dra_affinity.policies.scheduler.simulation import SimulationReport, simulate
 
@@ -34,7 +34,7 @@ def _device(value: str, valid_range: dict[str, str], default: str | None = None)
 
 
 def _request(amount: str | None) -> DeviceRequest:
-    extra = {"capacity": {"requests": {"bw": amount}}} if amount is not None else {}
+    extra: dict[str, Any] = {"capacity": {"requests": {"bw": amount}}} if amount is not None else {}
     c = claim("c", request("r0", **extra))
     assert c.requests[0].exactly is not None
     return c.requests[0].exactly
@@ -132,12 +132,3 @@ def test_simulate_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> Non
         [device] = done.json()["devices"]
         assert device["consumed"] == {"bw": consumed}, device
 
-
-def test_parse_keeps_the_policy() -> None:  # the model hands requestPolicy through unchanged
-    result = parse({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
-                    "spec": {"driver": "x.io", "nodeName": "n", "pool": {"name": "p", "generation": 1,
-                                                                         "resourceSliceCount": 1},
-                             "devices": [{"name": "d", "capacity": {"bw": {
-                                 "value": "1", "requestPolicy": {"validRange": RANGE}}}}]}})
-    assert result.obj is not None
-    assert result.obj.devices[0].capacity["bw"].request_policy == {"validRange": RANGE}
