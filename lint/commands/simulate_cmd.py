@@ -388,7 +388,8 @@ def render_text(report: SimulationReport) -> str:
 @cluster_options
 @click.option("--order", metavar="CLAIM,CLAIM,...",
               help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
-                   "Prefix a claim with '-' to release it at that point. Default: every claim without "
+                   "Prefix a claim with '-' to release it at that point; join claims with '+' to "
+                   "allocate them together, as one pod's. Default: every claim without "
                    "status.allocation, in file order.")
 @click.option("--workload", "workload_path", metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),

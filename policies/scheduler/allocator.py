@@ -24,7 +24,8 @@ experimental channel of kubernetes-1.36) allocates a claim by an exhaustive dept
   1 follow the last request of claim 0, so a later claim that finds no room makes the search
   revise the earlier claims' devices; each claim's reservations are in the host's working state
   while the later claims are searched (the KEP's tentative lock of Reserve), and a device one
-  claim holds whole is taken for all of them.
+  claim takes whole — even for an admin-access request — is in use for the other claims'
+  requests (an admin-access request skips only the devices its own claim holds).
 
 The host (`simulation`) says what a device check means in its model — the KEP's lock, the
 capacity in its working state — and applies or undoes a reservation; this module owns the
@@ -238,6 +239,8 @@ class _Shared:
 
     steps: int = 0
     taken: dict[DeviceRef, int] = field(default_factory=dict)
+    """Devices taken whole by any of the pod's claims, admin-access ones included (upstream's
+    allocating devices: in use for every other claim's requests but admin-access ones)."""
     active: int = 0
     """The claim whose request the search works on (the one an error belongs to)."""
 
@@ -260,8 +263,8 @@ class _Search:
         self.slots = [_Slot(r.name, r.first_available or ((r.exactly,) if r.exactly else ()),
                             bool(r.first_available)) for r in claim.requests]
         self.chosen: list[tuple[DeviceRequest, Entry]] = []
-        self.taken_here = self.shared.taken
-        """Devices taken whole by the pod's claims so far (upstream's allocating devices;
+        self.taken_here: dict[DeviceRef, int] = {}
+        """Devices taken whole by this claim so far (upstream's allocating devices of the claim;
         admin-access ones are not in the host's working state)."""
         self.deepest: tuple[int, str] | None = None
         """(slot index, request) of the deepest request the search failed to complete."""
@@ -382,7 +385,7 @@ class _Search:
         if request.admin_access:
             if entry.ref in self.taken_here and not entry.device.allow_multiple_allocations:
                 return None
-        elif entry.ref in self.taken_here or host.in_use(entry):
+        elif entry.ref in self.shared.taken or host.in_use(entry):
             if host.quietly_selectable(request, entry):
                 host.examine(request, entry)  # recorded as in use, as Filter reports it
             return None
@@ -406,6 +409,7 @@ class _Search:
         whole = not entry.device.allow_multiple_allocations
         if whole:
             self.taken_here[entry.ref] = self.taken_here.get(entry.ref, 0) + 1
+            self.shared.taken[entry.ref] = self.shared.taken.get(entry.ref, 0) + 1
         self.chosen.append((request, entry))
 
         def undo_all() -> None:
@@ -413,9 +417,10 @@ class _Search:
             if held is not None:
                 held()
             if whole:
-                self.taken_here[entry.ref] -= 1
-                if not self.taken_here[entry.ref]:
-                    del self.taken_here[entry.ref]
+                for taken in (self.taken_here, self.shared.taken):
+                    taken[entry.ref] -= 1
+                    if not taken[entry.ref]:
+                        del taken[entry.ref]
             for u in reversed(undos):
                 u()
         return undo_all

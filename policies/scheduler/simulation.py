@@ -799,14 +799,26 @@ class _Run:
         `Allocate` call: placed one after the other first (the joint search's first branch,
         and each claim's own report); when a later claim then fails, the joint search, which
         may move the earlier claims' devices. All placed, or none: the sequential reports say
-        why, and nothing stays held (the scheduler reserves a pod's claims only together)."""
+        why, and nothing stays held (the scheduler reserves a pod's claims only together).
+        An admin-access request before the last claim goes straight to the joint search: the
+        devices it takes whole are in use for the later claims only within one `Allocate`."""
         before_states, before_held, counters = dict(self.states), dict(self.held), replace(self.counters)
-        results = tuple(self.allocate(step) for step in steps)
-        pending = [n for n, step in enumerate(steps) if not before_held.get(step.claim)]
-        if all(r.placed for r in results) or len(pending) < 2 or not results[pending[0]].placed:
-            return results
-        after_counters = self.counters
-        self._restore(before_states, before_held, counters)  # the joint search starts before them
+        pending = [n for n, step in enumerate(steps) if not self.held.get(step.claim)]
+        admin = any(sub.admin_access for n in pending[:-1] for sub in _device_requests(
+            self.claims[steps[n].claim]).values())
+        results: tuple[StepResult, ...] | None = None
+        failed = f"allocate {'+'.join(steps[n].claim for n in pending)}: not every claim of the pod " \
+                 "can be placed, so none of them is allocated"
+        if not admin or len(pending) < 2:
+            results = tuple(self.allocate(step) for step in steps)
+            if all(r.placed for r in results) or len(pending) < 2:
+                return results
+            after = self.counters
+            self._restore(before_states, before_held, counters)  # the joint search starts before them
+            if not results[pending[0]].placed:  # the first claim fails alone: so does the pod
+                self.counters = after
+                self.notes.append(failed)
+                return results
         claims = [self.claims[steps[n].claim] for n in pending]
         if self.entries is None:
             self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
@@ -819,11 +831,13 @@ class _Run:
                     e.ref, working[e.ref], e.position, self.index[e.pool.ref].unknown > 0)))
         found = search_pod(claims, self.entries, hosts, ranked=ranked)
         if not found.placed:
-            self.counters = after_counters
-            self.notes.append(f"allocate {'+'.join(steps[n].claim for n in pending)}: not every claim of "
-                              "the pod can be placed, so none of them is allocated")
+            if results is None:
+                results = tuple(self.allocate(step) for step in steps)
+            after = self.counters
+            self._restore(before_states, before_held, after)
+            self.notes.append(failed)
             return results
-        out = list(results)
+        out = list(results) if results is not None else [StepResult(step, True) for step in steps]
         for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
             placements = tuple(Placement(request.name, entry.ref, self.states[entry.ref].status,
                                          working[entry.ref].lock,

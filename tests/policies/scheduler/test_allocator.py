@@ -349,3 +349,19 @@ def test_the_joint_search_keeps_each_claims_constraints_to_itself() -> None:
     assert placed(_pod(slices, [lone, pair], "ns/lone,ns/pair")) == [["r0=pool-0/a"], None]
     assert placed(_pod(slices, [lone, pair], "ns/lone+ns/pair")) == [
         ["r0=pool-0/c"], ["r0=pool-0/a", "r0=pool-0/b"]]
+
+
+def test_a_device_an_admin_access_claim_takes_is_in_use_for_the_pods_other_claims() -> None:
+    """Within one Allocate call an admin-access request's device is allocating: the pod's other
+    claim skips it (before its selectors run); claim by claim it would be free again."""
+    slices = cluster([device("a"), device("b", mem=16)])
+    admin = claim("admin", request("r0", adminAccess=True))
+    other = claim("other", request("r0", f'device.attributes["{DRIVER}"].mem >= 8'))
+    apart = _pod(slices, [admin, other], "ns/admin,ns/other")  # other evaluates a: no `mem`
+    assert placed(apart) == [["r0=pool-0/a"], None]
+    failure = apart.steps[1].failure
+    assert failure is not None and failure.reason is Reason.CEL_EVALUATION_FAILURE
+    assert placed(_pod(slices, [admin, other], "ns/admin+ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/b"]]
+    slices = cluster([device("a", mem=16), device("b", mem=32)])
+    assert placed(_pod(slices, [admin, other], "ns/admin,ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/a"]]
+    assert placed(_pod(slices, [admin, other], "ns/admin+ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/b"]]

@@ -103,6 +103,8 @@ def test_explain_and_simulate_agree_on_a_pod(pools: list[dict[str, Any]], bound:
                step.failure.reason if step.failure is not None else None, step.failed_request)
         assert got == expected[explanation.claim], (explanation.claim, explanation.verdict)
         assert explanation.schedulable is step.placed
+        # every verdict that leaves the pod pending comes with a next step
+        assert step.placed or explanation.hints, (explanation.claim, explanation.verdict)
 
 
 def _placed_after(slices: list[ResourceSlice], claims: list[ResourceClaim], release: Any, names: list[str],
