@@ -32,6 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from dra_affinity.policies.cel.k8s_library._resource import (
+    BINARY_SI,
     DECIMAL_SI,
     Quantity,
     QuantityError,
@@ -66,9 +67,12 @@ def _amount(text: str) -> Fraction | None:
     return Fraction(q.unscaled) * Fraction(10) ** q.scale
 
 
-def render(value: Fraction) -> str:
-    """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`)."""
+def render(value: Fraction, like: object = None) -> str:
+    """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`); in binary form
+    (`32Gi`) when `like` — the capacity's own value — is written so (`80Gi`)."""
     if value.denominator == 1:
+        if like is not None and _binary(str(like).strip()):
+            return str(Quantity(False, value.numerator, 0, BINARY_SI))
         return str(value.numerator)
     digits = 0
     while (value * 10**digits).denominator != 1 and digits < 30:
@@ -108,6 +112,15 @@ def _in_units(value: Fraction, unit: Fraction) -> int | None:
     if unit == 1:
         return math.ceil(value)
     return _milli(value)
+
+
+@cached("scheduler.capacity_binary", 256, lru=False)
+def _binary(text: str) -> bool:
+    """Bounded cache: the few capacity values of a cluster, asked for every rendered amount."""
+    try:
+        return parse_quantity(text).fmt == BINARY_SI
+    except QuantityError:
+        return False
 
 
 def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any], fractional: bool
@@ -234,6 +247,7 @@ def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem 
         else:
             over = used + value > limit
         if over:
-            return CapacityProblem(name, f"{name}: {render(used)} of {render(limit)} consumed, "
-                                         f"the request needs {render(value)}")
+            like = capacity.value if capacity is not None else None
+            return CapacityProblem(name, f"{name}: {render(used, like)} of {render(limit, like)} consumed, "
+                                         f"the request needs {render(value, like)}")
     return None
