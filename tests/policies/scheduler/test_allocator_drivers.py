@@ -86,7 +86,8 @@ def test_dranet_issue_expressions_draw_no_false_advisory() -> None:
                                     {"interface": {"mtu": 1}}, "")):
         checked = _json("cel", "check", expression, "--object", json.dumps(obj))
         result = checked["result"]
-        assert (result["value"], result["type"], result["error"], result["scheduler"]) == (value, "string", None, None)
+        assert (result["value"], result["type"], result["error"]) == (value, "string", None)
+        assert result["scheduler"] is None
         assert checked["verdicts"] == []
 
 
