@@ -838,11 +838,13 @@ class _Run:
             self.notes.append(failed)
             return results
         out = list(results) if results is not None else [StepResult(step, True) for step in steps]
+        taken: set[DeviceRef] = set()  # by the pod's earlier claims: their tentative state
         for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
-            placements = tuple(Placement(request.name, entry.ref, self.states[entry.ref].status,
-                                         working[entry.ref].lock,
-                                         self.states[entry.ref].status is LockStatus.LOCKED
-                                         and not request.admin_access) for request, entry in chosen)
+            before = {e.ref: (working if e.ref in taken else self.states)[e.ref].status for _, e in chosen}
+            placements = tuple(Placement(request.name, entry.ref, before[entry.ref], working[entry.ref].lock,
+                                         before[entry.ref] is LockStatus.LOCKED and not request.admin_access)
+                               for request, entry in chosen)
+            taken.update(before)
             self.held[claim.qualified_name] = {p.device for p in placements}
             self.counters.reuse += sum(p.reused for p in placements)
             kept = tuple(host.evaluated.values()) if self.detail is Detail.DEVICES else ()

@@ -365,3 +365,4 @@ def test_a_device_an_admin_access_claim_takes_is_in_use_for_the_pods_other_claim
     slices = cluster([device("a", mem=16), device("b", mem=32)])
     assert placed(_pod(slices, [admin, other], "ns/admin,ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/a"]]
     assert placed(_pod(slices, [admin, other], "ns/admin+ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/b"]]
+

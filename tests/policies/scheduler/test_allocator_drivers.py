@@ -186,3 +186,33 @@ def test_example_driver_explain_pod_and_the_fix_for_a_claim_without_config() -> 
     assert alone["schedulable"] is False
     assert any(h.startswith("fix the claim: no config yields key `sharing`")
                and "(checked: then 'gpu' goes on" in h for h in alone["hints"])
+
+
+def test_example_driver_pod_whose_search_moves_a_claim_and_joins_its_tentative_lock(tmp_path: Path) -> None:
+    """x (time slicing) would take gpu-0 first; y (space partitioning) may only use gpu-0. As one
+    pod, the search moves x to gpu-1, y takes gpu-0, and z (time slicing) joins x's tentative
+    lock on gpu-1, reported as such."""
+    docs = [d for d in yaml.safe_load_all((EXAMPLE / "claims.yaml").read_text()) if d]
+    by_name = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ResourceClaim"}
+    x, y, z = (json.loads(json.dumps(by_name[n])) for n in ("shared-gpu-pod0", "space-partitioned",
+                                                            "shared-gpu-pod1"))
+    x["metadata"]["name"], y["metadata"]["name"], z["metadata"]["name"] = "pod-x", "pod-y", "pod-z"
+    y["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [
+        {"cel": {"expression": 'device.attributes["gpu.example.com"].index == 0'}}]
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump_all([x, y, z]))
+    apart = _json("simulate", str(EXAMPLE / "slices.yaml"), str(path), "--order",
+                  "gpu-sharing/pod-x,gpu-sharing/pod-y,gpu-sharing/pod-z")
+    assert [s["placed"] for s in apart["steps"]] == [True, False, True]
+    together = _json("simulate", str(EXAMPLE / "slices.yaml"), str(path), "--order",
+                     "gpu-sharing/pod-x+gpu-sharing/pod-y+gpu-sharing/pod-z")
+    got = [(s["allocations"][0]["device"]["device"], s["allocations"][0]["before"],
+            s["allocations"][0]["reused"]) for s in together["steps"]]
+    assert got == [("gpu-1", "clean", False), ("gpu-0", "clean", False), ("gpu-1", "locked", True)]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "gpu-sharing", "name": "xyz"},
+           "spec": {"containers": [{"name": "c", "image": "i"}],
+                    "resourceClaims": [{"name": n, "resourceClaimName": f"pod-{n}"} for n in "xyz"]}}
+    path.write_text(yaml.safe_dump_all([x, y, z, pod]))
+    explained = _json("explain", "pod/gpu-sharing/xyz", str(EXAMPLE / "slices.yaml"), str(path))
+    assert [(c["schedulable"], c["allocations"][0]["device"]["device"]) for c in explained["claims"]] == [
+        (True, "gpu-1"), (True, "gpu-0"), (True, "gpu-1")]
