@@ -1804,7 +1804,7 @@ def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode
         claims=book.claims, mode=mode, feature_gate=book.feature_gate, version=version,
         pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes),
         states=dict(book.states), devices=dict(book.devices), exhaustive=True, held=held,
-        fractional_range=_fractional_range(version, None),
+        fractional_range=_fractional_range(version, book.fractional_range),
     )
     run.build_index()
     unknown = LockStatus.UNRECONSTRUCTABLE

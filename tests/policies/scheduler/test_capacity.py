@@ -109,13 +109,13 @@ def test_simulate_follows_the_gate_of_the_release_or_as_set() -> None:
     assert _simulated((1, 37), fractional=True) == ["True", "True", "False", str(Fraction(3, 2))]
 
 
-def test_simulate_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> None:
-    docs = [
+def _gate_docs(value: str) -> list[dict[str, Any]]:
+    return [
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
          "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "p", "generation": 1,
                                                                          "resourceSliceCount": 1},
                   "devices": [{"name": "d", "allowMultipleAllocations": True,
-                               "capacity": {"bw": {"value": "4", "requestPolicy": {"validRange": RANGE}}}}]}},
+                               "capacity": {"bw": {"value": value, "requestPolicy": {"validRange": RANGE}}}}]}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "c", "namespace": "default"},
          "spec": {"devices": {"requests": [{"name": "r", "exactly": {
@@ -123,8 +123,11 @@ def test_simulate_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> Non
         {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
          "spec": {}},
     ]
+
+
+def test_simulate_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> None:
     path = tmp_path / "in.yaml"
-    path.write_text("".join(json.dumps(d) + "\n---\n" for d in docs))
+    path.write_text("".join(json.dumps(d) + "\n---\n" for d in _gate_docs("4")))
     for gate, consumed in (("off", "1"), ("on", "750m")):
         done = run_cli("simulate", str(path), "--kubernetes-version", "1.37", "--feature-gate",
                        f"DRAFractionalCapacityRange={gate}", "--format", "json")
@@ -132,3 +135,14 @@ def test_simulate_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> Non
         [device] = done.json()["devices"]
         assert device["consumed"] == {"bw": consumed}, device
 
+
+
+def test_explain_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> None:
+    """600m on a 900m device: 1 without the gate (does not fit), 750m with it (fits)."""
+    path = tmp_path / "in.yaml"
+    path.write_text("".join(json.dumps(d) + "\n---\n" for d in _gate_docs("900m")))
+    for gate, fits in (("off", False), ("on", True)):
+        done = run_cli("explain", "default/c", str(path), "--kubernetes-version", "1.37", "--feature-gate",
+                       f"DRAFractionalCapacityRange={gate}", "--format", "json")
+        assert done.code == 0, done.err
+        assert done.json()["schedulable"] is fits, done.json()["verdict"]
