@@ -115,7 +115,8 @@ def _gate_docs(value: str) -> list[dict[str, Any]]:
          "spec": {"driver": "gpu.example.com", "nodeName": "n", "pool": {"name": "p", "generation": 1,
                                                                          "resourceSliceCount": 1},
                   "devices": [{"name": "d", "allowMultipleAllocations": True,
-                               "capacity": {"bw": {"value": value, "requestPolicy": {"validRange": RANGE}}}}]}},
+                               "capacity": {"bw": {"value": value,
+                                                   "requestPolicy": {"validRange": RANGE}}}}]}},
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
          "metadata": {"name": "c", "namespace": "default"},
          "spec": {"devices": {"requests": [{"name": "r", "exactly": {
