@@ -837,6 +837,9 @@ class _Run:
             self._restore(before_states, before_held, after)
             self.notes.append(failed)
             return results
+        if self.exhaustive:
+            for host in hosts:
+                host.examine_rest()
         out = list(results) if results is not None else [StepResult(step, True) for step in steps]
         taken: set[DeviceRef] = set()  # by the pod's earlier claims: their tentative state
         for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
