@@ -327,7 +327,7 @@ class _Replay:
         key = (template, request.name, ref)
         found = self.demands.get(key)
         if found is None:
-            found = demand(device, request)
+            found = demand(device, request, self.run.fractional_range)
             self.demands[key] = found
         return found
 

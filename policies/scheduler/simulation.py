@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import TypeVar
 
+from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, FeatureGates
 from dra_affinity.policies.core.findings import Finding, PoolRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
@@ -43,6 +44,7 @@ from dra_affinity.policies.scheduler.allocator import (
     Entry,
     SearchResult,
     search,
+    search_pod,
     visiting_order,
 )
 from dra_affinity.policies.scheduler.candidates import (
@@ -96,10 +98,13 @@ class Step:
     action: Action
     claim: str
     """`namespace/name`; a bare name means namespace `default`."""
+    with_next: bool = False
+    """Allocated together with the next step: one pod's claims (`_Run.allocate_pod`)."""
 
 
 def parse_order(text: str) -> list[Step]:
-    """`a,b,-a,c`: allocate a, allocate b, release a, allocate c (names cannot start with `-`)."""
+    """`a,b,-a,c`: allocate a, allocate b, release a, allocate c (names cannot start with `-`);
+    `a+b`: allocate a and b together, as one pod's claims."""
     steps = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -107,7 +112,8 @@ def parse_order(text: str) -> list[Step]:
         if item.startswith("-"):
             steps.append(Step(Action.RELEASE, item[1:].strip()))
         else:
-            steps.append(Step(Action.ALLOCATE, item))
+            pod = [name.strip() for name in item.split("+") if name.strip()]
+            steps.extend(Step(Action.ALLOCATE, name, n < len(pod) - 1) for n, name in enumerate(pod))
     return steps
 
 
@@ -193,7 +199,7 @@ class DeviceReport:
 
     @property
     def consumed(self) -> dict[str, str]:
-        return {k: render(v) for k, v in self.state.consumed.items()}
+        return {k: render(v, self.capacity.get(k)) for k, v in self.state.consumed.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,6 +547,8 @@ class _Run:
     candidate: CandidateFilter | None
     classes: dict[str, DeviceClass]
     detail: Detail = Detail.DEVICES
+    fractional_range: bool = False
+    """`DRAFractionalCapacityRange`: a capacity's `validRange` steps in milli-units."""
     states: dict[DeviceRef, DeviceState] = field(default_factory=dict)
     devices: dict[DeviceRef, Device] = field(default_factory=dict)
     memo: ExtractionMemo | None = None
@@ -785,6 +793,77 @@ class _Run:
             self.counters = counters  # Filter's conflicts are counted once, by the search
             return self._allocate_by_search(step, claim)
         return first
+
+    def allocate_pod(self, steps: Sequence[Step]) -> tuple[StepResult, ...]:
+        """A pod's claims allocated together (`allocator.search_pod`), as kube-scheduler's one
+        `Allocate` call: placed one after the other first (the joint search's first branch,
+        and each claim's own report); when a later claim then fails, the joint search, which
+        may move the earlier claims' devices. All placed, or none: the sequential reports say
+        why, and nothing stays held (the scheduler reserves a pod's claims only together).
+        An admin-access request before the last claim goes straight to the joint search: the
+        devices it takes whole are in use for the later claims only within one `Allocate`."""
+        before_states, before_held, counters = dict(self.states), dict(self.held), replace(self.counters)
+        pending = [n for n, step in enumerate(steps) if not self.held.get(step.claim)]
+        admin = any(sub.admin_access for n in pending[:-1] for sub in _device_requests(
+            self.claims[steps[n].claim]).values())
+        results: tuple[StepResult, ...] | None = None
+        failed = f"allocate {'+'.join(steps[n].claim for n in pending)}: not every claim of the pod " \
+                 "can be placed, so none of them is allocated"
+        if not admin or len(pending) < 2:
+            results = tuple(self.allocate(step) for step in steps)
+            if all(r.placed for r in results) or len(pending) < 2:
+                return results
+            after = self.counters
+            self._restore(before_states, before_held, counters)  # the joint search starts before them
+            if not results[pending[0]].placed:  # the first claim fails alone: so does the pod
+                self.counters = after
+                self.notes.append(failed)
+                return results
+        claims = [self.claims[steps[n].claim] for n in pending]
+        if self.entries is None:
+            self.entries = visiting_order([p for ref, p in self.pools.items() if self.pool_ok(ref)])
+        working = _Working(self.states)
+        hosts = [_SearchHost(self, claim, working) for claim in claims]
+        ranked = None
+        if self.mode is Mode.BETA:
+            def ranked(request: DeviceRequest, entries: Sequence[Entry]) -> Sequence[Entry]:
+                return sorted(entries, key=lambda e: locks.preference(self.mode, Option(
+                    e.ref, working[e.ref], e.position, self.index[e.pool.ref].unknown > 0)))
+        found = search_pod(claims, self.entries, hosts, ranked=ranked)
+        if not found.placed:
+            if results is None:
+                results = tuple(self.allocate(step) for step in steps)
+            after = self.counters
+            self._restore(before_states, before_held, after)
+            self.notes.append(failed)
+            return results
+        if self.exhaustive:
+            for host in hosts:
+                host.examine_rest()
+        out = list(results) if results is not None else [StepResult(step, True) for step in steps]
+        taken: set[DeviceRef] = set()  # by the pod's earlier claims: their tentative state
+        for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
+            before = {e.ref: (working if e.ref in taken else self.states)[e.ref].status for _, e in chosen}
+            placements = tuple(Placement(request.name, entry.ref, before[entry.ref], working[entry.ref].lock,
+                                         before[entry.ref] is LockStatus.LOCKED and not request.admin_access)
+                               for request, entry in chosen)
+            taken.update(before)
+            self.held[claim.qualified_name] = {p.device for p in placements}
+            self.counters.reuse += sum(p.reused for p in placements)
+            kept = tuple(host.evaluated.values()) if self.detail is Detail.DEVICES else ()
+            out[n] = StepResult(steps[n], True, placements, kept)
+        for ref, state in working.changes.items():
+            for host in hosts:
+                state = host.committed(state)
+            self._set(ref, state)
+        return tuple(out)
+
+    def _restore(self, states: Mapping[DeviceRef, DeviceState], held: dict[str, set[DeviceRef]],
+                 counters: _Counters) -> None:
+        for ref, state in list(self.states.items()):
+            if states[ref] is not state:
+                self._set(ref, states[ref])
+        self.held, self.counters = held, counters
 
     def _first_fit(self, step: Step, claim: ResourceClaim) -> StepResult:
         """Each request in turn, first fit over the per-pool indexes: the search's first branch."""
@@ -1239,7 +1318,7 @@ class _Run:
         cache_key = (id(device), key)
         cached = self.demands.get(cache_key)
         if cached is None:
-            cached = demand(device, request)
+            cached = demand(device, request, self.fractional_range)
             self.demands[cache_key] = cached
         return cached
 
@@ -1564,8 +1643,17 @@ class SimulationRun:
         caller's code runs between steps (a command freezes the input it keeps instead, see
         `simulate_cmd`; `simulate` pauses it around its own drain)."""
         run = self._run
+        pod: list[Step] = []
         for step in self._steps:
+            if step.action is Action.ALLOCATE and (pod or step.with_next):
+                pod.append(step)
+                if not step.with_next:
+                    yield from run.allocate_pod(pod)
+                    pod = []
+                continue
             yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
+        if pod:
+            yield from run.allocate_pod(pod)
 
     def devices(self) -> tuple[DeviceReport, ...]:
         return tuple(self._run.report(ref) for ref in self._run.devices)
@@ -1592,6 +1680,7 @@ def new_run(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> _Run:
     """Pools gathered, devices listed and every lock reconstructed from the bound claims: the
     start of a simulation, and of a workload replay (`scheduler.replay`)."""
@@ -1604,6 +1693,7 @@ def new_run(
         mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
         pool_ok=lambda ref: not filters or any(f.pool_ok(ref) for f in filters),
         candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
+        fractional_range=_fractional_range(limits.kubernetes_version, fractional_range),
     )
     for ref, pool in built.items():
         if run.pool_ok(ref):  # pools left out by `pools` are not simulated at all
@@ -1612,6 +1702,13 @@ def new_run(
     run.build_index()
     run.reconstruct()
     return run
+
+
+def _fractional_range(version: KubernetesVersion, chosen: bool | None) -> bool:
+    """`DRAFractionalCapacityRange` as chosen, else the release's default."""
+    if chosen is not None:
+        return chosen
+    return FeatureGates.for_release(version).enabled(FRACTIONAL_CAPACITY_RANGE)
 
 
 def start(
@@ -1626,6 +1723,7 @@ def start(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> SimulationRun | list[SimulationProblem]:
     """Reconstruct the locks from bound claims; the returned run then yields `steps` (default:
     every unallocated claim) one at a time.
@@ -1634,13 +1732,13 @@ def start(
     says what each step keeps. Returns the problems instead when the steps cannot be run.
     """
     limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
-    steps = [Step(s.action, qualified(s.claim)) for s in
+    steps = [Step(s.action, qualified(s.claim), s.with_next) for s in
              (default_steps(claims) if steps is None else steps)]
     problems = check_steps(steps, claims)
     if problems:
         return problems
     run = new_run(slices, claims, mode=mode, feature_gate=feature_gate, limits=limits, pools=pools,
-                  classes=classes, candidate=candidate, detail=detail)
+                  classes=classes, candidate=candidate, detail=detail, fractional_range=fractional_range)
     findings = tuple(f for c in claims for f in claim_problems(c))
     placed = {s.claim for s in steps if s.action is Action.ALLOCATE}
     # a claim to place whose class is absent: an input error, as dry-run reports it
@@ -1661,6 +1759,7 @@ def simulate(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> SimulationReport | list[SimulationProblem]:
     """Reconstruct the locks from bound claims, then run `steps` (default: every unallocated claim).
 
@@ -1669,7 +1768,7 @@ def simulate(
     """
     run = start(slices, claims, steps, mode=mode, feature_gate=feature_gate,
                 kubernetes_version=kubernetes_version, pools=pools, classes=classes,
-                candidate=candidate, detail=detail)
+                candidate=candidate, detail=detail, fractional_range=fractional_range)
     if isinstance(run, list):
         return run
     with gc_paused():  # each step makes short-lived acyclic objects next to a large parsed input
@@ -1691,21 +1790,24 @@ def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> Step
 
 def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode.ALPHA,
                      release: Sequence[str] = ()) -> tuple[StepResult, ...]:
-    """One pod's claims allocated in order against the book's locks, leaving the book unchanged.
+    """One pod's claims allocated together against the book's locks, leaving the book unchanged.
 
-    Each placed claim's tentative locks and consumed capacity are visible to the claims after
-    it, as the KEP's Reserve makes them immediately visible, so two claims of one pod cannot
-    both take one device with different locks: the same steps as `simulate` of those claims.
+    One search over all of them, as kube-scheduler's one `Allocate` call for a pod's pending
+    claims (`_Run.allocate_pod`): each claim's tentative locks and consumed capacity are visible
+    to the claims after it, as the KEP's Reserve makes them immediately visible, so two claims
+    of one pod cannot both take one device with different locks, and a later claim that finds
+    no room makes the search move an earlier one's devices.
     `release`: allocated claims released first (`simulate`'s `-name` steps), to check what
     releasing them would change.
     """
     held = {name: set(book.held_by(name)) for name in (*release, *claims) if book.held_by(name)}
+    version = book.kubernetes_version or limits_for().kubernetes_version
     run = _Run(
         pools=book.pools, summaries={ref: book.summary(ref) for ref in book.pools},
-        claims=book.claims, mode=mode, feature_gate=book.feature_gate,
-        version=book.kubernetes_version or limits_for().kubernetes_version,
+        claims=book.claims, mode=mode, feature_gate=book.feature_gate, version=version,
         pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes),
         states=dict(book.states), devices=dict(book.devices), exhaustive=True, held=held,
+        fractional_range=_fractional_range(version, book.fractional_range),
     )
     run.build_index()
     unknown = LockStatus.UNRECONSTRUCTABLE
@@ -1714,7 +1816,7 @@ def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode
         run.unknown_total += index.unknown
     for name in release:
         run.release(Step(Action.RELEASE, name))
-    return tuple(run.allocate(Step(Action.ALLOCATE, claim)) for claim in claims)
+    return run.allocate_pod([Step(Action.ALLOCATE, claim) for claim in claims])
 
 
 def device_matches(ref: DeviceRef, name: str) -> bool:
