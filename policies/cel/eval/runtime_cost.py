@@ -73,6 +73,7 @@ from dra_affinity.policies.cel.eval.cost_k8s_runtime import (
     kubernetes_receiver_type,
     kubernetes_result_type,
 )
+from dra_affinity.policies.cel.eval.runtime_bounds import bulky
 from dra_affinity.policies.cel.eval.runtime_conversions import (
     CONVERSION_FUNCTIONS,
     conversion_verdict,
@@ -81,7 +82,9 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
     INDEX,
+    MAX_CPU_SECONDS,
     PRESENCE,
+    RESULT,
     Attr,
     Call,
     CondBase,
@@ -115,6 +118,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     native_includes,
     native_index_of,
     native_map_insert,
+    native_size,
     optional_guard,
     scalar_equality,
     value_equality,
@@ -254,6 +258,12 @@ _OPTIONAL_NATIVES: dict[str, Native] = {
 }
 
 
+_SHALLOW_NATIVES: frozenset[Native] = frozenset({_identity, native_size,
+                                                 *_OPTIONAL_NATIVES.values()})
+"""Natives that neither traverse nor copy their arguments' contents: their calls are not
+measured against `runtime_bounds` (a shared list may be wrapped, counted or passed on)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CostOutcome:
     """Result of the cost walk.
@@ -273,6 +283,21 @@ class CostOutcome:
     value: object = None
     message: str = ""
     program_unsafe: bool = False
+    cpu_seconds: float = 0.0
+
+    @property
+    def program_affordable(self) -> bool:
+        """Whether running the planned program stays within the CPU ceiling: not when the walk
+        (which computed the same value, every call through the engine) used over a quarter of
+        it, since the program would redo the engine's share of that work where the ceiling
+        cannot stop it."""
+        return self.cpu_seconds <= MAX_CPU_SECONDS / 4
+
+    @property
+    def run_program(self) -> bool:
+        """Whether the caller may run the planned program for the value (else the walk's
+        value is the result)."""
+        return not self.program_unsafe and self.program_affordable
 
 
 def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: CallBridge, *,
@@ -289,6 +314,9 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
     try:
         root = _plan_for(checked, bridge, optimize, kubernetes)
         value = root.eval(run)
+        if bulky((value,)):
+            # every caller converts the result whole (the program's export, JSON, text)
+            run.check_call(RESULT, [value])
     except PlanError as exc:
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
@@ -297,8 +325,14 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
         # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
-        return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
-    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe)
+        return CostOutcome("work_exceeded", run.cost,
+                           message="evaluation stopped: the expression or a value nests too deeply")
+    except MemoryError:
+        # a safety net behind `runtime_bounds` (the engine's std::bad_alloc arrives as this)
+        return CostOutcome("work_exceeded", run.cost,
+                           message="evaluation stopped: out of memory")
+    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe,
+                       cpu_seconds=run.cpu_used())
 
 
 def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = True,
@@ -460,7 +494,8 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
-        return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
+        return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
+                    shallow=native in _SHALLOW_NATIVES)
 
     def _library_receiver(self, n: Node, candidates: Sequence[str]) -> str | None:
         """The Kubernetes library type every candidate overload of a member call is declared
@@ -478,6 +513,8 @@ class _Planner:
         if overload == "add_list" or (fn == "_+_" and "add_list" in self.ast.overload_ids(n.id)):
             # also behind `dyn`: two lists are joined here (and counted: `Run.grow`)
             return native_add_list, None
+        if fn == "size" and len(n.args) + (n.target is not None) == 1:
+            return native_size, self._python_guard(fn)
         if fn == "dyn" and n.target is None and len(n.args) == 1:
             # `dyn` is the identity: computed here, an optional stays one (the bridge could
             # not export it and the guards below would no longer see it).
