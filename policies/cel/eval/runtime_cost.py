@@ -130,6 +130,7 @@ from dra_affinity.policies.core.cache import BoundedCache
 
 __all__ = [
     "COST_LIMIT_EXCEEDED",
+    "PROGRAM_MAX_ITERATIONS",
     "CallBridge",
     "CallSite",
     "CostOutcome",
@@ -258,6 +259,10 @@ _OPTIONAL_NATIVES: dict[str, Native] = {
 }
 
 
+PROGRAM_MAX_ITERATIONS = 1000
+"""Comprehension iterations after which the planned program is not run (`CostOutcome`): the
+engine then spends about 20 MB and 25 ms on them; the walk's value is the result."""
+
 _SHALLOW_NATIVES: frozenset[Native] = frozenset({_identity, native_size,
                                                  *_OPTIONAL_NATIVES.values()})
 """Natives that neither traverse nor copy their arguments' contents: their calls are not
@@ -284,14 +289,19 @@ class CostOutcome:
     message: str = ""
     program_unsafe: bool = False
     cpu_seconds: float = 0.0
+    iterations: int = 0
 
     @property
     def program_affordable(self) -> bool:
-        """Whether running the planned program stays within the CPU ceiling: not when the walk
-        (which computed the same value, every call through the engine) used over a quarter of
-        it, since the program would redo the engine's share of that work where the ceiling
-        cannot stop it."""
-        return self.cpu_seconds <= MAX_CPU_SECONDS / 4
+        """Whether running the planned program stays within the evaluation's ceilings: not
+        when the walk (which computed the same value, every call through the engine) used over
+        a quarter of the CPU ceiling, since the program would redo the engine's share of that
+        work where the ceiling cannot stop it; nor after more than
+        `PROGRAM_MAX_ITERATIONS` comprehension iterations, since the engine's comprehensions
+        build their lists by copying (time and memory quadratic in the iterations: 1.5 s and
+        3.5 GB for `lists.range(9999).map(x, x)`)."""
+        return (self.cpu_seconds <= MAX_CPU_SECONDS / 4
+                and self.iterations <= PROGRAM_MAX_ITERATIONS)
 
     @property
     def run_program(self) -> bool:
@@ -332,7 +342,7 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("work_exceeded", run.cost,
                            message="evaluation stopped: out of memory")
     return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe,
-                       cpu_seconds=run.cpu_used())
+                       cpu_seconds=run.cpu_used(), iterations=run.iterations)
 
 
 def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = True,

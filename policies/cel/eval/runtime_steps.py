@@ -85,7 +85,7 @@ MAX_CPU_SECONDS = 1.0
 """CPU time (of the evaluating thread) one evaluation may use: the last resort behind the cost
 limit and the step and copy budgets, for whatever else turns out slow."""
 
-_CPU_CHECK_EVERY = 1024
+_CPU_CHECK_EVERY = 256
 """Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
 
 RESULT = "result"
@@ -93,8 +93,8 @@ RESULT = "result"
 
 
 class Run:
-    __slots__ = ("copied", "cost", "cpu_deadline", "limit", "max_steps", "next_cpu_check",
-                 "steps", "unsafe", "vars")
+    __slots__ = ("copied", "cost", "cpu_deadline", "iterations", "limit", "max_steps",
+                 "next_cpu_check", "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -103,6 +103,7 @@ class Run:
         self.cost = 0
         self.steps = 0
         self.copied = 0
+        self.iterations = 0
         self.unsafe = False
         self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
         self.next_cpu_check = _CPU_CHECK_EVERY
@@ -1172,6 +1173,7 @@ class Fold(PlanStep):
         try:
             for first, second in _iterate(rng, bool(self.iter_var2)):
                 rt.tick()
+                rt.iterations += 1
                 scope[self.iter_var] = first
                 if self.iter_var2:
                     scope[self.iter_var2] = second

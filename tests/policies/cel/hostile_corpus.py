@@ -138,6 +138,10 @@ HAND_PICKED: tuple[HostileCase, ...] = (
     HostileCase("claim-deep", "string(object.d == object.d)", DEEP_OBJECT),
     HostileCase("claim-deep-format", "'%s'.format([object.d])", DEEP_OBJECT),
     HostileCase("claim-long-text", "object.s + object.s", {"s": LONG_TEXT}),
+    HostileCase("claim-list-map", "string(object.items.map(x, x).size())",
+                {"items": [0] * 5_000}),
+    HostileCase("range-map", "string(lists.range(9999).map(x, x).size())"),
+    HostileCase("selector-range-map", "lists.range(9999).map(x, x).size() > 0", selector=True),
     # device selectors: the same constructions over a device's attributes
     HostileCase("selector-shared-list",
                 chain("[device.attributes['dra.example.com'].model]", _pair, 22,

@@ -37,7 +37,7 @@ GUARD_SECONDS = 120
 """The guard that kills a hung child: far above the 1 s ceiling, it only catches hangs."""
 
 _CHILD = textwrap.dedent("""
-    import json, resource, sys
+    import json, resource, sys, time
     from dra_affinity.policies.analysis.device import compile_selector, device_value, evaluate_selector
     from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
     from dra_affinity.policies.cel.compile import compile_expression
@@ -68,7 +68,8 @@ _CHILD = textwrap.dedent("""
             return {"compiled": False, "error": compiled.error_text}
         result = evaluate(compiled, {"object": case["obj"]})
         error = result.error
-        return {"compiled": True, "error": error and error.message, "kind": error and error.kind}
+        return {"compiled": True, "error": error and error.message, "kind": error and error.kind,
+                "cost": result.runtime_cost}
 
     run({"selector": False, "expression": "'warm'", "obj": {}})
     run({"selector": True, "expression": "true", "obj": {}})
@@ -79,7 +80,9 @@ _CHILD = textwrap.dedent("""
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
         before = status("VmRSS")
+        started = time.process_time()
         outcome = run(case)
+        outcome["cpu_s"] = time.process_time() - started
         outcome["peak_mib"] = status("VmHWM") - before
         print(json.dumps(outcome), flush=True)
 """)
