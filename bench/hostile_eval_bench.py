@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.policies.cel.hostile_corpus import HAND_PICKED, HostileCase  # noqa: E402
-from tests.policies.cel.test_hostile_bounds import Evaluator  # noqa: E402
+from tests.policies.cel.hostile_corpus import HAND_PICKED, HostileCase
+from tests.policies.cel.test_hostile_bounds import Evaluator
 
 # Ordinary work at growing runtime cost: a map over a range (about 15 per element), and a
 # test calling a function on every element (about 5 per element: one engine call each, the
