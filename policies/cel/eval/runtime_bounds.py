@@ -27,6 +27,7 @@ from dra_affinity.policies.cel.common.jsonvalue import Opaque, OptionalValue
 from dra_affinity.policies.cel.k8s_library.strings_format import MAX_RENDERED_PRECISION
 
 __all__ = [
+    "BULKY_TEXT",
     "MAX_HANDLED_CHARS",
     "MAX_HANDLED_ELEMENTS",
     "bulky",
@@ -44,7 +45,7 @@ MAX_HANDLED_CHARS = 8_000_000
 """String code points and bytes one call may take plus build: at up to 4 bytes a code point,
 held by the walk, the engine and the decoded result, under 100 MB."""
 
-_BULKY_TEXT = 256
+BULKY_TEXT = 256
 """Strings and bytes shorter than this are not measured: no call on a few of them grows past
 the bounds or takes more than about a tenth of a millisecond, so the CPU clock, read every
 `runtime_steps._CPU_CHECK_EVERY` steps, is overrun by little."""
@@ -93,7 +94,7 @@ def bulky(values: Sequence[object]) -> bool:
     for value in values:
         kind = type(value)
         if kind is str or kind is bytes:
-            if len(value) > _BULKY_TEXT:  # type: ignore[arg-type]
+            if len(value) > BULKY_TEXT:  # type: ignore[arg-type]
                 return True
         elif kind not in _SCALARS:
             return True

@@ -34,6 +34,7 @@ from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, priced_by_result, pricer_for
 from dra_affinity.policies.cel.eval.runtime_bounds import (
+    BULKY_TEXT,
     MAX_HANDLED_CHARS,
     MAX_HANDLED_ELEMENTS,
     bulky,
@@ -94,7 +95,7 @@ RESULT = "result"
 
 class Run:
     __slots__ = ("copied", "cost", "cpu_deadline", "iterations", "limit", "max_steps",
-                 "next_cpu_check", "steps", "unsafe", "vars")
+                 "measured", "next_cpu_check", "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -104,12 +105,18 @@ class Run:
         self.steps = 0
         self.copied = 0
         self.iterations = 0
+        self.measured = False
         self.unsafe = False
         self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
         self.next_cpu_check = _CPU_CHECK_EVERY
 
     def cpu_used(self) -> float:
-        """CPU seconds (of this thread) the evaluation has used so far."""
+        """CPU seconds (of this thread) the evaluation has used so far; 0 for one of fewer
+        than `_CPU_CHECK_EVERY` steps and no call on a large value (`check_call`), which
+        cannot have used a measurable share of the ceiling (and reading the clock costs a
+        microsecond, a tenth of a typical extractor's evaluation)."""
+        if self.steps < _CPU_CHECK_EVERY and not self.measured:
+            return 0.0
         return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS)
 
     def charge(self, amount: int) -> None:
@@ -139,6 +146,7 @@ class Run:
         `MAX_HANDLED_ELEMENTS` elements or `MAX_HANDLED_CHARS` characters (`runtime_bounds`),
         or whose size predicts it would take the evaluation past `MAX_CPU_SECONDS` (a step
         looks at the clock only every `_CPU_CHECK_EVERY` steps; a call this large looks now)."""
+        self.measured = True
         elements, chars = handled_size(values)
         extra = None
         if elements <= MAX_HANDLED_ELEMENTS and chars <= MAX_HANDLED_CHARS:
@@ -685,13 +693,15 @@ class Call(PlanStep):
                 # `cel.bind(x, x + x, ...)` doubles a list 25 times within a cost of 100; here
                 # the elements are copied, and every one copied counts against the step budget.
                 rt.grow(_copied(values))
-            if not self.shallow and bulky(values) and not (
-                    self.concat and isinstance(values[0], list) and isinstance(values[1], list)):
-                if self.precharge:
-                    price = self.price(values, None)
-                    if rt.cost + price > rt.limit:
-                        rt.charge(price)
-                rt.check_call(self.function, values)
+            if not self.shallow and not (self.concat and isinstance(values[0], list)
+                                         and isinstance(values[1], list)):
+                for value in values:
+                    kind = type(value)
+                    # `runtime_bounds.bulky`, inlined: this is on every call
+                    if (kind not in _SMALL_KINDS if kind is not str
+                            else len(value) > BULKY_TEXT):  # type: ignore[arg-type]
+                        self._check(rt, values)
+                        break
             guarded = self.guard is not None and self.guard(values)
             if guarded:
                 rt.unsafe = True
@@ -706,6 +716,20 @@ class Call(PlanStep):
                 result = self.prepared.call(values)
         rt.charge(self.price(values, result))
         return result
+
+
+    def _check(self, rt: Run, values: list[object]) -> None:
+        """Before a call on a value that can be large: its price, when known from the
+        arguments and past the limit, then `Run.check_call`'s bounds. (Two lists joined are
+        left to `Run.grow`: the join copies references, not what they hold.)"""
+        if self.precharge:
+            price = self.price(values, None)
+            if rt.cost + price > rt.limit:
+                rt.charge(price)
+        rt.check_call(self.function, values)
+
+
+_SMALL_KINDS = frozenset({bool, int, float, type(None)})
 
 
 def _precheck_range(rt: Run, values: list[object]) -> None:
