@@ -13,8 +13,9 @@ values and decodes the result. Deserializing a checked AST (rather than compilin
 internal functions such as `@sortByAssociatedKeys` and keeps the checker's overload choice.
 
 When the walk reports `program_unsafe` (it computed a call cel-expr-python would get wrong, or
-could not survive: an optional handed to Python code crashes the interpreter), the program is
-not run and the walk's value is the result.
+could not survive: an optional handed to Python code crashes the interpreter), or that running
+the program would pass the evaluation's CPU or memory ceiling (`CostOutcome.program_affordable`),
+the program is not run and the walk's value is the result.
 
 Errors are reported in upstream wording: a missing key reads
 `no such key: <k>. Consider using CEL optional chaining (?), has() macro, or orValue() for optional

@@ -29,10 +29,11 @@ Every function's *semantics* are delegated through a `CallBridge` (cel-expr-pyth
 see `runtime.py`), so no CEL function is re-implemented here, with these exceptions: control
 flow, attribute resolution (map and list access), literal construction, list concatenation for
 comprehension accumulators (to keep `map`/`filter` linear), the macro helper
-`@not_strictly_false`, and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert`
-(`transformMap`), `string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity
-and Semver values (by value, as the program after `k8s_library.equality`'s rewrite) and `type()`
-of library values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
+`@not_strictly_false`, `size` (read off the value, so a shared list is never handed over
+whole), and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert` (`transformMap`),
+`string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity and Semver values
+(by value, as the program after `k8s_library.equality`'s rewrite) and `type()` of library
+values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
 value the interpreter computes agrees with the one cel-expr-python computes for the whole
 expression, except where the walk computes a call the program cannot compute faithfully (a
 `format` rendering, a `cel.@mapInsert` of values Python cannot carry, an optional that must not
@@ -40,7 +41,9 @@ reach Python code): `CostOutcome.program_unsafe` then tells the caller to use th
 
 Evaluation stops as soon as the running cost exceeds the limit (cel-go raises `operation
 cancelled: actual cost limit exceeded` at that point), and a separate step budget bounds the work
-of loops cel-go prices at zero per iteration.
+of loops cel-go prices at zero per iteration. What cel-go's cost does not bound (a call's work
+and result, priced after it ran or by top-level sizes) is measured before the call runs
+(`runtime_bounds`), and the CPU clock has the last word (`runtime_steps.MAX_CPU_SECONDS`).
 
 This module is the public API and the planner (checked AST to steps, cached per AST and bridge);
 the steps it builds, which evaluate and charge, are in `runtime_steps`, and the plan-time folding
