@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.core.problems import SELECTOR_ERROR
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
-from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey, match_pool, missing_class
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
 from dra_affinity.policies.scheduler.extraction import (
