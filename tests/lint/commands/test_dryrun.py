@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 from dra_affinity.lint.commands.dryrun_cmd import result_text, result_to_json
 from dra_affinity.lint.json_text import Rendered, write_members
 from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.layers import ENV
 from dra_affinity.policies.scheduler.extraction import (
     Evaluation,
     ExtractionProblem,
@@ -411,6 +413,24 @@ def test_streamed_json_of_a_generated_cluster_is_the_json_modules_text(tmp_path:
     assert any("\\u2603" in line for line in streamed.out.splitlines())
     assert streamed.out == (tmp_path / "b.json").read_text()
     assert streamed.code == built.code
+
+
+@pytest.mark.parametrize("view", [(), ("--summary",), ("--only-failing",)],
+                         ids=["all", "summary", "only-failing"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_view_is_the_same_with_the_speed_layers_off(
+        fmt: str, view: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DRA_AFFINITY_SPEED_LAYERS=none` (each claim request decided on its own, nothing shared)
+    writes the same bytes and exits the same way, input findings on stderr included."""
+    bad = tmp_path / "bad-claim.yaml"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: b, namespace: ml}\n"
+                   "spec: {devices: {requests: 5}}\n")
+    args = ("dry-run", "examples/", str(bad), "--format", fmt, *view)
+    shared = run(*args)
+    monkeypatch.setenv(ENV, "none")
+    plain = run(*args)
+    assert shared.out and shared.code == 1
+    assert (plain.out, plain.err, plain.code) == (shared.out, shared.err, shared.code)
 
 
 _TEXT = st.text(max_size=8)
