@@ -37,8 +37,10 @@ from dra_affinity.lint.settings import Params, ReportSettings, config_for, repor
 from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
 from dra_affinity.lint.walk import WalkFilter
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.scheduler.diagnostics import describe
@@ -109,10 +111,20 @@ lock-free. Bounded in bytes too (the text, and about as much again for the objec
 rendered from): a claim's evaluations can carry large values."""
 
 
+RESULT_TEXT = layers.declare(
+    "dry-run-result-text",
+    "`dry-run --format json` writes a result per claim and pool, and the claims that read alike "
+    "share what their plan decided: the members after the pool are rendered once per shared "
+    "result (`_TAILS`) and spliced after the claim, request and pool",
+)
+
+
 def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
-    """`json_text.indented(result_to_json(result), newline)`, the tail members (the same for
-    every claim of one plan item) rendered once and spliced after the claim, request and pool.
-    `dry-run --format json` writes 50 results per claim: 15 million values at 10,000 claims."""
+    """`result_to_json(result)` as `json.dumps(..., indent=2)` writes it where a line break is
+    `newline` (an element of the report's `results`)."""
+    if not RESULT_TEXT.on:
+        # json.dumps never writes a raw line break inside a string: every one is indentation
+        return json.dumps(result_to_json(result), indent=2).replace("\n", newline)
     key = (newline, result.outcome, id(result.affinity), id(result.error), id(result.evaluations),
            result.unsatisfied, result.configs, result.notes)
     found = _TAILS.get(key)
@@ -358,7 +370,8 @@ def dry_run(settings: DryRunSettings) -> None:
     drained = _drain(dry, counts, quiet=settings.summary or settings.only_failing)
     if _streams_json(settings):
         sys.exit(_stream_json(settings, loaded, inputs, drained, dry.findings, counts))
-    results = list(drained)
+    with gc_paused():  # the drain only collects and counts: nothing is rendered in the pause
+        results = list(drained)
     checked, findings = _audited(config, [*inputs.findings, *dry.findings], loaded)
     if settings.explain:
         emit("dry-run", explain(results), specs[0].output if len(specs) == 1 else None)
