@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING, Any
@@ -68,7 +68,7 @@ def result_to_json(result: ExtractionResult) -> dict[str, Any]:
 
 
 def _result_head(result: ExtractionResult) -> dict[str, Any]:
-    """The members that name the claim request and pool (per result; `result_text` writes
+    """The members that name the claim request and pool (per result; `spliced_result_text` writes
     them by hand, and tests/lint/commands/test_dryrun.py
     (`test_result_text_is_the_json_modules_text_of_the_result`) compares the two)."""
     return {"claim": result.claim, "request": result.request,
@@ -122,9 +122,18 @@ RESULT_TEXT = layers.declare(
 def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
     """`result_to_json(result)` as `json.dumps(..., indent=2)` writes it where a line break is
     `newline` (an element of the report's `results`)."""
-    if not RESULT_TEXT.on:
-        # json.dumps never writes a raw line break inside a string: every one is indentation
-        return json.dumps(result_to_json(result), indent=2).replace("\n", newline)
+    # json.dumps never writes a raw line break inside a string: every one is indentation
+    return json.dumps(result_to_json(result), indent=2).replace("\n", newline)
+
+
+def result_writer() -> Callable[[ExtractionResult], str]:
+    """What renders each result of a report: `result_text`, or with `RESULT_TEXT` on (asked once
+    per report, not per result) `spliced_result_text`, which writes the same text."""
+    return spliced_result_text if RESULT_TEXT.on else result_text
+
+
+def spliced_result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
+    """`result_text`, the members after the pool rendered once per shared result (`_TAILS`)."""
     key = (newline, result.outcome, id(result.affinity), id(result.error), id(result.evaluations),
            result.unsatisfied, result.configs, result.notes)
     found = _TAILS.get(key)
@@ -507,9 +516,10 @@ def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects,
 
     def results() -> Iterator[str]:
         nonlocal failed
+        text = result_writer()
         for result in drained:
             failed = failed or result.outcome in FAILING
-            yield result_text(result)
+            yield text(result)
 
     def members() -> Iterator[tuple[str, Any]]:
         yield "results", Rendered(results())

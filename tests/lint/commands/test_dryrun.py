@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from dra_affinity.lint.commands.dryrun_cmd import result_text, result_to_json
+from dra_affinity.lint.commands.dryrun_cmd import result_to_json, spliced_result_text
 from dra_affinity.lint.json_text import Rendered, write_members
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.layers import ENV
@@ -452,11 +452,11 @@ _RESULTS = st.builds(
 @given(st.lists(_RESULTS, min_size=1, max_size=4), st.lists(st.tuples(_TEXT, _TEXT, _TEXT), max_size=6))
 def test_result_text_is_the_json_modules_text_of_the_result(
         results: list[ExtractionResult], others: list[tuple[str, str, str]]) -> None:
-    """`result_text` (claim, request and pool written directly, the rest rendered once per
+    """`spliced_result_text` (claim, request and pool written directly, the rest rendered once per
     shared result: relabelled copies, as `DryRun` yields them, hit the cache) writes what
     `json.dumps(indent=2)` writes for `result_to_json`, escapes and all."""
     every = [*results, *(relabel(results[i % len(results)], claim, PoolRef(driver, name))
                          for i, (claim, driver, name) in enumerate(others))]
     out = io.StringIO()
-    write_members(iter([("results", Rendered(result_text(r) for r in every))]), out.write)
+    write_members(iter([("results", Rendered(spliced_result_text(r) for r in every))]), out.write)
     assert out.getvalue() == json.dumps({"results": [result_to_json(r) for r in every]}, indent=2)
