@@ -102,6 +102,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     Qual,
     RelBase,
     Run,
+    UnsafeConst,
     Var,
     VarBase,
     WorkExceeded,
@@ -225,20 +226,35 @@ def _index_of_offset(last: bool) -> Native:
     return native
 
 
+def _split_empty(values: list[object]) -> object | None:
+    """`''.split('')` (with any limit but 0) is `[]` in cel-go, as Go's `strings.SplitN`
+    explodes an empty string into no parts; cel-cpp answers `['']`. Other splits go to the
+    engine (None)."""
+    if values[0] == "" and values[1] == "" and (len(values) < 3 or values[2] != 0):
+        return []
+    return None
+
+
 _STRING_OFFSET_SEARCHES: dict[str, Native] = {
     "string_index_of_string_int": _index_of_offset(last=False),
     "string_last_index_of_string_int": _index_of_offset(last=True),
+    "string_split_string": _split_empty,
+    "string_split_string_int": _split_empty,
 }
 
 
 _GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
 
 
-def _of_non_zero_timestamp(values: list[object]) -> object | None:
+def _of_non_zero(values: list[object]) -> object | None:
     """`optional.ofNonZeroValue` of a timestamp: cel-go's zero timestamp is Go's zero time,
-    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. Other
-    values go to the engine (None), whose zero values are cel-go's."""
+    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. An
+    optional has no zero value in cel-go (it is no `Zeroer`), so even `optional.none()` is
+    wrapped, where cel-cpp unwraps it. Other values go to the engine (None), whose zero values
+    are cel-go's."""
     value = values[0]
+    if isinstance(value, OptionalValue):
+        return OptionalValue(value, True)
     if not isinstance(value, Timestamp):
         return None
     return NONE if _GO_ZERO_TIME.match(value.text) else OptionalValue(value, True)
@@ -454,7 +470,7 @@ class _Planner:
             return Call(site, args, self.bridge.prepare(site), _STRING_OFFSET_SEARCHES[overload],
                         self.kubernetes, overrides=True)
         if overload == "optional_ofNonZeroValue":
-            return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
+            return Call(site, args, self.bridge.prepare(site), _of_non_zero,
                         self.kubernetes, self._python_guard(fn), overrides=True)
         native, guard = self._native(n, fn, overload)
         receiver = self._library_receiver(n, candidates)
@@ -570,9 +586,9 @@ class _Planner:
             entries.append((self.plan(e.key, scope), self.plan(e.value, scope), e.optional_entry))
         if self.optimize and all(isinstance(k, Const) and isinstance(v, Const)
                                  for k, v, _ in entries):
-            value = build_map([(k.value, v.value, o) for k, v, o in entries
-                                if isinstance(k, Const) and isinstance(v, Const)])
-            return Const(value)  # an error value too, as for lists
+            value, pruned = build_map([(k.value, v.value, o) for k, v, o in entries
+                                       if isinstance(k, Const) and isinstance(v, Const)])
+            return UnsafeConst(value) if pruned else Const(value)  # an error value too, as for lists
         return MapStep(tuple(entries))
 
     def _comprehension(self, n: Node, scope: frozenset[str]) -> PlanStep:

@@ -24,9 +24,12 @@ from dra_affinity.policies.cel.common.ast import Node
 from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     BoolKey,
+    Duration,
     ErrorValue,
+    LiteralKey,
     Opaque,
     OptionalValue,
+    Timestamp,
     TypeValue,
     UInt,
 )
@@ -187,6 +190,17 @@ class Const(PlanStep):
         self.value = value
 
     def eval(self, rt: Run) -> object:
+        return self.value
+
+
+class UnsafeConst(Const):
+    """A constant the program computes otherwise (see `build_map`): evaluating it marks the
+    run `unsafe`, so the walk's value stands."""
+
+    __slots__ = ()
+
+    def eval(self, rt: Run) -> object:
+        rt.unsafe = True
         return self.value
 
 
@@ -358,6 +372,10 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
             if isinstance(value, ErrorValue):
                 return value
             if not found:
+                if not isinstance(obj, dict | list):
+                    # cel-cpp answers an optional holding an error here, where cel-go's
+                    # `refQualify` finds nothing: the walk's none is the value.
+                    rt.unsafe = True
                 return NONE
             rt.charge(1)
         else:
@@ -374,9 +392,19 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
     A map looks the key up; a list takes the key as an index (`IndexOrError`: a field name is
     an `unsupported index type 'string' in list`); any other value has no keys, so the key is
     absent (a presence test or an optional qualifier answers false / none, a plain one fails
-    with `no such key`).
+    with `no such key`). A key that is no string, number or bool is refused first, whatever
+    the operand (`invalid qualifier type`), as cel-go builds no qualifier for it.
     """
+    if not isinstance(key, str | int | float):
+        if isinstance(key, ErrorValue):
+            return False, key
+        return False, ErrorValue(f"invalid qualifier type: {_type_text(key)}")
     if isinstance(obj, dict):
+        if isinstance(key, float) and obj:
+            # a double key of a map literal first (cel-go's `refValMapAccessor.Find`)
+            exact = obj.get(LiteralKey(key, by_ref=False), _MISSING)
+            if exact is not _MISSING:
+                return True, exact
         mkey = _map_key(key)
         if isinstance(mkey, ErrorValue):
             return False, mkey
@@ -451,7 +479,7 @@ def _go_float(value: float) -> str:
 
 
 def _key_text(key: object) -> str:
-    if isinstance(key, BoolKey):
+    if isinstance(key, BoolKey | LiteralKey):
         key = key.value
     if key is True:
         return "true"
@@ -1048,35 +1076,66 @@ class MapStep(PlanStep):
                 break
             pairs.append((key, value, optional))
         else:
-            result = build_map(pairs)
+            result, pruned = build_map(pairs)
+            if pruned:
+                rt.unsafe = True
         rt.charge(MAP_CREATE_BASE_COST)
         return result
 
 
-def build_map(pairs: list[tuple[object, object, bool]]) -> object:
+def build_map(pairs: list[tuple[object, object, bool]]) -> tuple[object, bool]:
+    """cel-go's `evalMap`: entries go into a Go map in order, so a repeated key keeps its last
+    value (no error) and an absent optional entry removes an earlier one. Also whether one
+    was removed so (cel-cpp keeps it: the program must not run)."""
     out: dict[object, object] = {}
+    pruned = False
     for key, value, optional in pairs:
         mkey = _literal_key(key)
         if isinstance(mkey, ErrorValue):
-            return mkey
+            return mkey, False
         if optional:
             if not isinstance(value, OptionalValue):
                 return ErrorValue(f"cannot initialize optional entry '{_key_text(key)}' from "
-                                f"non-optional value")
+                                f"non-optional value"), False
             if not value.has_value:
+                pruned = pruned or out.pop(mkey, _MISSING) is not _MISSING
                 continue
             value = value.value
-        if mkey in out:
-            return ErrorValue("duplicate key in map")
         out[mkey] = value
-    return out
+    return out, pruned
+
+
+def literal_key_map_call(function: str, args: Sequence[object]) -> object | None:
+    """The calls the walk answers itself on a map holding a `LiteralKey` (cel-expr-python
+    cannot receive one): its size, type, equality and membership; None for any other."""
+    if function == "size" and len(args) == 1 and isinstance(args[0], dict):
+        return len(args[0])
+    if function == "type" and len(args) == 1 and isinstance(args[0], dict):
+        return TypeValue("map")
+    if function in ("_==_", "_!=_") and len(args) == 2:
+        same = walk_equal(args[0], args[1])
+        return None if same is None else same == (function == "_==_")
+    if function == "@in" and len(args) == 2 and isinstance(args[1], dict):
+        key = _literal_key(args[0])
+        if isinstance(key, ErrorValue):
+            return key
+        found, value = _qualify(args[1], args[0], INDEX) \
+            if isinstance(args[0], str | int | float) else (key in args[1], None)
+        return value if isinstance(value, ErrorValue) else found
+    return None
 
 
 def _literal_key(key: object) -> object:
+    """A value as a key of the walk's dict (`LiteralKey` for the kinds JSON has no key of);
+    bytes and library values are refused, as Go cannot hash them."""
     if isinstance(key, str) or (isinstance(key, int) and key is not True and key is not False):
         return key
     if key is True or key is False:
         return BoolKey(key)
+    if key is None or isinstance(key, float | TypeValue | Timestamp | Duration):
+        return LiteralKey(key, by_ref=False)
+    if isinstance(key, list | dict | OptionalValue):
+        return LiteralKey(key, by_ref=True)
     return ErrorValue(f"Invalid map key type: '{_type_text(key)}'")
 
 
@@ -1138,7 +1197,7 @@ def _iterate(rng: list[object] | dict[object, object], two: bool
 
 
 def _key_value(key: object) -> object:
-    return key.value if isinstance(key, BoolKey) else key
+    return key.value if isinstance(key, BoolKey | LiteralKey) else key
 
 
 def _restore(scope: dict[str, object], names: Sequence[str], saved: Sequence[object]) -> None:

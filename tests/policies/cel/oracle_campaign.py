@@ -10,7 +10,7 @@ by cel-go (`../shared/oracle/celoracle`, under a memory limit) and by the projec
 long-lived worker process (`--worker`: the same module reading cases on stdin), so a case the
 project cannot finish in `--timeout` seconds is counted as `hang` instead of stopping the run.
 The dimensions compared are `oracle_compare.DIMENSIONS`. When the two disagree on the value,
-error or cost, cel-go is asked twice more: iterating a JSON object follows Go's random map
+error or cost, cel-go is asked again (`_REASKS`): iterating a JSON object follows Go's random map
 order, so a case whose upstream answer changes between runs is counted as `nondeterministic`
 and not compared. Cases the project's engine cannot compile (`engineLimited`) are counted
 apart. The figures are printed as one JSON line: per dimension, cases compared and agreeing;
@@ -32,6 +32,10 @@ from tests.policies.cel.oracle_cases import cases, object_json
 from tests.policies.cel.oracle_compare import DIMENSIONS, Disagreement, compare
 
 _DETERMINISM_DIMENSIONS = frozenset({"value", "error", "cost", "outcome"})
+_REASKS = 8
+"""How often cel-go is asked again before a disagreement counts: Go starts iterating a small
+map at a random entry, so an object of k keys repeats its order with probability 1/k per ask
+(eight asks leave 1 in 256 of two-key objects undetected)."""
 
 
 def worker() -> None:
@@ -75,7 +79,7 @@ def judge(case: dict[str, Any], upstream: oracle.LineProcess,
         return "engine-limited", answer, mine, []
     found = compare(answer, mine)
     if any(d.dimension in _DETERMINISM_DIMENSIONS for d in found):
-        for _ in range(2):
+        for _ in range(_REASKS):
             again = upstream.ask(request)
             if again != answer:
                 return "nondeterministic", answer, mine, []
