@@ -102,6 +102,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     Qual,
     RelBase,
     Run,
+    TrackerPanic,
     UnsafeConst,
     Var,
     VarBase,
@@ -116,6 +117,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     native_includes,
     native_index_of,
     native_map_insert,
+    native_map_membership,
     optional_guard,
     scalar_equality,
     value_equality,
@@ -309,6 +311,8 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
         return CostOutcome("cost_exceeded", run.cost, message=COST_LIMIT_EXCEEDED)
+    except TrackerPanic as exc:
+        return CostOutcome("ok", run.cost, ErrorValue(str(exc)), program_unsafe=True)
     except WorkExceeded as exc:
         return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
@@ -533,6 +537,8 @@ class _Planner:
                 return library_type_equality(fn == "_==_"), None
             if fn != "@in":
                 return scalar_equality(fn == "_==_"), None
+        if fn == "@in":
+            return native_map_membership, self._python_guard(fn)
         return None, self._python_guard(fn)
 
     def _python_guard(self, fn: str) -> Guard | None:

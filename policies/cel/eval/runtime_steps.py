@@ -61,6 +61,11 @@ class WorkExceeded(Exception):
     """Internal: a work budget of the evaluation is exhausted (the message says which)."""
 
 
+class TrackerPanic(Exception):
+    """Internal: a cel-go cost tracker panicked on an argument; cel-go's program recovers the
+    panic into an `internal error` that ends the whole evaluation (see `Call`)."""
+
+
 class PlanError(Exception):
     """Internal: cel-go would fail to build the program (at node `node_id`, 0 if unknown)."""
 
@@ -596,6 +601,72 @@ interpretables of their own, and those whose name-level binding is a binary one.
 
 
 _FUNCTION_BINDINGS = frozenset({"string_format"})
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+
+_CONVERSION_SOURCES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "int64": (int,), "uint64": (UInt,), "double": (float,), "bytes": (bytes,),
+    "bool": (bool,), "timestamp": (Timestamp,), "duration": (Duration,)}
+_CONVERSIONS = frozenset({"string", "int", "uint", "double", "bytes", "bool", "timestamp",
+                          "duration"})
+
+
+def _guarded_conversion(function: str, overload_ids: Sequence[str]) -> tuple[str, str] | None:
+    """(function, the argument kind its single checked overload declares: `int64` for
+    `int64_to_string`) of a conversion, or None. cel-go guards an overload's binding with its
+    declared argument types, so where the checker narrowed a `dyn` value to one overload (it
+    can, through a type parameter: `o.optMap(v, string(v)).orValue('')` types `v` as string)
+    another kind of value is `no such overload`, where cel-cpp dispatches on the value."""
+    if function not in _CONVERSIONS or len(overload_ids) != 1:
+        return None
+    source, sep, _ = overload_ids[0].partition("_to_")
+    return (function, source) if sep and source in _CONVERSION_SOURCES else None
+
+
+def _has_kind(value: object, kind: str) -> bool:
+    if isinstance(value, ErrorValue):
+        return True
+    if kind == "int64":
+        return isinstance(value, int) and not isinstance(value, bool | UInt)
+    if kind == "bool":
+        return value is True or value is False
+    return isinstance(value, _CONVERSION_SOURCES[kind])
+
+
+def _tracked_argument(overload: str) -> tuple[int, str] | None:
+    """(argument index, Go type asserted) of the ext.Lists cost trackers that assert their
+    argument's type: `distinct` and `sort` take the list, `@sortByAssociatedKeys` the keys,
+    `flatten(depth)` an int. cel-go's cost observer runs them after the call, with the
+    argument values, even an error, so any other value panics there."""
+    if overload == "list_distinct" or (overload.startswith("list_") and overload.endswith(
+            "_sort")):
+        return 0, "traits.Lister"
+    if overload.startswith("list_") and overload.endswith("_sortByAssociatedKeys"):
+        return 1, "traits.Lister"
+    if overload == "list_flatten_int":
+        return 1, "types.Int"
+    return None
+
+
+_GO_VALUE_TYPES = ((ErrorValue, "*types.Err"), (bool, "types.Bool"), (UInt, "types.Uint"),
+                   (int, "types.Int"), (float, "types.Double"), (str, "types.String"),
+                   (bytes, "types.Bytes"), (dict, "*types.baseMap"), (list, "*types.baseList"),
+                   (OptionalValue, "*types.Optional"), (type(None), "types.Null"))
+
+
+def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
+    """Raise `TrackerPanic` where the cost tracker's type assertion fails (`_tracked_argument`)."""
+    index, wanted = tracked
+    if index >= len(values):
+        return
+    value = values[index]
+    if wanted == "types.Int":
+        fits = isinstance(value, int) and not isinstance(value, bool | UInt)
+    else:
+        fits = isinstance(value, list)
+    if fits:
+        return
+    go_type = next((name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
+    raise TrackerPanic(f"internal error: interface conversion: {go_type} is not {wanted}")
 """Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
 plans as `evalVarArgs` too."""
 
@@ -605,7 +676,7 @@ class Call(PlanStep):
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
     __slots__ = ("args", "concat", "guard", "native", "overrides", "precheck", "prepared",
-                 "price", "varargs")
+                 "price", "regex", "runtime_type", "tracked", "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
@@ -624,6 +695,13 @@ class Call(PlanStep):
             overload in _FUNCTION_BINDINGS
             or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
+        self.tracked = _tracked_argument(overload)
+        self.runtime_type = _guarded_conversion(site.function, site.overload_ids)
+        # `matches`, `find` and `findAll` with a constant pattern are planned by cel-go's regex
+        # optimisations as a call on the receiver alone: an erroneous receiver is passed on
+        # before the call is priced.
+        self.regex = site.function in _REGEX_FUNCTIONS and len(args) == 2 \
+            and isinstance(args[1], Const)
         self.concat = site.function == "_+_"
 
     def eval(self, rt: Run) -> object:
@@ -649,8 +727,15 @@ class Call(PlanStep):
         rt.tick()
         result: object
         if error is not None:
+            if self.regex:
+                return error
             result = error
         else:
+            if self.runtime_type is not None and not _has_kind(values[0], self.runtime_type[1]):
+                refused = ErrorValue(f"no such overload: {self.runtime_type[0]}"
+                                     f"({_type_text(values[0])})")
+                rt.charge(self.price(values, refused))
+                return refused
             if self.precheck:
                 _precheck_range(rt, values)
                 refused = range_refusal(values)
@@ -676,6 +761,8 @@ class Call(PlanStep):
                 result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
+        if self.tracked is not None:
+            _tracker_check(self.tracked, values)
         rt.charge(self.price(values, result))
         return result
 
@@ -1123,6 +1210,16 @@ def literal_key_map_call(function: str, args: Sequence[object]) -> object | None
             if isinstance(args[0], str | int | float) else (key in args[1], None)
         return value if isinstance(value, ErrorValue) else found
     return None
+
+
+def native_map_membership(values: list[object]) -> object | None:
+    """`k in m` for a key no JSON object holds (a list, map, null, ...): cel-go looks it up in
+    its Go map and finds nothing unless the very value is a key; None (the engine decides) for
+    any other operands."""
+    key, container = values
+    if not isinstance(container, dict) or isinstance(key, str | int | float | bytes):
+        return None
+    return literal_key_map_call("@in", values)
 
 
 def _literal_key(key: object) -> object:
