@@ -237,7 +237,18 @@ def _split_empty(values: list[object]) -> object | None:
     return None
 
 
+def _substring(values: list[object]) -> object | None:
+    """`s.substring(start, end)` within bounds, in code points as cel-go counts them (cel-cpp
+    refuses `'a'.substring(0, 1)`); None (the engine words the error) otherwise."""
+    text, start, end = values
+    if isinstance(text, str) and type(start) is int and type(end) is int \
+            and 0 <= start <= end <= len(text):
+        return text[start:end]
+    return None
+
+
 _STRING_OFFSET_SEARCHES: dict[str, Native] = {
+    "string_substring_int_int": _substring,
     "string_index_of_string_int": _index_of_offset(last=False),
     "string_last_index_of_string_int": _index_of_offset(last=True),
     "string_split_string": _split_empty,

@@ -535,9 +535,11 @@ class Logic(PlanStep):
 
 
 def _logic_error(left: object, right: object, op: str) -> ErrorValue:
+    """cel-go's `evalOr`/`evalAnd`: the first operand that is no bool decides, an error as
+    itself, any other value as `no such overload`."""
     if isinstance(left, ErrorValue):
         return left
-    if isinstance(right, ErrorValue):
+    if isinstance(right, ErrorValue) and (left is True or left is False):
         return right
     return ErrorValue(f"no such overload: {op}")
 
@@ -574,7 +576,8 @@ class OptionalOr(PlanStep):
             right = self.rhs.eval(rt)
             return right if isinstance(right, ErrorValue) else self.fallback.call([left, right])
         if not isinstance(left, OptionalValue):
-            return left
+            # an error passes through; any other value is no optional (`MaybeNoSuchOverload`)
+            return left if isinstance(left, ErrorValue) else ErrorValue("no such overload")
         if left.has_value:
             return left.value if self.unwrap else left
         return self.rhs.eval(rt)
