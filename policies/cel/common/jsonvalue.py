@@ -234,7 +234,8 @@ class BoolKey:
 class LiteralKey:
     """A map-literal key of a kind no JSON object has: cel-go keeps any value as a key of its
     Go map, a double, null, type, timestamp or duration by value (`1.0` apart from `1`), a
-    list, map or optional by reference (two equal lists are two keys)."""
+    list, map or optional by reference: two equal lists are two keys, and so is one list of
+    `object` read twice (each read wraps the JSON value anew), so every such key is its own."""
 
     __slots__ = ("by_ref", "value")
 
@@ -246,11 +247,11 @@ class LiteralKey:
         if not isinstance(other, LiteralKey):
             return NotImplemented
         if self.by_ref or other.by_ref:
-            return self.value is other.value
+            return self is other
         return type(self.value) is type(other.value) and bool(self.value == other.value)
 
     def __hash__(self) -> int:
-        return id(self.value) if self.by_ref else hash((type(self.value), self.value))
+        return id(self) if self.by_ref else hash((type(self.value), self.value))
 
     def __repr__(self) -> str:
         return repr(self.value)

@@ -228,6 +228,20 @@ def _index_of_offset(last: bool) -> Native:
     return native
 
 
+def _library_equality_guard(inner: tuple[Native | None, Guard | None]) -> Native:
+    """`lib == dyn(x)`: a Kubernetes library value's `Equal` answers `no such overload` for a
+    value of another kind (`cidr(c) == dyn(1)`). A string may be another library value's
+    carrier, so only values no carrier looks like are refused; the rest as before."""
+    native = inner[0]
+
+    def guarded(values: list[object]) -> object | None:
+        other = values[1]
+        if other is None or isinstance(other, bool | int | float | bytes | dict):
+            return ErrorValue("no such overload")
+        return native(values) if native is not None else None
+    return guarded
+
+
 def _split_empty(values: list[object]) -> object | None:
     """`''.split('')` (with any limit but 0) is `[]` in cel-go, as Go's `strings.SplitN`
     explodes an empty string into no parts; cel-cpp answers `['']`. Other splits go to the
@@ -533,6 +547,14 @@ class _Planner:
                 # As the program's renamed `type()`: the static library type, by name.
                 value = TypeValue(arg_type.name)
                 return (lambda _values: value), None
+        if fn == "_==_" and n.target is None and len(n.args) == 2:
+            left_type = self.ast.type_of(n.args[0].id)
+            if left_type.kind is TypeKind.ABSTRACT and left_type.name in LIBRARY_TYPES \
+                    and self.ast.type_of(n.args[1].id).kind is TypeKind.DYN:
+                return _library_equality_guard(self._native_equality(n, fn)), None
+        return self._native_equality(n, fn)
+
+    def _native_equality(self, n: Node, fn: str) -> tuple[Native | None, Guard | None]:
         if fn in ("_==_", "_!=_", "@in") and n.target is None and len(n.args) == 2:
             left = library_kind(self.ast.type_of(n.args[0].id))
             right_type = self.ast.type_of(n.args[1].id)
