@@ -1236,7 +1236,17 @@ def _literal_key(key: object) -> object:
         return LiteralKey(key, by_ref=False)
     if isinstance(key, list | dict | OptionalValue):
         return LiteralKey(key, by_ref=True)
+    if isinstance(key, Opaque) and isinstance(key.token, str):
+        # the library values Go can hash: IP and CIDR are values, URL and Quantity pointers
+        if key.type_name in _HASHED_BY_VALUE:
+            return LiteralKey(key, by_ref=False)
+        if key.type_name in _HASHED_BY_REFERENCE:
+            return LiteralKey(key, by_ref=True)
     return ErrorValue(f"Invalid map key type: '{_type_text(key)}'")
+
+
+_HASHED_BY_VALUE = frozenset({"net.IP", "net.CIDR"})
+_HASHED_BY_REFERENCE = frozenset({"kubernetes.URL", "kubernetes.Quantity"})
 
 
 # --- comprehensions ------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ from dra_affinity.policies.cel.common.errors import ErrorStage
 from dra_affinity.policies.cel.common.jsonvalue import LiteralKey, decode_k8s_json
 from dra_affinity.policies.cel.compile import compile_expression
 from dra_affinity.policies.cel.cost.estimate import estimate_cost
-from dra_affinity.policies.cel.eval.runtime import evaluate, translate_error
+from dra_affinity.policies.cel.eval.runtime import evaluate, to_plain, translate_error
 from dra_affinity.policies.cel.k8s_library.quantity import STATE_MARK, native_string
 from dra_affinity.policies.core.limits import NEWEST_KUBERNETES_VERSION
 
@@ -162,7 +162,7 @@ def project_plain(value: Any) -> Any:
     if value is None:
         return ("null",)
     if isinstance(value, LiteralKey):
-        return project_plain(value.value)
+        return project_plain(to_plain(value.value))
     if value is True or value is False:
         return ("b", value)
     if isinstance(value, int):
