@@ -377,10 +377,12 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
             if isinstance(value, ErrorValue):
                 return value
             if not found:
-                if not isinstance(obj, dict | list):
-                    # cel-cpp answers an optional holding an error here, where cel-go's
-                    # `refQualify` finds nothing: the walk's none is the value.
-                    rt.unsafe = True
+                if quals[-1].kind == PRESENCE:
+                    return False  # `has()` at the end of an absent optional chain
+                # cel-cpp can answer an optional holding an error here (an index out of a list's
+                # range, a key of a scalar), where cel-go's `refQualify` finds nothing: the
+                # walk's none is the value.
+                rt.unsafe = True
                 return NONE
             rt.charge(1)
         else:

@@ -14,7 +14,8 @@ error or cost, cel-go is asked again (`_REASKS`): iterating a JSON object follow
 order, so a case whose upstream answer changes between runs is counted as `nondeterministic`
 and not compared. Cases the project's engine cannot compile (`engineLimited`) are counted
 apart. The figures are printed as one JSON line: per dimension, cases compared and agreeing;
-every disagreement is written to `--out/disagreements.jsonl` (with both answers) for study.
+`agreeExceptCost` counts the cases that agree on everything but the runtime cost; every
+disagreement is written to `--out/disagreements.jsonl` (with both answers) for study.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def campaign(count: int, seed: int, out: Path | None, timeout: float,
     compared: Counter[str] = Counter()
     disagreed: Counter[str] = Counter()
     all_agree = 0
+    agree_but_cost = 0
     sink = None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -109,6 +111,7 @@ def campaign(count: int, seed: int, out: Path | None, timeout: float,
                 for d in found:
                     disagreed[d.dimension] += 1
                 all_agree += not found
+                agree_but_cost += all(d.dimension == "cost" for d in found)
             if sink is not None and (found or status in ("hang", "traceback")):
                 sink.write(json.dumps({"index": i, "seed": seed, "status": status, **case,
                                        "dimensions": [d.dimension for d in found],
@@ -124,6 +127,7 @@ def campaign(count: int, seed: int, out: Path | None, timeout: float,
     return {
         "cases": count, "seed": seed, "statuses": dict(statuses),
         "agreeAllDimensions": _rate(all_agree, total),
+        "agreeExceptCost": _rate(agree_but_cost, total),
         "dimensions": {d: {"compared": compared[d], "agree": compared[d] - disagreed[d],
                            "rate": _rate(compared[d] - disagreed[d], compared[d])}
                        for d in DIMENSIONS},
