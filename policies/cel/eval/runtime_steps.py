@@ -737,10 +737,10 @@ class Call(PlanStep):
             result = error
         else:
             if self.runtime_type is not None and not _has_kind(values[0], self.runtime_type[1]):
-                refused = ErrorValue(f"no such overload: {self.runtime_type[0]}"
-                                     f"({_type_text(values[0])})")
-                rt.charge(self.price(values, refused))
-                return refused
+                mismatch = ErrorValue(f"no such overload: {self.runtime_type[0]}"
+                                      f"({_type_text(values[0])})")
+                rt.charge(self.price(values, mismatch))
+                return mismatch
             if self.precheck:
                 _precheck_range(rt, values)
                 refused = range_refusal(values)
