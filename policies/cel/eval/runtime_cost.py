@@ -277,11 +277,13 @@ def _of_non_zero(values: list[object]) -> object | None:
     """`optional.ofNonZeroValue` of a timestamp: cel-go's zero timestamp is Go's zero time,
     0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. An
     optional has no zero value in cel-go (it is no `Zeroer`), so even `optional.none()` is
-    wrapped, where cel-cpp unwraps it. Other values go to the engine (None), whose zero values
-    are cel-go's."""
+    wrapped, where cel-cpp unwraps it; a map is zero when empty. Other values go to the engine
+    (None), whose zero values are cel-go's."""
     value = values[0]
     if isinstance(value, OptionalValue):
         return OptionalValue(value, True)
+    if isinstance(value, dict):  # also a map whose keys the engine cannot receive
+        return OptionalValue(value, True) if value else NONE
     if not isinstance(value, Timestamp):
         return None
     return NONE if _GO_ZERO_TIME.match(value.text) else OptionalValue(value, True)
