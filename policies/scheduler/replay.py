@@ -63,7 +63,9 @@ from dra_affinity.policies.scheduler.locks import (
     Rejection,
 )
 from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import DeviceReport, _Run, new_run
+from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
+from dra_affinity.policies.scheduler.device_states import DeviceReport
+from dra_affinity.policies.scheduler.simulation import new_run
 from dra_affinity.policies.scheduler.workload import (
     Arrival,
     Variant,
@@ -246,12 +248,12 @@ _CLEAN = "clean"
 
 
 class _Replay:
-    def __init__(self, run: _Run, variants_: Sequence[Variant], mode: Mode) -> None:
+    def __init__(self, run: ClaimSteps, variants_: Sequence[Variant], mode: Mode) -> None:
         self.run = run
         self.mode = mode
         self.variants = variants_
-        self.states: dict[DeviceRef, DeviceState] = run.states
-        self.pool_list: list[Pool] = [p for ref, p in run.pools.items() if run.pool_ok(ref)]
+        self.states: dict[DeviceRef, DeviceState] = run.states.states
+        self.pool_list: list[Pool] = [p for ref, p in run.states.pools.items() if run.pool_ok(ref)]
         self.pool_devices: dict[PoolRef, list[tuple[Device, DeviceRef, int]]] = {}
         offset = 0
         for pool in self.pool_list:
@@ -457,7 +459,7 @@ class _Replay:
         if len(chosen) < wanted:
             return self._failure(plan.verdicts, variant.template, request)
         for option in chosen:
-            device = self.run.devices[option.ref]
+            device = self.run.states.devices[option.ref]
             wanted_amounts = self.demand(variant.template, request, device, option.ref)
             consumed = wanted_amounts if isinstance(wanted_amounts, Mapping) else {}
             before = self.states[option.ref]
@@ -714,7 +716,7 @@ def _stranded(replay: _Replay, ref: DeviceRef, state: DeviceState, waiting: _Wan
     rows = waiting.get(ref.pool_ref)
     if not rows:
         return False
-    device = replay.run.devices[ref]
+    device = replay.run.states.devices[ref]
     held = lock_key(state.lock)
     blocked = False
     for template, request, needed in rows:
@@ -822,7 +824,7 @@ def replay(
     run = new_run(slices, [c for c in claims if c.kind == "ResourceClaim"], mode=mode,
                   feature_gate=feature_gate, limits=limits, pools=pools, classes=classes)
     state = _Replay(run, variant_list, mode)
-    totals = _totals(run.devices, state.states)
+    totals = _totals(run.states.devices, state.states)
     capacity_total = _sums(totals.values())
     end = arrival_list[-1].time if arrival_list else 0.0
     step = end / samples if samples and end else 0.0
@@ -890,7 +892,7 @@ def replay(
     locked, unknown = locks.gauges(state.states)
     metrics = LockMetrics(locked, unknown, state.evaluations_total, state.conflicts, state.no_keys,
                           state.reuse)
-    devices = tuple(run.report(ref) for ref in run.devices)
+    devices = tuple(run.states.report(ref) for ref in run.states.devices)
     return ReplayReport(
         mode=mode, feature_gate=feature_gate, workload=workload.name, arrivals=len(arrival_list),
         duration=end, placed=len(placed_at), departed=departed, pending=pending,

@@ -8,10 +8,13 @@ rejections and end with the same states and metrics.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
+from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
 from dra_affinity.policies.scheduler.locks import Mode
 from dra_affinity.policies.scheduler.simulation import (
     Action,
@@ -20,7 +23,6 @@ from dra_affinity.policies.scheduler.simulation import (
     SimulationReport,
     Step,
     StepResult,
-    _Run,
     new_run,
     simulate,
 )
@@ -128,8 +130,17 @@ def test_counts_keep_the_walk_order_of_reasons() -> None:
     assert last.rejected == (RejectionCount("nic", capacity, 1), RejectionCount("nic", mismatch, 2))
 
 
-def _drive(run: _Run, steps: list[Step]) -> list[StepResult]:
-    return [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
+def _drive(run: ClaimSteps, steps: list[Step], speed_layers: str = "all") -> list[StepResult]:
+    """The steps run with `speed_layers` in effect (`DRA_AFFINITY_SPEED_LAYERS`)."""
+    before = os.environ.get(layers.ENV)
+    os.environ[layers.ENV] = speed_layers
+    try:
+        return [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
+    finally:
+        if before is None:
+            del os.environ[layers.ENV]
+        else:
+            os.environ[layers.ENV] = before
 
 
 @settings(max_examples=100, deadline=None)
@@ -150,11 +161,11 @@ def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]
             steps += [Step(Action.RELEASE, names[r]), Step(Action.ALLOCATE, names[r])]
     runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
             for _ in range(2)]
-    runs[1].remember = False
-    remembered, fresh = (_drive(run, steps) for run in runs)
+    remembered = _drive(runs[0], steps)
+    fresh = _drive(runs[1], steps, "-simulate-remembered-failures")
     assert [(_outcome(s), s.evaluated) for s in remembered] == [(_outcome(s), s.evaluated) for s in fresh]
     assert runs[0].counters == runs[1].counters
-    assert runs[0].states == runs[1].states
+    assert runs[0].states.states == runs[1].states.states
 
 
 def test_a_full_cluster_fails_each_further_claim_once() -> None:
