@@ -2,21 +2,26 @@
 
 A claim is placed as kube-scheduler's structured allocator places it (`allocator.search`:
 per-device selectors, constraints, backtracking, allocation modes, bound capacity), with the
-KEP's lock as one more device check: Filter asks each candidate device's pool for the request's
-extraction verdict and checks the device's state against it (`locks.check_device`); the choice
-is alpha's first fit or beta's preference (`locks.preference`); Reserve takes the device
-(`locks.allocate`) in the claim's `Tentative` view, and the claim's reservations are committed
-together. What Filter looked at is kept per device (`Detail.DEVICES`) or as counts per first
-reason (`Detail.COUNTS`), for the report.
+KEP's lock as one more device check. A claim the search cannot change — ExactCount requests
+only, no constraints, no admin access, selectors that take each pool whole — is placed by the
+search's first branch (`first_fit`): Filter on every candidate device in first-fit order (alpha
+stops at the first viable one, beta ranks them all), then each request in turn.
+
+In both, Filter asks each candidate device's pool for the request's extraction verdict and
+checks the device's state against it (`locks.check_device`); the choice is alpha's first fit
+or beta's preference (`locks.preference`); Reserve takes the device (`locks.allocate`) in the
+claim's `Tentative` view, and the claim's reservations are committed together. What Filter
+looked at is kept per device (`Detail.DEVICES`) or as counts per first reason
+(`Detail.COUNTS`), for the report.
 
 Pools are visited in (driver, pool) order as if they were one node's; without DeviceClasses
 every pool the pool filter passes is a candidate for every request. A slice error aborts the
 claim, as a scheduler Filter error aborts the pod.
 
-Speed layers (`core.layers`): the memos below remember what a check reads and answers it
-again; `first_fit` answers the claims the search cannot change without it. With
-`DRA_AFFINITY_SPEED_LAYERS=none` every claim goes through the search and every check is
-computed again, with the same outcome.
+Speed layers (`core.layers`): the memos below remember what a check reads and answer it
+again, and `first_fit` declares its own (an index instead of the device walk, shared
+verdicts, remembered failures). With `DRA_AFFINITY_SPEED_LAYERS=none` every check is computed
+again, with the same outcome.
 """
 
 from __future__ import annotations
@@ -62,11 +67,6 @@ if TYPE_CHECKING:
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
 
-FIRST_FIT = layers.declare(
-    "simulate-first-fit",
-    "a claim the allocator's search cannot change (ExactCount requests, selectors that take a "
-    "pool whole, no constraints) is placed by first fit over per-pool indexes, the search's "
-    "first branch, instead of a search that visits every device before the free one")
 SELECTOR_MATCHES = layers.declare(
     "simulate-selector-matches",
     "each (request, device) selector match is evaluated once per run, however often the "
@@ -252,7 +252,7 @@ class ClaimSteps:
     """`DEMANDS`: (id of a device of `states.devices`, which lives as long as the run; capacity
     request) -> demand."""
     index: FirstFitIndex | None = None
-    """`FIRST_FIT`'s indexes, built on first use."""
+    """First fit's devices per pool and its speed layers' state, built on first use."""
 
     def __post_init__(self) -> None:
         if self.memo is None:
@@ -376,15 +376,12 @@ class ClaimSteps:
         if self.states.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
-        if FIRST_FIT.on:
-            from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
+        from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
 
-            if self.index is None:
-                self.index = FirstFitIndex(self)
-            placed = self.index.allocate(step, claim)
-            if placed is not None:
-                return placed
-        return self.search(step, claim)
+        if self.index is None:
+            self.index = FirstFitIndex(self)
+        placed = self.index.allocate(step, claim)
+        return placed if placed is not None else self.search(step, claim)
 
     def search(self, step: Step, claim: ResourceClaim) -> StepResult:
         """One claim through `allocator.search`, the KEP's Filter as its device check."""

@@ -1,24 +1,24 @@
-"""First fit over per-pool indexes: the `simulate-first-fit` speed layer of `claim_steps`.
+"""First fit: the allocator search's first branch, for a claim the search cannot change.
 
-Why: a claim the allocator's search cannot change — ExactCount requests only, no constraints,
-no admin access, selectors that take each pool whole and fail on no device — is placed by the
-search's first branch: each request in turn on the first viable device (alpha) or the preferred
-one (beta). The search finds that device by visiting every device before it; a cluster whose
-first 40 pools are full makes each claim pay for 40 pools. This layer answers the same
-question from indexes kept current device by device (`DeviceStates.followers`):
+A claim of ExactCount requests only, without constraints or admin access, whose selectors
+take each pool whole and fail on no device, is placed as the search's first branch places
+it: each request in turn, Filter on the candidate devices in first-fit order (pools in
+(driver, pool) order, devices in pool order), alpha's first viable device or beta's
+preferred one among every viable device, then Reserve. A claim of several requests that
+first fit cannot place goes to the search after all (`FirstFitIndex.allocate` returns None),
+which may backtrack.
 
-* per pool, each device's *kind* for one capacity demand (exclusively held, full, unknown,
-  free, locked to each value) and, per candidate list, the kinds' sorted positions (`_Span`),
-  so the chosen device and the rejected counts before it are a few bisections
-  (`simulate-count-index`, when the step keeps counts only);
-* the pools' verdicts shared by the claims whose in-scope configs read the same
-  (`simulate-shared-verdicts`);
-* a failed request's outcome and the devices' checks, reused while no device changed
-  (`simulate-remembered-failures`).
+Three speed layers answer the same questions without the walk (with the layer off, the walk):
 
-A claim of several requests that first fit cannot place goes to the search after all
-(`FirstFitIndex.allocate` returns None), which may backtrack. Outcomes, reasons and counters
-are the search's: the end-to-end tests run with the layer on and off and compare the bytes.
+* `simulate-count-index`: per pool, each device's *kind* for one capacity demand (exclusively
+  held, full, unknown, free, locked to each value) and, per candidate list, the kinds' sorted
+  positions (`_Span`), kept current device by device (`DeviceStates.followers`), so the
+  chosen device and the rejected counts before it are a few bisections when the step keeps
+  counts only;
+* `simulate-shared-verdicts`: the pools' verdicts shared by the claims whose in-scope
+  configs read the same;
+* `simulate-remembered-failures`: a failed request's outcome and the devices' checks,
+  reused while no device changed.
 """
 
 from __future__ import annotations

@@ -49,6 +49,8 @@ from dra_affinity.policies.scheduler import locks
 from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
 from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits
 from dra_affinity.policies.scheduler.capacity import total as _sums
+from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
+from dra_affinity.policies.scheduler.device_states import DeviceReport
 from dra_affinity.policies.scheduler.extraction import ExtractionResult
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
@@ -63,8 +65,6 @@ from dra_affinity.policies.scheduler.locks import (
     Rejection,
 )
 from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
-from dra_affinity.policies.scheduler.device_states import DeviceReport
 from dra_affinity.policies.scheduler.simulation import new_run
 from dra_affinity.policies.scheduler.workload import (
     Arrival,

@@ -184,3 +184,35 @@ def test_a_full_cluster_fails_each_further_claim_once() -> None:
     assert results[1].failure is results[2].failure  # the second failure reused the first
     assert results[1].rejected == (RejectionCount("nic", results[1].reasons[0], 1),)
     assert results[4].placements[0].device == results[0].placements[0].device
+
+
+_LAYERS = st.sampled_from(["none", "-simulate-count-index",
+                           "-simulate-shared-verdicts", "-simulate-remembered-failures",
+                           "-simulate-device-checks", "-simulate-selector-matches", "-simulate-demands"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(pools=st.lists(_pool, min_size=1, max_size=3), claims=_claims, mode=st.sampled_from(list(Mode)),
+       detail=st.sampled_from(list(Detail)), releases=st.lists(st.integers(0, 11), max_size=4),
+       speed_layers=_LAYERS)
+def test_the_plain_path_decides_as_the_speed_layers(pools: list[dict[str, Any]],
+                                                    claims: list[tuple[Any, ...]], mode: Mode, detail: Detail,
+                                                    releases: list[int], speed_layers: str) -> None:
+    """Every check computed again (layers off, or one of them off) places, fails, counts and
+    ends exactly as the speed layers do."""
+    slices = _slices(pools)
+    objects = [_claim(n, subnet, pods, (0, 0) if bound and n % 4 == 0 else None)
+               for n, (subnet, pods, bound) in enumerate(claims)]
+    free = [c.qualified_name for c in objects if not c.allocation]
+    steps = [Step(Action.ALLOCATE, name) for name in free]
+    for r in releases:
+        if r < len(free):
+            steps += [Step(Action.RELEASE, free[r]), Step(Action.ALLOCATE, free[r])]
+    runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
+            for _ in range(2)]
+    fast = _drive(runs[0], steps)
+    plain = _drive(runs[1], steps, speed_layers)
+    assert [(_outcome(s), s.evaluated) for s in fast] == [(_outcome(s), s.evaluated) for s in plain]
+    assert runs[0].counters == runs[1].counters
+    assert runs[0].states.states == runs[1].states.states
+    assert runs[0].notes == runs[1].notes
