@@ -281,10 +281,17 @@ class ClaimSteps:
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
                                    incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
 
-    def verdict(self, claim: ResourceClaim, request: str, pool: Pool) -> PoolFilterVerdict:
+    def verdict(self, claim: ResourceClaim, request: str, pool: Pool, *, counted: bool = True
+                ) -> PoolFilterVerdict:
+        """The pool's verdict for the claim's request. `counted`: a Filter run the scheduler's
+        counter sees (False: a question about the claim, such as which pools a waiting claim
+        could use)."""
         early = self.precheck(pool)
         if early is not None:
             return early
+        if not counted:
+            assert self.memo is not None
+            return locks.pool_verdict(self.memo.extract(claim, request, self.summaries[pool.ref]))
         return locks.pool_verdict(self.extraction(claim, request, pool.ref))
 
     def tracked(self, pool: Pool) -> bool:
@@ -372,7 +379,10 @@ class ClaimSteps:
     def allocate(self, step: Step) -> StepResult:
         """Place the step's claim: every request or none (a claim already holding devices is
         left as it is, with a note)."""
-        claim = self.claims[step.claim]
+        return self.place(step, self.claims[step.claim])
+
+    def place(self, step: Step, claim: ResourceClaim) -> StepResult:
+        """`allocate` of a claim given as an object (a workload's copy is in no input)."""
         if self.states.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
