@@ -253,20 +253,34 @@ class ClaimSteps:
     request) -> demand."""
     index: FirstFitIndex | None = None
     """First fit's devices per pool and its speed layers' state, built on first use."""
+    remember_matches: bool = field(init=False, default=True)
+    remember_checks: bool = field(init=False, default=True)
+    remember_demands: bool = field(init=False, default=True)
+    """`SELECTOR_MATCHES`, `DEVICE_CHECKS`, `DEMANDS` as asked at the step's start."""
 
     def __post_init__(self) -> None:
+        self.asked_layers()
         if self.memo is None:
             self.memo = ExtractionMemo(self.version)
         self.pool_bits = {ref: 1 << n for n, ref in enumerate(self.states.pools)}
 
+    def asked_layers(self) -> None:
+        """The speed layers in effect, asked once per step: the checks below run per device."""
+        self.remember_matches = SELECTOR_MATCHES.on
+        self.remember_checks = DEVICE_CHECKS.on
+        self.remember_demands = DEMANDS.on
+
     # -- what Filter asks of a pool: the request's extraction verdict ------------------------
 
-    def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef) -> ExtractionResult:
+    def extraction(self, claim: ResourceClaim, request: str, ref: PoolRef, name: str | None = None
+                   ) -> ExtractionResult:
         """The extraction, memoised by content; counted once per (claim, request, pool) as the
-        scheduler's `extractor_evaluations_total` would be."""
+        scheduler's `extractor_evaluations_total` would be (`name`: the claim's, when `claim`
+        is a copy's spec under another name)."""
         assert self.memo is not None
         result = self.memo.extract(claim, request, self.summaries[ref])
-        self.count_evaluations(claim.qualified_name, request, self.pool_bits[ref], len(result.evaluations))
+        self.count_evaluations(name or claim.qualified_name, request, self.pool_bits[ref],
+                               len(result.evaluations))
         return result
 
     def count_evaluations(self, claim: str, request: str, bits: int, evaluations: int) -> None:
@@ -281,8 +295,8 @@ class ClaimSteps:
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
                                    incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
 
-    def verdict(self, claim: ResourceClaim, request: str, pool: Pool, *, counted: bool = True
-                ) -> PoolFilterVerdict:
+    def verdict(self, claim: ResourceClaim, request: str, pool: Pool, *, counted: bool = True,
+                name: str | None = None) -> PoolFilterVerdict:
         """The pool's verdict for the claim's request. `counted`: a Filter run the scheduler's
         counter sees (False: a question about the claim, such as which pools a waiting claim
         could use)."""
@@ -292,7 +306,7 @@ class ClaimSteps:
         if not counted:
             assert self.memo is not None
             return locks.pool_verdict(self.memo.extract(claim, request, self.summaries[pool.ref]))
-        return locks.pool_verdict(self.extraction(claim, request, pool.ref))
+        return locks.pool_verdict(self.extraction(claim, request, pool.ref, name))
 
     def tracked(self, pool: Pool) -> bool:
         """The scheduler keeps locks for the pool's devices (gate on, complete, named extractors)."""
@@ -311,7 +325,7 @@ class ClaimSteps:
             return not self.classes or self.candidate(request, self.classes, entry.pool)
         if not self.classes:
             return True
-        if not SELECTOR_MATCHES.on:
+        if not self.remember_matches:
             return self._match(request, entry)
         key = (request.device_class_name, request.name, request.selectors, entry.position)
         found = self.matches.get(key)
@@ -329,7 +343,7 @@ class ClaimSteps:
     def matching_pools(self, request: DeviceRequest) -> list[Pool]:
         """The pools holding a device the request's selectors match (errors left to the search)."""
         key = (request.device_class_name, request.name, request.selectors)
-        found = self.matching.get(key) if SELECTOR_MATCHES.on else None
+        found = self.matching.get(key) if self.remember_matches else None
         if found is None:
             found = []
             for entry in self.visiting_order():
@@ -338,14 +352,14 @@ class ClaimSteps:
                 match = self.device_match(request, entry)
                 if match if isinstance(match, bool) else match.matched:
                     found.append(entry.pool)
-            if SELECTOR_MATCHES.on:
+            if self.remember_matches:
                 self.matching[key] = found
         return found
 
     def demand(self, device: Device, request: DeviceRequest, key: str | None = None
                ) -> Mapping[str, Fraction] | CapacityProblem:
         """`capacity.demand` of the request on the device (`key`: `demand_key(request)`)."""
-        if not DEMANDS.on:
+        if not self.remember_demands:
             return demand(device, request)
         cache_key = (id(device), demand_key(request) if key is None else key)
         cached = self.demands.get(cache_key)
@@ -357,7 +371,7 @@ class ClaimSteps:
     def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
                      verdict: PoolFilterVerdict) -> Evaluated:
         """Filter's check of one device in `state` under the pool's verdict."""
-        if not DEVICE_CHECKS.on:
+        if not self.remember_checks:
             return Evaluated(request.name, entry.ref, state.status, locks.check_device(
                 entry.device, entry.ref, state, verdict, self.demand(entry.device, request)))
         affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
@@ -382,7 +396,9 @@ class ClaimSteps:
         return self.place(step, self.claims[step.claim])
 
     def place(self, step: Step, claim: ResourceClaim) -> StepResult:
-        """`allocate` of a claim given as an object (a workload's copy is in no input)."""
+        """`allocate` of `claim`'s spec under the step's name (a workload's copy is its
+        variant's spec, held and counted under the copy's own name)."""
+        self.asked_layers()
         if self.states.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
@@ -397,7 +413,7 @@ class ClaimSteps:
         """One claim through `allocator.search`, the KEP's Filter as its device check."""
         entries = self.visiting_order()
         working = Tentative(self.states.states)
-        host = KepFilterHost(self, claim, working)
+        host = KepFilterHost(self, claim, working, step.claim)
         ranked = None
         if self.mode is Mode.BETA:
             def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
@@ -426,15 +442,15 @@ class ClaimSteps:
             after = working[entry.ref]
             reused = before.status is LockStatus.LOCKED and not request.admin_access
             placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
-        self.commit(claim, working, placements, host.committed)
+        self.commit(step.claim, working, placements, host.committed)
         return StepResult(step, True, tuple(placements), kept, rejected=rejected)
 
-    def commit(self, claim: ResourceClaim, working: Tentative, placements: Sequence[Placement],
+    def commit(self, claim: str, working: Tentative, placements: Sequence[Placement],
                as_committed: Callable[[DeviceState], DeviceState] = lambda state: state) -> None:
         """Reserve made final: the claim's tentative states committed, its devices held."""
         for ref, state in working.changes.items():
             self.states.commit(ref, as_committed(state))
-        self.states.held[claim.qualified_name] = {p.device for p in placements}
+        self.states.held[claim] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
 
     def _search_failure(self, step: Step, claim: ResourceClaim, result: SearchResult, host: KepFilterHost,
@@ -446,7 +462,7 @@ class ClaimSteps:
         name = result.failed_request
         request = requests.get(name) if name is not None else None
         if request is None:
-            failure = Rejection(Reason.NO_CANDIDATES, f"claim {claim.qualified_name}: no allocation found")
+            failure = Rejection(Reason.NO_CANDIDATES, f"claim {step.claim}: no allocation found")
             return StepResult(step, False, (), evaluated, failure, name, rejected=rejected)
         seen = [e for e in host.evaluated.values() if e.request == request.name]
         counts = first_reasons(seen)
@@ -479,6 +495,7 @@ class ClaimSteps:
 
     def release(self, step: Step) -> StepResult:
         """Release the step's claim: its devices lose its holders (a lock with no holder clears)."""
+        self.asked_layers()
         freed = self.states.release(step.claim)
         if not freed:
             self.notes.append(f"release {step.claim}: the claim holds no device (its allocation "
@@ -489,9 +506,11 @@ class ClaimSteps:
 class KepFilterHost:
     """`allocator.SearchHost` over one claim's tentative states: the KEP's Filter as device check."""
 
-    def __init__(self, steps: ClaimSteps, claim: ResourceClaim, working: Tentative) -> None:
+    def __init__(self, steps: ClaimSteps, claim: ResourceClaim, working: Tentative, name: str) -> None:
         self.steps = steps
         self.claim = claim
+        self.name = name
+        """The claim's `namespace/name` (a workload's copy is its template's spec under its own)."""
         self.working = working
         self.evaluated: dict[tuple[str, DeviceRef], Evaluated] = {}
         self.listed: dict[str, list[Entry]] = {}
@@ -510,7 +529,7 @@ class KepFilterHost:
             return match
         if match.failure is not None:
             raise self._abort(request, Rejection(Reason.CEL_EVALUATION_FAILURE,
-                                                 match.failure.message(self.claim.qualified_name)))
+                                                 match.failure.message(self.name)))
         return match.matched
 
     def quietly_selectable(self, request: DeviceRequest, entry: Entry) -> bool:
@@ -525,7 +544,7 @@ class KepFilterHost:
         key = (request.name, pool.ref)
         found = self.verdicts.get(key)
         if found is None:
-            found = self.steps.verdict(self.claim, request.name, pool)
+            found = self.steps.verdict(self.claim, request.name, pool, name=self.name)
             self.verdicts[key] = found
         if found.aborts:
             assert found.rejection is not None
@@ -582,7 +601,7 @@ class KepFilterHost:
         if request.admin_access:  # no lock; a share's capacity counts within this claim only
             if entry.device.allow_multiple_allocations and not isinstance(wanted, CapacityProblem):
                 self.working[ref] = self.working[ref].joined(
-                    Holder(self.claim.qualified_name, request.name, wanted, shared=True))
+                    Holder(self.name, request.name, wanted, shared=True))
                 self.admin.add(request.name)
                 return undo
             return lambda: None
@@ -590,7 +609,7 @@ class KepFilterHost:
         # a device held whole records no consumption (upstream tracks capacity only for shares)
         consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
             else wanted
-        holder = Holder(self.claim.qualified_name, request.name, consumed)
+        holder = Holder(self.name, request.name, consumed)
         after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
         if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
             raise self._abort(request, after)
@@ -601,8 +620,7 @@ class KepFilterHost:
         """A tentative state as committed: admin-access holders hold nothing afterwards."""
         if not self.admin:
             return state
-        name = self.claim.qualified_name
-        kept = tuple(h for h in state.holders if h.claim != name or h.request not in self.admin)
+        kept = tuple(h for h in state.holders if h.claim != self.name or h.request not in self.admin)
         if len(kept) == len(state.holders):
             return state
         return DeviceState(state.status, state.lock, kept, state.reason)

@@ -390,6 +390,7 @@ class FirstFitIndex:
         self.failures_at = 0
         self.checked: dict[tuple[int, str, str], _Checked] = {}
         """(id(verdicts), request, demand) -> those verdicts and their devices' checks (`_checked`)."""
+        self.remember = self.count_index = self.share = True
         self.states.followers.append(self.follow)
 
     def allocate(self, step: Step, claim: ResourceClaim) -> StepResult | None:
@@ -397,6 +398,9 @@ class FirstFitIndex:
         (the claim needs it, or first fit could not place a claim of several requests)."""
         if self._searched(claim):
             return None
+        # the layers in effect, asked once per claim (the hot paths below run per device)
+        self.remember, self.count_index = REMEMBERED_FAILURES.on, COUNT_INDEX.on
+        self.share = SHARED_VERDICTS.on
         counters = self.steps.counters
         conflicts, no_keys = counters.conflicts, counters.no_keys
         first = self._first_fit(step, claim)
@@ -415,7 +419,7 @@ class FirstFitIndex:
         if index.spans:
             self._update_spans(ref, state, index)
 
-    def verdicts(self, claim: ResourceClaim, request: str, pools: list[Pool], shared: bool
+    def verdicts(self, claim: ResourceClaim, name: str, request: str, pools: list[Pool], shared: bool
                  ) -> Mapping[PoolRef, PoolFilterVerdict]:
         """Every candidate pool's verdict for the request, once per distinct content.
 
@@ -426,7 +430,7 @@ class FirstFitIndex:
         """
         assert self.steps.memo is not None
         if not shared:
-            return {pool.ref: self.steps.verdict(claim, request, pool) for pool in pools}
+            return {pool.ref: self.steps.verdict(claim, request, pool, name=name) for pool in pools}
         drivers = self.drivers.get(id(pools))
         if drivers is None:
             drivers = tuple(dict.fromkeys(p.ref.driver for p in pools))
@@ -435,7 +439,7 @@ class FirstFitIndex:
         contents = ((content(claim, request, drivers[0]),) if len(drivers) == 1
                     else tuple(content(claim, request, d) for d in drivers))
         if None in contents:
-            return {pool.ref: self.steps.verdict(claim, request, pool) for pool in pools}
+            return {pool.ref: self.steps.verdict(claim, request, pool, name=name) for pool in pools}
         key = (id(pools), request, contents)
         entry = self.shared_verdicts.get(key)
         if entry is None:
@@ -456,7 +460,7 @@ class FirstFitIndex:
             self.shared_verdicts[key] = entry
             self.stable.add(id(verdicts))
         verdicts, mask, total, extracted_ = entry
-        counted = (claim.qualified_name, request)
+        counted = (name, request)
         seen = self.steps.counted.get(counted, 0)
         if not seen:
             if mask:
@@ -464,7 +468,7 @@ class FirstFitIndex:
                 self.steps.counters.evaluations += total
         else:
             for bit, n in extracted_:
-                self.steps.count_evaluations(claim.qualified_name, request, bit, n)
+                self.steps.count_evaluations(name, request, bit, n)
         return verdicts
 
     def _update_profiles(self, index: _PoolIndex, ref: DeviceRef, state: DeviceState) -> None:
@@ -509,7 +513,7 @@ class FirstFitIndex:
             alternatives = request.first_available or ((request.exactly,) if request.exactly else ())
             failure: tuple[Rejection, str] | None = None
             for sub in alternatives:
-                placed, seen, counts, problem = self.place_request(claim, sub, working)
+                placed, seen, counts, problem = self.place_request(claim, step.claim, sub, working)
                 if seen:
                     evaluated.append(seen)
                 if counts:
@@ -524,7 +528,7 @@ class FirstFitIndex:
             if failure is not None:
                 return StepResult(step, False, (), _joined(evaluated), failure[0], failure[1],
                                   rejected=_joined(rejected))
-        self.steps.commit(claim, working, placements)
+        self.steps.commit(step.claim, working, placements)
         return StepResult(step, True, tuple(placements), _joined(evaluated), rejected=_joined(rejected))
 
     def _searched(self, claim: ResourceClaim) -> bool:
@@ -564,7 +568,7 @@ class FirstFitIndex:
             self.uniform[key] = found
         return found
 
-    def place_request(self, claim: ResourceClaim, request: DeviceRequest, working: Tentative
+    def place_request(self, claim: ResourceClaim, name: str, request: DeviceRequest, working: Tentative
                       ) -> tuple[list[Placement], Sequence[Evaluated], Sequence[RejectionCount],
                                  Rejection | None]:
         """Filter, choose and reserve the devices of one (sub-)request against `working`.
@@ -575,8 +579,8 @@ class FirstFitIndex:
             pools = self.candidate_pools(request)
         except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
             return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
-                                         exc.failure.message(claim.qualified_name))
-        verdicts = self.verdicts(claim, request.name, pools, self.candidate is None and SHARED_VERDICTS.on)
+                                         exc.failure.message(name))
+        verdicts = self.verdicts(claim, name, request.name, pools, self.candidate is None and self.share)
         abort = self._abort(verdicts, pools)
         if abort is not None:
             return [], [], [], abort
@@ -585,7 +589,7 @@ class FirstFitIndex:
         evaluated: list[Evaluated] = []
         key_of_demand = demand_key(request)
         remembered: tuple[Hashable, ...] | None = None
-        if (REMEMBERED_FAILURES.on and not working.pools and id(verdicts) in self.stable
+        if (self.remember and not working.pools and id(verdicts) in self.stable
                 and self.candidate is None):
             remembered = (id(verdicts), request.name, request.device_class_name, key_of_demand,
                           wanted_count, every)
@@ -597,7 +601,7 @@ class FirstFitIndex:
                 self.steps.counters.conflicts += known.conflicts
                 self.steps.counters.no_keys += known.no_keys
                 return [], known.evaluated, known.rejected, known.failure
-        if COUNT_INDEX.on and self.detail is Detail.COUNTS and wanted_count == 1 and not every:
+        if self.count_index and self.detail is Detail.COUNTS and wanted_count == 1 and not every:
             counts, examined, options = self._choose(request, pools, verdicts, working, key_of_demand)
         else:
             options = self._walk(request, pools, verdicts, working, wanted_count, every, evaluated,
@@ -629,7 +633,7 @@ class FirstFitIndex:
             # a device held whole records no consumption (upstream tracks capacity only for shares)
             shares = self.devices[option.ref].allow_multiple_allocations
             consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
-            holder = Holder(claim.qualified_name, request.name, consumed)
+            holder = Holder(name, request.name, consumed)
             before = working[option.ref]
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
@@ -664,7 +668,7 @@ class FirstFitIndex:
         first_fit = self.mode is Mode.ALPHA and not every and not self.exhaustive
         state_of = working.__getitem__ if working.changes else working.base.__getitem__
         checked: dict[int, tuple[DeviceState, Evaluated]] = (
-            self._checked(verdicts, request.name, key_of_demand) if REMEMBERED_FAILURES.on else {})
+            self._checked(verdicts, request.name, key_of_demand) if self.remember else {})
         for pool in pools:
             verdict = verdicts[pool.ref]
             index = self.pool_index[pool.ref]

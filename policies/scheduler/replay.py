@@ -30,7 +30,7 @@ import heapq
 import time as wallclock
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from dra_affinity.policies.core.findings import PoolRef
@@ -227,9 +227,7 @@ class _Replay:
     def try_place(self, arrival: Arrival) -> Rejection | None:
         """Place every request of one copy through the allocator, or nothing."""
         variant = self.variants[arrival.variant]
-        namespace, name = _copy_name(variant, arrival).split("/", 1)
-        claim = replace(variant.claim, namespace=namespace, name=name)
-        result = self.run.place(Step(Action.ALLOCATE, claim.qualified_name), claim)
+        result = self.run.place(Step(Action.ALLOCATE, _copy_name(variant, arrival)), variant.claim)
         if result.placed:
             return None
         assert result.failure is not None
