@@ -30,7 +30,6 @@ import enum
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.findings import PoolRef
@@ -61,9 +60,6 @@ from dra_affinity.policies.scheduler.locks import (
     Rejection,
 )
 from dra_affinity.policies.scheduler.pools import Pool
-
-if TYPE_CHECKING:
-    from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
 
@@ -251,8 +247,11 @@ class ClaimSteps:
     demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
     """`DEMANDS`: (id of a device of `states.devices`, which lives as long as the run; capacity
     request) -> demand."""
-    index: FirstFitIndex | None = None
-    """First fit's devices per pool and its speed layers' state, built on first use."""
+    first_branch: Callable[[Step, ResourceClaim], StepResult | None] | None = None
+    """The search's first branch for a claim the search cannot change (`first_fit.FirstFitIndex`,
+    given by the driver, which builds it over these steps): its placement or failure, or None
+    when the search must decide. Without it every claim goes through the search, which visits
+    (and counts) fewer devices than the first branch's walk in beta mode."""
     remember_matches: bool = field(init=False, default=True)
     remember_checks: bool = field(init=False, default=True)
     remember_demands: bool = field(init=False, default=True)
@@ -402,11 +401,7 @@ class ClaimSteps:
         if self.states.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)
-        from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
-
-        if self.index is None:
-            self.index = FirstFitIndex(self)
-        placed = self.index.allocate(step, claim)
+        placed = self.first_branch(step, claim) if self.first_branch is not None else None
         return placed if placed is not None else self.search(step, claim)
 
     def search(self, step: Step, claim: ResourceClaim) -> StepResult:

@@ -38,6 +38,7 @@ from dra_affinity.policies.scheduler.claim_steps import (
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
 from dra_affinity.policies.scheduler.device_states import DeviceReport, DeviceStates
 from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
+from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
@@ -244,6 +245,7 @@ def new_run(
         mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
         pool_ok=pool_ok, candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
     )
+    run.first_branch = FirstFitIndex(run).allocate
     reconstruct(run, claims)
     return run
 
@@ -341,6 +343,7 @@ def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode
         version=book.kubernetes_version or limits_for().kubernetes_version,
         pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes), exhaustive=True,
     )
+    run.first_branch = FirstFitIndex(run).allocate
     for name in release:
         run.release(Step(Action.RELEASE, name))
     return tuple(run.allocate(Step(Action.ALLOCATE, claim)) for claim in claims)
