@@ -152,20 +152,8 @@ def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]
     """A claim that fails as an earlier one did, with no device changed since, reuses that
     outcome, and a device checked again in the same state reuses its check; both must be what
     Filter would decide again (the same devices looked at, reasons and metrics)."""
-    slices = _slices(pools)
     objects = [_claim(n, subnet, pods, None) for n, (subnet, pods, _) in enumerate(claims)]
-    names = [c.qualified_name for c in objects]
-    steps = [Step(Action.ALLOCATE, name) for name in names]
-    for r in releases:
-        if r < len(names):
-            steps += [Step(Action.RELEASE, names[r]), Step(Action.ALLOCATE, names[r])]
-    runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
-            for _ in range(2)]
-    remembered = _drive(runs[0], steps)
-    fresh = _drive(runs[1], steps, "-simulate-remembered-failures")
-    assert [(_outcome(s), s.evaluated) for s in remembered] == [(_outcome(s), s.evaluated) for s in fresh]
-    assert runs[0].counters == runs[1].counters
-    assert runs[0].states.states == runs[1].states.states
+    _same_without(_slices(pools), objects, releases, mode, detail, "-simulate-remembered-failures")
 
 
 def test_a_full_cluster_fails_each_further_claim_once() -> None:
@@ -200,9 +188,16 @@ def test_the_plain_path_decides_as_the_speed_layers(pools: list[dict[str, Any]],
                                                     releases: list[int], speed_layers: str) -> None:
     """Every check computed again (layers off, or one of them off) places, fails, counts and
     ends exactly as the speed layers do."""
-    slices = _slices(pools)
     objects = [_claim(n, subnet, pods, (0, 0) if bound and n % 4 == 0 else None)
                for n, (subnet, pods, bound) in enumerate(claims)]
+    _same_without(_slices(pools), objects, releases, mode, detail, speed_layers)
+
+
+def _same_without(slices: list[ResourceSlice], objects: list[ResourceClaim], releases: list[int], mode: Mode,
+                  detail: Detail, speed_layers: str) -> None:
+    """Each free claim allocated, then the `releases` released and allocated again: the same
+    steps, outcomes, devices looked at, counters, states and notes with `speed_layers` as with
+    every layer on."""
     free = [c.qualified_name for c in objects if not c.allocation]
     steps = [Step(Action.ALLOCATE, name) for name in free]
     for r in releases:
