@@ -252,6 +252,8 @@ class ClaimSteps:
     given by the driver, which builds it over these steps): its placement or failure, or None
     when the search must decide. Without it every claim goes through the search, which visits
     (and counts) fewer devices than the first branch's walk in beta mode."""
+    active_layers: frozenset[str] = field(init=False, default=frozenset())
+    """Every speed layer in effect at the step's start (`core.layers.active_layers`)."""
     remember_matches: bool = field(init=False, default=True)
     remember_checks: bool = field(init=False, default=True)
     remember_demands: bool = field(init=False, default=True)
@@ -265,9 +267,11 @@ class ClaimSteps:
 
     def asked_layers(self) -> None:
         """The speed layers in effect, asked once per step: the checks below run per device."""
-        self.remember_matches = SELECTOR_MATCHES.on
-        self.remember_checks = DEVICE_CHECKS.on
-        self.remember_demands = DEMANDS.on
+        active = layers.active_layers()
+        self.active_layers = active
+        self.remember_matches = SELECTOR_MATCHES.name in active
+        self.remember_checks = DEVICE_CHECKS.name in active
+        self.remember_demands = DEMANDS.name in active
 
     # -- what Filter asks of a pool: the request's extraction verdict ------------------------
 

@@ -399,8 +399,10 @@ class FirstFitIndex:
         if self._searched(claim):
             return None
         # the layers in effect, asked once per claim (the hot paths below run per device)
-        self.remember, self.count_index = REMEMBERED_FAILURES.on, COUNT_INDEX.on
-        self.share = SHARED_VERDICTS.on
+        active = self.steps.active_layers
+        self.remember = REMEMBERED_FAILURES.name in active
+        self.count_index = COUNT_INDEX.name in active
+        self.share = SHARED_VERDICTS.name in active
         counters = self.steps.counters
         conflicts, no_keys = counters.conflicts, counters.no_keys
         first = self._first_fit(step, claim)
