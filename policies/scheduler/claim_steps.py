@@ -71,6 +71,10 @@ DEVICE_CHECKS = layers.declare(
     "simulate-device-checks",
     "Filter's check of a device is remembered while the device keeps its state under an equal "
     "verdict: claim after claim, first fit walks the same full or locked devices")
+PRECHECKS = layers.declare(
+    "simulate-pool-prechecks",
+    "a pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity) is decided "
+    "once per pool: the search asks it at every device it visits")
 DEMANDS = layers.declare(
     "simulate-demands",
     "a request's capacity demand on a device (requestPolicy rounding with fractions) is "
@@ -244,6 +248,8 @@ class ClaimSteps:
     """`SELECTOR_MATCHES`: (class, request, its selectors) -> `matching_pools`."""
     device_checks: dict[tuple[Hashable, ...], tuple[DeviceState, Evaluated]] = field(default_factory=dict)
     """`DEVICE_CHECKS`: what `device_check` reads -> the state it was checked in and the check."""
+    prechecks: dict[PoolRef, PoolFilterVerdict | None] = field(default_factory=dict)
+    """`PRECHECKS`: pool -> its verdict when no CEL may run (the pools live as long as the run)."""
     demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
     """`DEMANDS`: (id of a device of `states.devices`, which lives as long as the run; capacity
     request) -> demand."""
@@ -257,7 +263,8 @@ class ClaimSteps:
     remember_matches: bool = field(init=False, default=True)
     remember_checks: bool = field(init=False, default=True)
     remember_demands: bool = field(init=False, default=True)
-    """`SELECTOR_MATCHES`, `DEVICE_CHECKS`, `DEMANDS` as asked at the step's start."""
+    remember_prechecks: bool = field(init=False, default=True)
+    """`SELECTOR_MATCHES`, `DEVICE_CHECKS`, `DEMANDS`, `PRECHECKS` as asked at the step's start."""
 
     def __post_init__(self) -> None:
         self.asked_layers()
@@ -272,6 +279,7 @@ class ClaimSteps:
         self.remember_matches = SELECTOR_MATCHES.name in active
         self.remember_checks = DEVICE_CHECKS.name in active
         self.remember_demands = DEMANDS.name in active
+        self.remember_prechecks = PRECHECKS.name in active
 
     # -- what Filter asks of a pool: the request's extraction verdict ------------------------
 
@@ -295,6 +303,13 @@ class ClaimSteps:
 
     def precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         """The pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity)."""
+        if self.remember_prechecks:
+            if pool.ref not in self.prechecks:
+                self.prechecks[pool.ref] = self._precheck(pool)
+            return self.prechecks[pool.ref]
+        return self._precheck(pool)
+
+    def _precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
                                    incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
 

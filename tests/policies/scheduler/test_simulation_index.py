@@ -176,7 +176,8 @@ def test_a_full_cluster_fails_each_further_claim_once() -> None:
 
 _LAYERS = st.sampled_from(["none", "-simulate-count-index",
                            "-simulate-shared-verdicts", "-simulate-remembered-failures",
-                           "-simulate-device-checks", "-simulate-selector-matches", "-simulate-demands"])
+                           "-simulate-device-checks", "-simulate-selector-matches", "-simulate-demands",
+                           "-simulate-pool-prechecks"])
 
 
 @settings(max_examples=100, deadline=None)
