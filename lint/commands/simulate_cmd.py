@@ -140,7 +140,7 @@ _FAILED: BoundedCache[tuple[object, ...], tuple[str, StepResult]] = BoundedCache
     "lint.simulate.failed-steps", 64, lru=False, max_bytes=RENDERED_BYTES, weigh=_rendered_weight)
 """The text after the claim of a failed allocation step, by what it is made of (the candidates
 by identity, held by the entry's step): the claims of a full cluster fail alike, sharing their
-outcome's objects (`simulation._FailedPlacement`), and are rendered once."""
+outcome's objects (`first_fit._FailedPlacement`), and are rendered once."""
 
 
 def _failed_key(s: StepResult, summary: bool) -> tuple[object, ...]:
