@@ -21,8 +21,6 @@ FOLDERS = ("policies", "kube", "lint", "webhook")
 
 STAGES: tuple[str, ...] = (
     "policies.core",
-    "policies.rules.base",
-    "policies.rules.input",
     "policies.model",
     "policies.cel.common",
     "policies.cel.k8s_library",
@@ -38,11 +36,9 @@ STAGES: tuple[str, ...] = (
     "webhook",
     "lint",
 )
-"""Lowest first. A module belongs to the longest stage that prefixes its name.
-
-The rule shape (`rules.base`) and the input rules (`rules.input`) sit just above `core`: the
-loaders, the model and dry-run report input findings (SA000-SA003) through those rule objects,
-so every stage that reads input may import them; they import nothing but `core`."""
+"""Lowest first. A module belongs to the longest stage that prefixes its name; every package
+of `policies.rules` is one stage, above the scheduler (input problems are `core.problems`
+kinds below it)."""
 
 
 def _modules() -> dict[str, Path]:
@@ -115,6 +111,19 @@ def test_imports_only_go_down(module: str) -> None:
         if _stage(target) > _stage(module)
     ]
     assert not upward, f"{module} ({STAGES[_stage(module)]}) reaches up: " + "; ".join(upward)
+
+
+BELOW_RULES = tuple(s for s in STAGES[: STAGES.index("policies.rules")])
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(BELOW_RULES)))
+def test_nothing_below_rules_imports_rules(module: str) -> None:
+    """The model and the scheduler report input problems as `core.problems` kinds; only
+    `rules` (and the front ends) turn to the rule objects that document them."""
+    reaching = [f"{MODULES[module].relative_to(REPO)}:{line} imports {target}"
+                for target, line in _imports(module, MODULES[module])
+                if target == "policies.rules" or target.startswith("policies.rules.")]
+    assert not reaching, reaching
 
 
 def test_no_import_cycle() -> None:

@@ -37,6 +37,14 @@ def _read_expression(expression: str | None, file: str | None) -> str:
         raise click.UsageError(f"cannot read --file {file}: {exc}") from None
 
 
+def _names_a_file(spec: str) -> bool:
+    """Whether `spec` is the path of a file (inline JSON longer than a path can be is not)."""
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _read_object(spec: str) -> object:
     """`--object` takes inline JSON/YAML, a file path, or `-` for stdin.
 
@@ -54,7 +62,7 @@ def _read_object(spec: str) -> object:
     if spec == "-":
         text = sys.stdin.read()
         source = "standard input"
-    elif Path(spec).is_file():
+    elif _names_a_file(spec):
         try:
             text = Path(spec).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING, Any
@@ -37,14 +37,14 @@ from dra_affinity.lint.settings import Params, ReportSettings, config_for, repor
 from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
 from dra_affinity.lint.walk import WalkFilter
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.scheduler.diagnostics import describe
-from dra_affinity.policies.scheduler.dryrun import DryRun, DryRunReport, Filters
-from dra_affinity.policies.scheduler.dryrun import dry_run as run
+from dra_affinity.policies.scheduler.dryrun import DryRun, Filters
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def result_to_json(result: ExtractionResult) -> dict[str, Any]:
 
 
 def _result_head(result: ExtractionResult) -> dict[str, Any]:
-    """The members that name the claim request and pool (per result; `result_text` writes
+    """The members that name the claim request and pool (per result; `spliced_result_text` writes
     them by hand, and tests/lint/commands/test_dryrun.py
     (`test_result_text_is_the_json_modules_text_of_the_result`) compares the two)."""
     return {"claim": result.claim, "request": result.request,
@@ -111,10 +111,29 @@ lock-free. Bounded in bytes too (the text, and about as much again for the objec
 rendered from): a claim's evaluations can carry large values."""
 
 
+RESULT_TEXT = layers.declare(
+    "dry-run-result-text",
+    "`dry-run --format json` writes a result per claim and pool, and the claims that read alike "
+    "share what their plan decided: the members after the pool are rendered once per shared "
+    "result (`_TAILS`) and spliced after the claim, request and pool",
+)
+
+
 def result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
-    """`json_text.indented(result_to_json(result), newline)`, the tail members (the same for
-    every claim of one plan item) rendered once and spliced after the claim, request and pool.
-    `dry-run --format json` writes 50 results per claim: 15 million values at 10,000 claims."""
+    """`result_to_json(result)` as `json.dumps(..., indent=2)` writes it where a line break is
+    `newline` (an element of the report's `results`)."""
+    # json.dumps never writes a raw line break inside a string: every one is indentation
+    return json.dumps(result_to_json(result), indent=2).replace("\n", newline)
+
+
+def result_writer() -> Callable[[ExtractionResult], str]:
+    """What renders each result of a report: `result_text`, or with `RESULT_TEXT` on (asked once
+    per report, not per result) `spliced_result_text`, which writes the same text."""
+    return spliced_result_text if RESULT_TEXT.on else result_text
+
+
+def spliced_result_text(result: ExtractionResult, newline: str = ELEMENT_NEWLINE) -> str:
+    """`result_text`, the members after the pool rendered once per shared result (`_TAILS`)."""
     key = (newline, result.outcome, id(result.affinity), id(result.error), id(result.evaluations),
            result.unsatisfied, result.configs, result.notes)
     found = _TAILS.get(key)
@@ -210,10 +229,6 @@ def explain(results: list[ExtractionResult]) -> str:
     return "\n".join(lines) if lines else "no results for that claim"
 
 
-QUIET = frozenset({Outcome.OK, Outcome.NOT_APPLICABLE})
-"""Outcomes `--summary` and `--only-failing` count without keeping: nothing to fix there."""
-
-
 class OutcomeCounts:
     """How many (claim request, pool) results had each outcome, per pool and in total."""
 
@@ -223,15 +238,10 @@ class OutcomeCounts:
         self._tallied: dict[int, list[Any]] = {}
         """id(outcome sequence) -> [the sequence, how many claim requests had it]."""
 
-    def add(self, result: ExtractionResult) -> Outcome:
-        self.total += 1
-        pool = self._by_pool.setdefault(result.pool, {})
-        pool[result.outcome] = pool.get(result.outcome, 0) + 1
-        return result.outcome
-
     def tally(self, outcomes: Sequence[tuple[PoolRef, Outcome]]) -> None:
-        """One claim request's (pool, outcome) sequence (`DryRun.results`' shared objects: counted
-        per distinct sequence, spread over the pools when read)."""
+        """One claim request's (pool, outcome) sequence (`RequestResults.outcomes`, one object per
+        claim request or shared by those that read alike: counted per distinct sequence, spread
+        over the pools when read)."""
         self.total += len(outcomes)
         entry = self._tallied.get(id(outcomes))
         if entry is None:
@@ -360,26 +370,18 @@ def dry_run(settings: DryRunSettings) -> None:
         click.echo(f"dra-affinity dry-run: {message}", err=True)
     if inputs.usage_errors and not settings.paths:
         sys.exit(2)  # no PATH and nothing on stdin: nothing was read, no report to print
-    filters = settings.filters
     kubernetes_version = settings.report.kubernetes_version
-    counts = OutcomeCounts()
-    if _streams_json(settings):
-        sys.exit(_stream_json(settings, loaded, inputs))
-    if settings.summary or settings.only_failing:
-        dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
-                     filters=filters)
-        with gc_paused():  # the drain only collects and counts: nothing rendered in the pause
-            kept = tuple(dry.results(QUIET, counts.tally))
-        report = DryRunReport(kept, tuple(dry.findings), dry.pools)
-    else:
-        report = run(inputs.slices, inputs.claims, inputs.classes,
-                     kubernetes_version=kubernetes_version, filters=filters)
-        for r in report.results:
-            counts.add(r)
-    if not inputs.usage_errors and _report_unmatched(settings, inputs, report.pools):
+    dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
+                 filters=settings.filters)
+    if not inputs.usage_errors and _report_unmatched(settings, inputs, dry.pools):
         sys.exit(2)
-    checked, findings = _audited(config, [*inputs.findings, *report.findings], loaded)
-    results = list(report.results)
+    counts = OutcomeCounts()
+    drained = _drain(dry, counts, quiet=settings.summary or settings.only_failing)
+    if _streams_json(settings):
+        sys.exit(_stream_json(settings, loaded, inputs, drained, dry.findings, counts))
+    with gc_paused():  # the drain only collects and counts: nothing is rendered in the pause
+        results = list(drained)
+    checked, findings = _audited(config, [*inputs.findings, *dry.findings], loaded)
     if settings.explain:
         emit("dry-run", explain(results), specs[0].output if len(specs) == 1 else None)
         failures: list[str] = []
@@ -401,7 +403,7 @@ def dry_run(settings: DryRunSettings) -> None:
                     "no result other than ok" if counts.total else "no claim requests matched any pool")
                 return f"{table}\n\n{counts.render()}" if settings.summary else table
 
-            return render_ci(name, dry_run_result(results, findings, checked.suppressed, report.pools,
+            return render_ci(name, dry_run_result(results, findings, checked.suppressed, dry.pools,
                                                   inputs.claims, threshold=threshold, show_suppressed=show,
                                                   usage_errors=inputs.usage_errors))
 
@@ -484,6 +486,15 @@ def _audited(config: Config, found: list[Finding], loaded: Input) -> tuple[Audit
     return checked, findings
 
 
+def _drain(dry: DryRun, counts: OutcomeCounts, *, quiet: bool) -> Iterator[ExtractionResult]:
+    """The run, as every view reads it: each claim request's outcomes counted into `counts`, its
+    results handed on as they are decided (with `quiet`, only those whose outcome is not
+    `QUIET`: `--summary` and `--only-failing` count the rest without keeping them)."""
+    for request in dry.requests():
+        counts.tally(request.outcomes)
+        yield from request.results(quiet=quiet)
+
+
 def _streams_json(settings: DryRunSettings) -> bool:
     """Every result as JSON and nothing else: written as it is decided (a 10,000-claim
     cluster gives ~390 MB of JSON, which must not be held as objects and text first)."""
@@ -492,31 +503,27 @@ def _streams_json(settings: DryRunSettings) -> bool:
             and not settings.summary and not settings.only_failing)
 
 
-def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects) -> int:
+def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects,
+                 drained: Iterator[ExtractionResult], found: Sequence[Finding], counts: OutcomeCounts) -> int:
     """`dry-run --format json`, streamed: the document json.dumps would give, the results
-    written one by one and the findings (complete once the results are) after them.
-    Returns the exit code, decided as for the other formats."""
+    written one by one as `drained` gives them and the findings (`found`, complete once the
+    results are) after them. Returns the exit code, decided as for the other formats."""
     from dra_affinity.lint.json_text import Rendered, write_members
 
     config, spec = settings.report.config, settings.report.outputs[0]
-    dry = DryRun(inputs.slices, inputs.claims, inputs.classes,
-                 kubernetes_version=settings.report.kubernetes_version, filters=settings.filters)
-    if not inputs.usage_errors and _report_unmatched(settings, inputs, dry.pools):
-        return 2
-    counts = OutcomeCounts()
     failed = False
     findings: list[Finding] = []
 
     def results() -> Iterator[str]:
         nonlocal failed
-        for result in dry.results():
-            counts.add(result)
+        text = result_writer()
+        for result in drained:
             failed = failed or result.outcome in FAILING
-            yield result_text(result)
+            yield text(result)
 
     def members() -> Iterator[tuple[str, Any]]:
         yield "results", Rendered(results())
-        checked, audited = _audited(config, [*inputs.findings, *dry.findings], loaded)
+        checked, audited = _audited(config, [*inputs.findings, *found], loaded)
         findings.extend(audited)
         yield "findings", [finding_to_json(f) for f in findings]
         if settings.report.show_suppressed:

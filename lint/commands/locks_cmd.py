@@ -22,7 +22,7 @@ from dra_affinity.lint.options import (
 )
 from dra_affinity.lint.reporters.output import emit, report_stream
 from dra_affinity.lint.terminal import warn
-from dra_affinity.policies.core.features import SHARING_AFFINITY
+from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
 from dra_affinity.policies.scheduler.locks import render_map
@@ -76,10 +76,12 @@ def build_book(objects: Objects, gate: GateSettings, kubernetes_version: Kuberne
     """The reconstruction (`LockBook.build`; `focus`: only what explaining those claims reads)."""
     from dra_affinity.policies.scheduler.lock_book import LockBook
 
+    gates = feature_gates(kubernetes_version, gate)
     with gc_paused(freeze=True):  # the book lives until the command exits
         return LockBook.build(objects.slices, objects.claims, objects.classes,
-                              feature_gate=feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY),
-                              kubernetes_version=kubernetes_version, focus=focus)
+                              feature_gate=gates.enabled(SHARING_AFFINITY),
+                              kubernetes_version=kubernetes_version, focus=focus,
+                              fractional_range=gates.enabled(FRACTIONAL_CAPACITY_RANGE))
 
 
 def read_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubeconfig: str | None,

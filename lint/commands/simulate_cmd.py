@@ -32,7 +32,7 @@ from dra_affinity.lint.reporters.json_reporter import finding_to_json
 from dra_affinity.lint.reporters.output import emit, report_stream
 from dra_affinity.lint.terminal import warn
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
-from dra_affinity.policies.core.features import SHARING_AFFINITY
+from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
 from dra_affinity.policies.core.findings import Severity
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion
@@ -361,7 +361,8 @@ def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iter
 @cluster_options
 @click.option("--order", metavar="CLAIM,CLAIM,...",
               help="Claims to allocate, in order (namespace/name; a bare name means namespace default). "
-                   "Prefix a claim with '-' to release it at that point. Default: every claim without "
+                   "Prefix a claim with '-' to release it at that point; join claims with '+' to "
+                   "allocate them together, as one pod's. Default: every claim without "
                    "status.allocation, in file order.")
 @click.option("--workload", "workload_path", metavar="FILE",
               type=click.Path(dir_okay=False, path_type=Path),
@@ -417,7 +418,8 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str
     """
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
 
-    sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
+    gates = feature_gates(kubernetes_version, gate)
+    sharing_affinity = gates.enabled(SHARING_AFFINITY)
     chosen = [Mode.ALPHA, Mode.BETA] if compare else list(dict.fromkeys(Mode(m) for m in modes))
     if workload_path is None:
         if len(chosen) > 1:
@@ -454,7 +456,8 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str
     with gc_paused(freeze=True):  # the pools' index and reconstructed locks live as long
         result = start(inputs.slices, inputs.claims, steps, mode=chosen[0] if chosen else Mode.ALPHA,
                        feature_gate=sharing_affinity, kubernetes_version=kubernetes_version, pools=pools,
-                       classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES)
+                       classes=inputs.classes, detail=Detail.COUNTS if summary else Detail.DEVICES,
+                       fractional_range=gates.enabled(FRACTIONAL_CAPACITY_RANGE))
     if isinstance(result, list):
         for problem in result:
             click.echo(f"dra-affinity simulate: --order: {problem.message}", err=True)

@@ -884,12 +884,23 @@ def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
     if outcome.status != "ok":
         return SelectorResult(False, f"the dry run could not evaluate the selector: "
                                      f"{outcome.message}", outcome.cost)
-    value, type_name, error = _run(selector.program, plain, outcome.value)
+    if outcome.program_affordable:
+        value, type_name, error = _run(selector.program, plain, outcome.value)
+    else:
+        # the walk computed the value through the engine; redoing it would pass the CPU ceiling
+        value, type_name, error = _walk_outcome(outcome.value)
     if error is not None:
         return SelectorResult(False, error, outcome.cost)
     if value is True or value is False:
         return SelectorResult(value, None, outcome.cost)
     return SelectorResult(False, _not_bool(type_name), outcome.cost)
+
+
+def _walk_outcome(interp_value: object) -> tuple[object, str, str | None]:
+    """(value, cel-go type name, error text) of the cost walk's own value."""
+    if isinstance(interp_value, ErrorValue):
+        return None, "", translate_error(interp_value.message, interp_value).message
+    return to_plain(interp_value), interp_type_name(interp_value), None
 
 
 def _run(program: Any, data: Mapping[str, object], interp_value: object

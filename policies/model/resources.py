@@ -20,9 +20,9 @@ from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
 from dra_affinity.policies.core.k8s_names import go_string, utf8_len
 from dra_affinity.policies.core.limits import limits_for
+from dra_affinity.policies.core.problems import INPUT_ERROR
 from dra_affinity.policies.core.source import FieldPath, Source, render_path
 from dra_affinity.policies.model import schema
-from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 
 SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
 CLAIM_VERSIONS = frozenset({"v1"})

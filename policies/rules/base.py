@@ -4,16 +4,18 @@ Rules are yamllint-style: one module per rule, exporting `RULE`. There are three
 each has one shape with exactly one way to build a finding:
 
 * `InputRule` (here): input the tool could not use — unreadable files, structural errors,
-  suppressions, selectors. Loaders, the model and dry-run report these, so the shape and the
-  input rules (`policies/rules/input/`) sit just above `policies.core`, below every stage that
-  reports them; `InputRule.finding(message, locations)`.
+  suppressions, selectors. The model and the scheduler model, below this package, report these
+  as findings of a `policies.core.problems` kind; each input rule (`policies/rules/input/`)
+  documents one kind under its id and severity. Front ends use `InputRule.finding(message,
+  locations)`, which builds the same finding.
 * `SliceRule` and `PoolRule` (`policies.rules.context`, beside the context they read): a
   `check` generator over a `SliceContext` (one slice, and the old one on UPDATE) or a
   `PoolContext` (one pool), yielding findings built with `RULE.finding(ctx, ...)`. A check never
   raises for bad input (the structural check ran before) and never formats locations itself.
 
 Every other module takes a rule id from its rule object (`from ...input.sa000_input_error import
-RULE as INPUT_ERROR`, then `INPUT_ERROR.id`), never as a retyped string; tests/policies/rules/
+RULE as INPUT_ERROR`, then `INPUT_ERROR.id`) or, below `policies.rules`, from its problem kind
+(`policies.core.problems.INPUT_ERROR.id`), never as a retyped string; tests/policies/rules/
 test_rule_ids.py enforces it.
 
 Examples (`bad_example`, `good_example`) run as tests (tests/policies/rules/test_examples.py,
@@ -45,6 +47,7 @@ from typing import ClassVar
 
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from dra_affinity.policies.core.problems import ProblemKind
 
 
 class Scope(enum.Enum):
@@ -87,8 +90,7 @@ class InputRule(Rule):
         self, message: str, locations: Location | Sequence[Location], *, pool: PoolRef | None = None
     ) -> Finding:
         """The finding, at the rule's severity; the first location is the primary one."""
-        where = (locations,) if isinstance(locations, Location) else tuple(locations)
-        return Finding(rule=self.id, severity=self.severity, message=message, locations=where, pool=pool)
+        return ProblemKind(self.id, self.severity).finding(message, locations, pool=pool)
 
 
 EXAMPLE_DRIVER = "nic.example.com"

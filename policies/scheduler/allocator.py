@@ -1,4 +1,4 @@
-"""The structured allocator's search for one claim, with the KEP's lock as one more device check.
+"""The structured allocator's search for a pod's claims, with the KEP's lock as one more device check.
 
 Why: a lock is added to an allocator that does far more than take the first free device of a
 candidate pool. kube-scheduler (`k8s.io/dynamic-resource-allocation/structured`, the
@@ -18,19 +18,27 @@ experimental channel of kubernetes-1.36) allocates a claim by an exhaustive dept
 * constraints (`matchAttribute`, `distinctAttribute`, optionally scoped to `requests`) are
   tracked as devices are added and removed; `distinctAttribute` remembers one value per
   request, as upstream does;
-* an admin-access request ignores devices allocated to other claims and holds nothing.
+* an admin-access request ignores devices allocated to other claims and holds nothing;
+* a pod's claims are one search (kube-scheduler's DynamicResources plugin hands all of a pod's
+  pending claims to one `Allocate`): every claim is validated first, then the requests of claim
+  1 follow the last request of claim 0, so a later claim that finds no room makes the search
+  revise the earlier claims' devices; each claim's reservations are in the host's working state
+  while the later claims are searched (the KEP's tentative lock of Reserve), and a device one
+  claim takes whole — even for an admin-access request — is in use for the other claims'
+  requests (an admin-access request skips only the devices its own claim holds).
 
 The host (`simulation`) says what a device check means in its model — the KEP's lock, the
 capacity in its working state — and applies or undoes a reservation; this module owns the
 order, the search and the constraints. The search is bounded: at most `MAX_STEPS` device
-visits per claim, beyond which the claim is reported as not placed (upstream bounds it by the
-scheduler's timeout).
+visits per search (one pod), beyond which the claims are reported as not placed (upstream
+bounds it by the scheduler's timeout).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any, Protocol
 
 from dra_affinity.policies.model.resources import Device, DeviceConstraint, DeviceRequest, ResourceClaim
@@ -41,7 +49,7 @@ MAX_RESULTS = 32
 """`AllocationResultsMaxSize`: devices one claim may be allocated."""
 
 MAX_STEPS = 200_000
-"""Device visits one claim's search may make before it gives up (bounded work per claim)."""
+"""Device visits one search (a pod's claims) may make before it gives up (bounded work)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +210,9 @@ class SearchHost(Protocol):
         """The search starts on a request (or alternative): the KEP's per-pool work, which may
         raise `ClaimAborted` (an extraction that aborts the pod)."""
 
+    def prepare(self, request: DeviceRequest) -> list[Entry] | None:
+        """upstream's validation of one request before any search (see `search`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Slot:
@@ -222,10 +233,27 @@ class SearchResult:
     steps: int = 0
 
 
+@dataclass
+class _Shared:
+    """What the searches of one pod's claims share: the step budget and the devices taken whole."""
+
+    steps: int = 0
+    taken: dict[DeviceRef, int] = field(default_factory=dict)
+    """Devices taken whole by any of the pod's claims, admin-access ones included (upstream's
+    allocating devices: in use for every other claim's requests but admin-access ones)."""
+    active: int = 0
+    """The claim whose request the search works on (the one an error belongs to)."""
+
+
 class _Search:
     def __init__(self, claim: ResourceClaim, order: Sequence[Entry], host: SearchHost,
                  all_devices: Mapping[str, list[Entry]],
-                 ranked: Callable[[DeviceRequest, Sequence[Entry]], Sequence[Entry]] | None) -> None:
+                 ranked: Callable[[DeviceRequest, Sequence[Entry]], Sequence[Entry]] | None,
+                 shared: _Shared | None = None, position: int = 0) -> None:
+        self.shared = shared if shared is not None else _Shared()
+        self.position = position
+        self.then: Callable[[], bool] = lambda: True
+        """What follows this claim's last request: the next claim of the pod (or success)."""
         self.claim = claim
         self.order = order
         self.host = host
@@ -238,13 +266,20 @@ class _Search:
         self.taken_here: dict[DeviceRef, int] = {}
         """Devices taken whole by this claim so far (upstream's allocating devices of the claim;
         admin-access ones are not in the host's working state)."""
-        self.steps = 0
         self.deepest: tuple[int, str] | None = None
         """(slot index, request) of the deepest request the search failed to complete."""
 
+    def start(self) -> bool:
+        """Search this claim from its first request (and then the claims after it)."""
+        return self.request_slot(0)
+
+    @property
+    def steps(self) -> int:
+        return self.shared.steps
+
     def request_slot(self, index: int) -> bool:
         if index >= len(self.slots):
-            return True
+            return self.then()
         return any(self.place(index, sub, 0, 0) for sub in self.slots[index].alternatives)
 
     def _fail(self, index: int, request: DeviceRequest) -> bool:
@@ -253,6 +288,7 @@ class _Search:
         return False
 
     def place(self, index: int, request: DeviceRequest, done: int, start: int) -> bool:
+        self.shared.active = self.position
         every = request.allocation_mode == "All"
         wanted = len(self.all_devices.get(request.name, ())) if every else max(request.count or 1, 1)
         if every and not wanted:
@@ -308,8 +344,9 @@ class _Search:
         return self._fail(index, request)
 
     def _count(self, request: DeviceRequest) -> None:
-        self.steps += 1
-        if self.steps > MAX_STEPS:
+        self.shared.active = self.position
+        self.shared.steps += 1
+        if self.shared.steps > MAX_STEPS:
             raise ClaimAborted(Rejection(Reason.NO_CANDIDATES, f"request {request.name!r}: the search "
                                          f"gave up after {MAX_STEPS} device visits"), request.name)
 
@@ -348,7 +385,7 @@ class _Search:
         if request.admin_access:
             if entry.ref in self.taken_here and not entry.device.allow_multiple_allocations:
                 return None
-        elif entry.ref in self.taken_here or host.in_use(entry):
+        elif entry.ref in self.shared.taken or host.in_use(entry):
             if host.quietly_selectable(request, entry):
                 host.examine(request, entry)  # recorded as in use, as Filter reports it
             return None
@@ -372,6 +409,7 @@ class _Search:
         whole = not entry.device.allow_multiple_allocations
         if whole:
             self.taken_here[entry.ref] = self.taken_here.get(entry.ref, 0) + 1
+            self.shared.taken[entry.ref] = self.shared.taken.get(entry.ref, 0) + 1
         self.chosen.append((request, entry))
 
         def undo_all() -> None:
@@ -379,12 +417,84 @@ class _Search:
             if held is not None:
                 held()
             if whole:
-                self.taken_here[entry.ref] -= 1
-                if not self.taken_here[entry.ref]:
-                    del self.taken_here[entry.ref]
+                for taken in (self.taken_here, self.shared.taken):
+                    taken[entry.ref] -= 1
+                    if not taken[entry.ref]:
+                        del taken[entry.ref]
             for u in reversed(undos):
                 u()
         return undo_all
+
+
+def _validate(claim: ResourceClaim, prepare: Callable[[DeviceRequest], list[Entry] | None]
+              ) -> dict[str, list[Entry]]:
+    """upstream's per-claim validation before any search: every request and sub-request through
+    `prepare`, and the claim's minimum device count within `MAX_RESULTS`; All's device lists."""
+    all_devices: dict[str, list[Entry]] = {}
+    minimum = 0
+    for request in claim.requests:
+        counts = []
+        for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
+            listed = prepare(sub)
+            if listed is not None:
+                all_devices[sub.name] = listed
+            counts.append(len(listed) if listed is not None else max(sub.count or 1, 1))
+        minimum += min(counts, default=0)
+    if minimum > MAX_RESULTS:
+        raise ClaimAborted(Rejection(Reason.NO_CANDIDATES, f"claim {claim.qualified_name}: number of "
+                                     f"requested devices {minimum} exceeds the claim limit of "
+                                     f"{MAX_RESULTS}"), claim.requests[0].name if claim.requests else "")
+    return all_devices
+
+
+@dataclass
+class PodSearchResult:
+    """The search over a pod's claims: all placed, or none."""
+
+    placed: bool
+    chosen: list[list[tuple[DeviceRequest, Entry]]] = field(default_factory=list)
+    """Per claim, its devices (empty lists when not placed)."""
+    failure: Rejection | None = None
+    """Set when the allocator errors (the pod is aborted), not when it simply finds nothing."""
+    failed_claim: int | None = None
+    """The claim the error belongs to, or the claim of the deepest request the search failed to
+    complete."""
+    failed_request: str | None = None
+    steps: int = 0
+
+
+def search_pod(claims: Sequence[ResourceClaim], order: Sequence[Entry], hosts: Sequence[SearchHost], *,
+               ranked: Callable[[DeviceRequest, Sequence[Entry]], Sequence[Entry]] | None = None
+               ) -> PodSearchResult:
+    """Allocate a pod's `claims` together as the structured allocator's one `Allocate` call does.
+
+    `hosts[i]` is claim i's host over one working state shared by all of them (a claim's
+    reservations are what the later claims see), and its `prepare` is upstream's validation
+    of claim i's requests: every claim is validated before the search starts, so an error in
+    any of them (a missing class) aborts the pod. On success the working state holds every
+    claim's reservations; on failure it is as before.
+    """
+    shared = _Shared()
+    runs: list[_Search] = []
+    listed: list[dict[str, list[Entry]]] = []
+    try:
+        for claim, host in zip(claims, hosts, strict=True):
+            listed.append(_validate(claim, host.prepare))
+        for position, (claim, host) in enumerate(zip(claims, hosts, strict=True)):
+            runs.append(_Search(claim, order, host, listed[position], ranked, shared, position))
+        for current, following in pairwise(runs):
+            current.then = following.start
+        placed = runs[0].start() if runs else True
+    except ClaimAborted as exc:
+        failed = shared.active if runs else len(listed)
+        return PodSearchResult(False, [[] for _ in claims], failure=exc.rejection, failed_claim=failed,
+                               failed_request=exc.request, steps=shared.steps)
+    if placed:
+        return PodSearchResult(True, [list(r.chosen) for r in runs], steps=shared.steps)
+    reached = [(i, r.deepest) for i, r in enumerate(runs) if r.deepest is not None]
+    failed_claim, deepest = reached[-1] if reached else (None, None)
+    return PodSearchResult(False, [[] for _ in claims], failed_claim=failed_claim,
+                           failed_request=deepest[1] if deepest is not None else None, steps=shared.steps)
 
 
 def search(claim: ResourceClaim, order: Sequence[Entry], host: SearchHost, *,
@@ -399,22 +509,8 @@ def search(claim: ResourceClaim, order: Sequence[Entry], host: SearchHost, *,
     mode prefers some devices (beta); None for upstream's first fit. On success the host's
     working state holds the claim's reservations.
     """
-    all_devices: dict[str, list[Entry]] = {}
     try:
-        minimum = 0
-        for request in claim.requests:
-            counts = []
-            for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-                listed = prepare(sub)
-                if listed is not None:
-                    all_devices[sub.name] = listed
-                counts.append(len(listed) if listed is not None else max(sub.count or 1, 1))
-            minimum += min(counts, default=0)
-        if minimum > MAX_RESULTS:
-            raise ClaimAborted(Rejection(Reason.NO_CANDIDATES, f"claim {claim.qualified_name}: number of "
-                                         f"requested devices {minimum} exceeds the claim limit of "
-                                         f"{MAX_RESULTS}"), claim.requests[0].name if claim.requests else "")
-        run = _Search(claim, order, host, all_devices, ranked)
+        run = _Search(claim, order, host, _validate(claim, prepare), ranked)
         placed = run.request_slot(0)
     except ClaimAborted as exc:
         return SearchResult(False, failure=exc.rejection, failed_request=exc.request)

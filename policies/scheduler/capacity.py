@@ -6,9 +6,13 @@ documentation (`CapacityRequirements`, `CapacityRequestPolicy`):
 
 * a capacity the request names must exist on the device; with a `requestPolicy`
   the amount is rounded up to the next valid value (`validValues`: the smallest
-  listed value at least as large; `validRange`: at least `min`, then
-  `min + n*step` computed on whole numbers as kubernetes-1.36 does (int64 `Value()`,
-  each quantity rounded up), never above `max`), else the device cannot serve the request;
+  listed value at least as large; `validRange`: at least `min`, then `min + n*step`,
+  never above `max`), else the device cannot serve the request. The step arithmetic
+  depends on `DRAFractionalCapacityRange`: without the gate it is on whole numbers
+  (int64 `Value()`, each quantity rounded up: 600m from 500m in steps of 250m
+  consumes 1); with it, on milli-units (750m) whenever `min`, `max` and `step` are
+  whole milli-units and the step is at least 1m (upstream's `useMilli`), and a request
+  finer than a milli-unit cannot be rounded at all;
 * a capacity the request does not name consumes the policy's `default`, and the
   *whole* capacity when there is no policy (or no default): such a device is
   effectively exclusive for that capacity;
@@ -28,6 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from dra_affinity.policies.cel.k8s_library._resource import (
+    BINARY_SI,
     DECIMAL_SI,
     Quantity,
     QuantityError,
@@ -62,9 +67,12 @@ def _amount(text: str) -> Fraction | None:
     return Fraction(q.unscaled) * Fraction(10) ** q.scale
 
 
-def render(value: Fraction) -> str:
-    """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`)."""
+def render(value: Fraction, like: object = None) -> str:
+    """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`); in binary form
+    (`32Gi`) when `like` — the capacity's own value — is written so (`80Gi`)."""
     if value.denominator == 1:
+        if like is not None and _binary(str(like).strip()):
+            return str(Quantity(False, value.numerator, 0, BINARY_SI))
         return str(value.numerator)
     digits = 0
     while (value * 10**digits).denominator != 1 and digits < 30:
@@ -75,9 +83,68 @@ def render(value: Fraction) -> str:
     return str(Quantity(True, scaled.numerator, -digits, DECIMAL_SI))
 
 
-def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any]) -> Fraction | CapacityProblem:
+def _milli(value: Fraction) -> int | None:
+    """A value in whole milli-units; None when it is finer (upstream `safeMilliValue` fails)."""
+    scaled = value * 1000
+    return scaled.numerator if scaled.denominator == 1 else None
+
+
+def _step_units(valid_range: Mapping[str, Any], fractional: bool
+                ) -> tuple[Fraction, Fraction, Fraction] | None:
+    """(unit, min, step) of a range's step arithmetic, both counted in units: 1 for int64
+    `Value()` (each quantity rounded up to a whole number), 1/1000 when the gate makes
+    upstream use milli-values; None without a step."""
+    if valid_range.get("step") is None:
+        return None
+    step = amount(valid_range["step"])
+    if not step:
+        return None
+    low = amount(valid_range.get("min", 0)) or Fraction(0)
+    bounds = [low, step] + ([amount(valid_range["max"]) or Fraction(0)]
+                            if valid_range.get("max") is not None else [])
+    if fractional and all(_milli(b) is not None for b in bounds) and step >= Fraction(1, 1000):
+        return Fraction(1, 1000), low, step
+    return Fraction(1), Fraction(math.ceil(low)), Fraction(math.ceil(step))
+
+
+def _in_units(value: Fraction, unit: Fraction) -> int | None:
+    """`Value()` (rounded up) for whole units; the exact milli-value or None for milli-units."""
+    if unit == 1:
+        return math.ceil(value)
+    return _milli(value)
+
+
+@cached("scheduler.capacity_binary", 256, lru=False)
+def _binary(text: str) -> bool:
+    """Bounded cache: the few capacity values of a cluster, asked for every rendered amount."""
+    try:
+        return parse_quantity(text).fmt == BINARY_SI
+    except QuantityError:
+        return False
+
+
+def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any], fractional: bool
+                   ) -> Fraction | CapacityProblem:
     """Round a requested amount up to what the device's request policy allows."""
     values = policy.get("validValues")
+    valid_range = policy.get("validRange")
+    if isinstance(valid_range, Mapping) and valid_range.get("min") is not None:
+        low = amount(valid_range["min"]) or Fraction(0)
+        value = max(requested, low)
+        arithmetic = _step_units(valid_range, fractional)
+        if arithmetic is not None and requested >= low:
+            unit, base, step = arithmetic
+            wanted = _in_units(requested, unit)
+            if wanted is None:
+                return CapacityProblem(name, f"requested {render(requested)} is finer than a milli-unit, "
+                                             "which a fractional range cannot round")
+            start, stride = int(base / unit), int(step / unit)
+            value = (start + stride * -(-(wanted - start) // stride)) * unit
+        high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
+        if high is not None and value > high:
+            return CapacityProblem(name, f"requested {render(requested)} (rounded to {render(value)}) "
+                                         f"exceeds the policy's maximum {render(high)}")
+        return value
     if values:
         parsed = sorted(v for v in (amount(x) for x in values) if v is not None)
         fitting = [v for v in parsed if v >= requested]
@@ -85,26 +152,13 @@ def _policy_amount(name: str, requested: Fraction, policy: Mapping[str, Any]) ->
             return CapacityProblem(name, f"requested {render(requested)} exceeds every valid value "
                                          f"({', '.join(render(v) for v in parsed)})")
         return fitting[0]
-    valid_range = policy.get("validRange")
-    if isinstance(valid_range, Mapping):
-        low = amount(valid_range.get("min", 0)) or Fraction(0)
-        value = max(requested, low)
-        step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
-        if step and requested >= low:
-            # kubernetes-1.36 rounds with int64 `Value()`: each quantity rounded up to a whole
-            # number first (600m from 500m in steps of 250m consumes 1, not 750m)
-            whole_low, whole_step = math.ceil(low), math.ceil(step)
-            value = Fraction(whole_low + whole_step * -(-(math.ceil(requested) - whole_low) // whole_step))
-        high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
-        if high is not None and value > high:
-            return CapacityProblem(name, f"requested {render(requested)} (rounded to {render(value)}) "
-                                         f"exceeds the policy's maximum {render(high)}")
-        return value
     return requested
 
 
-def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | CapacityProblem:
-    """What allocating `request` on `device` consumes, per capacity name (policies applied)."""
+def demand(device: Device, request: DeviceRequest, fractional: bool = False
+           ) -> dict[str, Fraction] | CapacityProblem:
+    """What allocating `request` on `device` consumes, per capacity name (policies applied);
+    `fractional`: the `DRAFractionalCapacityRange` gate."""
     for name, raw in request.capacity_requests.items():
         if name not in device.capacity:
             return CapacityProblem(name, f"the device has no capacity {name!r}")
@@ -119,14 +173,14 @@ def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | Capa
         if name in request.capacity_requests:
             requested = amount(request.capacity_requests[name])
             assert requested is not None  # checked above
-            value = _policy_amount(name, requested, policy)
+            value = _policy_amount(name, requested, policy, fractional)
             if isinstance(value, CapacityProblem):
                 return value
             consumed[name] = value
         elif policy.get("default") is not None and amount(policy["default"]) is not None:
             consumed[name] = amount(policy["default"]) or Fraction(0)
         else:
-            outside = _outside_policy(total, policy)
+            outside = _outside_policy(total, policy, fractional)
             if outside is not None:
                 return CapacityProblem(name, f"the request takes the whole capacity {render(total)}, "
                                              f"which its request policy does not allow ({outside})")
@@ -134,7 +188,7 @@ def demand(device: Device, request: DeviceRequest) -> dict[str, Fraction] | Capa
     return consumed
 
 
-def _outside_policy(value: Fraction, policy: Mapping[str, Any]) -> str | None:
+def _outside_policy(value: Fraction, policy: Mapping[str, Any], fractional: bool) -> str | None:
     """Why a whole capacity taken without a `default` breaks the device's request policy (the
     allocator's `violatesPolicy`: above `validRange.max`, off its steps, not a valid value)."""
     valid_range = policy.get("validRange")
@@ -142,10 +196,13 @@ def _outside_policy(value: Fraction, policy: Mapping[str, Any]) -> str | None:
         high = amount(valid_range["max"]) if valid_range.get("max") is not None else None
         if high is not None and value > high:
             return f"maximum {render(high)}"
-        step = amount(valid_range["step"]) if valid_range.get("step") is not None else None
-        low = amount(valid_range.get("min", 0)) or Fraction(0)
-        if step and (math.ceil(value) - math.ceil(low)) % math.ceil(step):
-            return f"steps of {render(step)} from {render(low)}"
+        arithmetic = _step_units(valid_range, fractional)
+        if arithmetic is not None:
+            unit, base, step = arithmetic
+            taken = _in_units(value, unit)
+            if taken is None or (taken - int(base / unit)) % int(step / unit):
+                low = amount(valid_range.get("min", 0)) or Fraction(0)
+                return f"steps of {render(amount(valid_range['step']) or step)} from {render(low)}"
         return None
     values = policy.get("validValues")
     if values and value not in {amount(v) for v in values}:
@@ -190,6 +247,7 @@ def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem 
         else:
             over = used + value > limit
         if over:
-            return CapacityProblem(name, f"{name}: {render(used)} of {render(limit)} consumed, "
-                                         f"the request needs {render(value)}")
+            like = capacity.value if capacity is not None else None
+            return CapacityProblem(name, f"{name}: {render(used, like)} of {render(limit, like)} consumed, "
+                                         f"the request needs {render(value, like)}")
     return None

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from dra_affinity.policies.core import layers
@@ -41,6 +41,7 @@ from dra_affinity.policies.scheduler.allocator import (
     Entry,
     SearchResult,
     search,
+    search_pod,
     visiting_order,
 )
 from dra_affinity.policies.scheduler.candidates import DeviceMatch, match_device, missing_class
@@ -107,6 +108,8 @@ class Step:
     action: Action
     claim: str
     """`namespace/name`; a bare name means namespace `default`."""
+    with_next: bool = False
+    """Allocated together with the next step: one pod's claims (`ClaimSteps.allocate_pod`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,8 @@ class ClaimSteps:
     candidate: CandidateFilter | None
     classes: dict[str, DeviceClass]
     detail: Detail = Detail.DEVICES
+    fractional_range: bool = False
+    """`DRAFractionalCapacityRange`: a capacity's `validRange` steps in milli-units."""
     exhaustive: bool = False
     """Filter every candidate device even after the search found one (`explain` lists them all)."""
     memo: ExtractionMemo | None = None
@@ -378,11 +383,11 @@ class ClaimSteps:
                ) -> Mapping[str, Fraction] | CapacityProblem:
         """`capacity.demand` of the request on the device (`key`: `demand_key(request)`)."""
         if not self.remember_demands:
-            return demand(device, request)
+            return demand(device, request, self.fractional_range)
         cache_key = (id(device), demand_key(request) if key is None else key)
         cached = self.demands.get(cache_key)
         if cached is None:
-            cached = demand(device, request)
+            cached = demand(device, request, self.fractional_range)
             self.demands[cache_key] = cached
         return cached
 
@@ -458,6 +463,78 @@ class ClaimSteps:
             placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
         self.commit(step.claim, working, placements, host.committed)
         return StepResult(step, True, tuple(placements), kept, rejected=rejected)
+
+    def allocate_pod(self, steps: Sequence[Step]) -> tuple[StepResult, ...]:
+        """A pod's claims allocated together (`allocator.search_pod`), as kube-scheduler's one
+        `Allocate` call: placed one after the other first (the joint search's first branch,
+        and each claim's own report); when a later claim then fails, the joint search, which
+        may move the earlier claims' devices. All placed, or none: the sequential reports say
+        why, and nothing stays held (the scheduler reserves a pod's claims only together).
+        An admin-access request before the last claim goes straight to the joint search: the
+        devices it takes whole are in use for the later claims only within one `Allocate`."""
+        before_states, before_held = dict(self.states.states), dict(self.states.held)
+        counters = replace(self.counters)
+        pending = [n for n, step in enumerate(steps) if not self.states.held.get(step.claim)]
+        admin = any(sub.admin_access for n in pending[:-1] for sub in device_requests(
+            self.claims[steps[n].claim]).values())
+        results: tuple[StepResult, ...] | None = None
+        failed = f"allocate {'+'.join(steps[n].claim for n in pending)}: not every claim of the pod " \
+                 "can be placed, so none of them is allocated"
+        if not admin or len(pending) < 2:
+            results = tuple(self.allocate(step) for step in steps)
+            if all(r.placed for r in results) or len(pending) < 2:
+                return results
+            after = self.counters
+            self._restore(before_states, before_held, counters)  # the joint search starts before them
+            if not results[pending[0]].placed:  # the first claim fails alone: so does the pod
+                self.counters = after
+                self.notes.append(failed)
+                return results
+        claims = [self.claims[steps[n].claim] for n in pending]
+        entries = self.visiting_order()
+        working = Tentative(self.states.states)
+        hosts = [KepFilterHost(self, claim, working, claim.qualified_name) for claim in claims]
+        ranked = None
+        if self.mode is Mode.BETA:
+            def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
+                return sorted(found, key=lambda e: locks.preference(self.mode, Option(
+                    e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
+        found = search_pod(claims, entries, hosts, ranked=ranked)
+        if not found.placed:
+            if results is None:
+                results = tuple(self.allocate(step) for step in steps)
+            after = self.counters
+            self._restore(before_states, before_held, after)
+            self.notes.append(failed)
+            return results
+        if self.exhaustive:
+            for host in hosts:
+                host.examine_rest()
+        out = list(results) if results is not None else [StepResult(step, True) for step in steps]
+        taken: set[DeviceRef] = set()  # by the pod's earlier claims: their tentative state
+        for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
+            before = {e.ref: (working if e.ref in taken else self.states.states)[e.ref].status
+                      for _, e in chosen}
+            placements = tuple(Placement(request.name, entry.ref, before[entry.ref], working[entry.ref].lock,
+                                         before[entry.ref] is LockStatus.LOCKED and not request.admin_access)
+                               for request, entry in chosen)
+            taken.update(before)
+            self.states.held[claim.qualified_name] = {p.device for p in placements}
+            self.counters.reuse += sum(p.reused for p in placements)
+            kept = tuple(host.evaluated.values()) if self.detail is Detail.DEVICES else ()
+            out[n] = StepResult(steps[n], True, placements, kept)
+        for ref, state in working.changes.items():
+            for host in hosts:
+                state = host.committed(state)
+            self.states.commit(ref, state)
+        return tuple(out)
+
+    def _restore(self, states: Mapping[DeviceRef, DeviceState], held: dict[str, set[DeviceRef]],
+                 counters: FilterCounters) -> None:
+        for ref, state in list(self.states.states.items()):
+            if states[ref] is not state:
+                self.states.commit(ref, states[ref])
+        self.states.held, self.counters = held, counters
 
     def commit(self, claim: str, working: Tentative, placements: Sequence[Placement],
                as_committed: Callable[[DeviceState], DeviceState] = lambda state: state) -> None:

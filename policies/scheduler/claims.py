@@ -1,4 +1,4 @@
-"""Claim checks the API server makes that extraction depends on (reported as SA000).
+"""Claim checks the API server makes that extraction depends on (reported as input errors, SA000).
 
 A claim the API server would reject never reaches the scheduler; when one shows up in
 a dry-run input, say so precisely instead of extracting from it.
@@ -10,9 +10,9 @@ from collections.abc import Collection, Iterator
 
 from dra_affinity.policies.core.findings import Finding, Location
 from dra_affinity.policies.core.k8s_names import go_quote
+from dra_affinity.policies.core.problems import INPUT_ERROR
 from dra_affinity.policies.core.source import FieldPath, render_path
 from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim
-from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 from dra_affinity.policies.scheduler.candidates import missing_class
 from dra_affinity.policies.scheduler.extraction import device_requests, request_names
 

@@ -33,7 +33,7 @@ class DeviceReport:
 
     @property
     def consumed(self) -> dict[str, str]:
-        return {k: render(v) for k, v in self.state.consumed.items()}
+        return {k: render(v, self.capacity.get(k)) for k, v in self.state.consumed.items()}
 
 
 Follower = Callable[[DeviceRef, DeviceState], None]

@@ -4,19 +4,26 @@ The one orchestration behind `dra-affinity dry-run` and `dra-affinity test`: it
 takes model objects (from files or a cluster), builds pools the way the pool rules
 do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools per request and runs
 `dra_affinity.policies.scheduler.extraction.extract` once per (claim, request, pool).
+
+One run (`DryRun`) serves every view: `results()` for those that write each result,
+`requests()` for those that count outcomes per claim request and keep only some results.
+The speed layer `dry-run-plans` (`policies.core.layers`) decides each distinct claim request
+once and relabels the plan for the claims that read alike; switched off, every claim request
+is decided on its own, and the output is the same.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+from dra_affinity.policies.core.problems import SELECTOR_ERROR
 from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
-from dra_affinity.policies.rules.input.sa003_selector_error import RULE as SELECTOR_ERROR
 from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey, match_pool, missing_class
 from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
 from dra_affinity.policies.scheduler.extraction import (
@@ -27,6 +34,7 @@ from dra_affinity.policies.scheduler.extraction import (
     Outcome,
     PoolExtractor,
     device_requests,
+    extract,
     relabel,
     request_names,
 )
@@ -113,18 +121,26 @@ def dry_run(
     naming a DeviceClass absent from the input is an SA000 finding and gets no results.
     """
     run = DryRun(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
-    with gc_paused():  # only collected here: no caller code runs while the results are made
-        results = tuple(run.results())
+    results = tuple(run.results())
     return DryRunReport(results, tuple(run.findings), run.pools)
 
 
-class DryRun:
-    """A dry run whose results are produced one at a time (`results()`), for streaming output.
+QUIET = frozenset({Outcome.OK, Outcome.NOT_APPLICABLE})
+"""Outcomes that leave nothing to fix: a view of a large run may count them without keeping them."""
 
-    Work is shared the way the allocator's inputs repeat: candidate matching once per
-    (DeviceClass, request selectors, pool) and extraction once per (pool extractors, request,
-    in-scope config contents), so claims made from one template cost a lookup each.
-    `findings` is complete once `results()` is exhausted.
+PLAN_SHARING = layers.declare(
+    "dry-run-plans",
+    "claims made from one template read alike: candidate matching once per (class and request "
+    "selectors, pool), extraction once per (pool extractors, request, in-scope config contents), "
+    "and one plan of every pool's results per distinct claim request, relabelled per claim",
+)
+
+
+class DryRun:
+    """One dry run: every claim request's results on every pool, decided one claim request at a
+    time (`requests()`), so that a view can write them as they come or only count them.
+
+    `findings` is complete once `requests()` (or `results()`) is exhausted.
     """
 
     def __init__(self, slices: Sequence[ResourceSlice], claims: Sequence[ResourceClaim],
@@ -136,54 +152,35 @@ class DryRun:
         self.pools = build_pools(slices, self._limits)
         self._summaries = {ref: to_extraction_pool(pool) for ref, pool in self.pools.items()}
         self._classes = {c.name: c for c in classes}
+        self.findings: list[Finding] = []
+        # the plan-sharing layer's state, filled only while it is on
         self._memo = ExtractionMemo(self._limits.kubernetes_version)
         self._matches: dict[tuple[object, ...], CandidateMatch] = {}
         self._plans: dict[tuple[object, ...], _RequestPlan] = {}
         self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
-        self.findings: list[Finding] = []
 
-    def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
-        """Once per (class and request selectors, pool); a non-candidate carries its survey."""
-        key = (_selectors_key(request), pool.ref)
-        match = self._matches.get(key)
-        if match is None:
-            match = match_pool(request, self._classes, pool,
-                               kubernetes_version=self._limits.kubernetes_version)
-            self._matches[key] = match
-        return match
+    def results(self) -> Iterator[ExtractionResult]:
+        """Every (claim request, pool) result in claim, request and pool order."""
+        for request in self.requests():
+            yield from request.results()
 
-    def results(self, quiet: Collection[Outcome] = (),
-                tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None = None
-                ) -> Iterator[ExtractionResult]:
-        """Every (claim request, pool) result in claim, request and pool order.
+    def requests(self) -> Iterator[RequestResults]:
+        """Every claim request's results, in claim and request order.
 
-        `quiet` outcomes are only passed to `tally` (once per claim request, as the sequence of
-        every pool's (pool, outcome), one shared object per distinct sequence), not yielded: a
-        `--summary` of 100,000 claims then pays per claim for a lookup, not for a relabelled
-        result per pool. Without `tally` every result is yielded.
-
-        Results are decided with the cyclic GC paused (short-lived acyclic objects next to a large
-        parsed input), `_BATCH` at a time, and handed over with the collector as the caller had
-        it: the caller's code (rendering, writing, `tally`) never runs inside the pause. A caller
-        that only collects the results may pause around the whole drain (`dry_run` does).
+        They are decided with the cyclic GC paused (short-lived acyclic objects next to a large
+        parsed input), `_BATCH` claim requests at a time, and handed over with the collector as
+        the caller had it: the caller's code (rendering, writing, counting) never runs inside
+        the pause.
         """
-        counted: list[Sequence[tuple[PoolRef, Outcome]]] = []
-        produced = self._results(frozenset(quiet) if tally is not None else frozenset(),
-                                 counted.append if tally is not None else None)
+        produced = self._requests()
         while True:
             with gc_paused():
                 batch = list(itertools.islice(produced, _BATCH))
-            if tally is not None:
-                for outcomes in counted:
-                    tally(outcomes)
-                counted.clear()
             yield from batch
             if len(batch) < _BATCH:
                 return
 
-    def _results(self, quiet: frozenset[Outcome],
-                 tally: Callable[[Sequence[tuple[PoolRef, Outcome]]], object] | None
-                 ) -> Iterator[ExtractionResult]:
+    def _requests(self) -> Iterator[RequestResults]:
         filters, by_class = self._filters, self._classes
         for claim in self._claims:
             self.findings.extend(claim_problems(claim))
@@ -198,93 +195,130 @@ class DryRun:
                 if request is not None and missing is not None:
                     self.findings.append(missing_class_finding(claim, request, missing))
                     continue  # the scheduler leaves the claim pending: no pool is tried
-                plan = self._plan(claim, name, request, quiet)
-                if tally is not None:
-                    tally(plan.outcomes)
-                reported: set[str] = set()
-                for item in plan.loud:
-                    if item.message is not None:
-                        # the allocator aborts the pod on the first; every pool is reported
-                        message = item.message.replace(_CLAIM_MARK, claim.qualified_name)
-                        if message not in reported:
-                            reported.add(message)
-                            self.findings.append(_selector_finding(
-                                claim, message, by_class.get(request.device_class_name) if request else None))
-                        yield ExtractionResult(
-                            claim.qualified_name, name, item.ref, Outcome.SELECTOR_ERROR,
-                            error=ExtractionProblem(SELECTOR_ERROR_KIND, message))
-                    elif item.result is None:
-                        yield ExtractionResult(claim.qualified_name, name, item.ref,
-                                               Outcome.NO_MATCHING_DEVICE, notes=item.notes)
-                    elif plan.shared:
-                        yield relabel(item.result, claim.qualified_name, item.ref)
-                    else:
-                        yield item.result
+                plan = self._plan(claim, name, request)
+                device_class = by_class.get(request.device_class_name) if request is not None else None
+                for message in plan.selector_messages:
+                    # the allocator aborts the pod on the first; every distinct one is reported
+                    self.findings.append(_selector_finding(
+                        claim, message.replace(_CLAIM_MARK, claim.qualified_name), device_class))
+                yield RequestResults(claim.qualified_name, name, plan)
 
-    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None,
-              quiet: frozenset[Outcome]) -> _RequestPlan:
-        """Every pool's item for one claim request, shared by the claim requests that read alike:
-        same class and selectors (candidates), same in-scope config contents (extraction)."""
-        matched = self._classes and request is not None
-        selectors = _selectors_key(request) if matched and request is not None else None
+    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None) -> _RequestPlan:
+        """Every pool's result for one claim request."""
+        if not PLAN_SHARING.on:
+            return self._decide(claim, name, request, claim.qualified_name)
+        # shared by the claim requests that read alike: same class and selectors (candidates),
+        # same in-scope config contents (extraction); labelled with `_CLAIM_MARK`, relabelled
+        # per claim by `RequestResults`
+        selectors = _selectors_key(request) if self._classes and request is not None else None
         contents = tuple(self._memo.content(claim, name, driver) for driver in self._drivers)
-        key = (selectors, name, contents, quiet)
-        shared = None not in contents
-        found = self._plans.get(key) if shared else None
-        if found is not None:
-            return found
-        items: list[_PlanItem] = []
+        if None in contents:
+            return self._decide(claim, name, request, claim.qualified_name)
+        key = (selectors, name, contents)
+        found = self._plans.get(key)
+        if found is None:
+            found = self._decide(claim, name, request, _CLAIM_MARK)
+            self._plans[key] = found
+        return found
+
+    def _decide(self, claim: ResourceClaim, name: str, request: DeviceRequest | None,
+                label: str) -> _RequestPlan:
+        """Every pool's result for one claim request, results naming the claim `label`: a
+        selector failure, no matching device, or what extraction makes of the claim there."""
+        results: list[ExtractionResult] = []
         for ref, pool in self.pools.items():
             if not self._filters.pool_ok(ref):
                 continue
-            if matched and request is not None:
+            if self._classes and request is not None:
                 match = self._match(request, pool)
                 if match.failure is not None:
-                    items.append(_PlanItem(ref, Outcome.SELECTOR_ERROR,
-                                       message=match.failure.message(_CLAIM_MARK)))
+                    error = ExtractionProblem(SELECTOR_ERROR_KIND, match.failure.message(label))
+                    results.append(ExtractionResult(label, name, ref, Outcome.SELECTOR_ERROR, error=error))
                     continue
                 if not match.candidate:
                     survey = match.survey  # no device matched: the walk that decided it counted why
                     if survey is None or survey.class_devices == 0:
                         continue  # not a pool of the class's driver: the allocator never looks
-                    items.append(_PlanItem(ref, Outcome.NO_MATCHING_DEVICE,
-                                           notes=_exclusions(request, survey)))
+                    results.append(ExtractionResult(label, name, ref, Outcome.NO_MATCHING_DEVICE,
+                                                    notes=_exclusions(request, survey)))
                     continue
-            result = self._memo.extract(claim, name, self._summaries[ref])
-            items.append(_PlanItem(ref, result.outcome, result=result))
-        found = _RequestPlan(tuple((i.ref, i.outcome) for i in items),
-                      tuple(i for i in items if i.outcome not in quiet), shared)
-        if shared:
-            self._plans[key] = found
-        return found
+            results.append(self._extract(claim, name, ref))
+        return _RequestPlan.of(results)
+
+    def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
+        """Whether `pool` is a candidate for `request`; a non-candidate carries its survey."""
+        version = self._limits.kubernetes_version
+        if not PLAN_SHARING.on:
+            return match_pool(request, self._classes, pool, kubernetes_version=version)
+        key = (_selectors_key(request), pool.ref)  # once per (class and request selectors, pool)
+        match = self._matches.get(key)
+        if match is None:
+            match = match_pool(request, self._classes, pool, kubernetes_version=version)
+            self._matches[key] = match
+        return match
+
+    def _extract(self, claim: ResourceClaim, name: str, ref: PoolRef) -> ExtractionResult:
+        pool = self._summaries[ref]
+        if not PLAN_SHARING.on:
+            return extract(claim, name, pool, kubernetes_version=self._limits.kubernetes_version)
+        return self._memo.extract(claim, name, pool)
 
 
-_BATCH = 1024
-"""Results decided per GC pause in `DryRun.results` (the pause is toggled once per batch)."""
+_BATCH = 64
+"""Claim requests decided per GC pause in `DryRun.requests` (the pause is toggled once per batch)."""
 
 _CLAIM_MARK = "\x00claim\x00"
-"""Where a plan's selector message names the claim (filled in per claim)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _PlanItem:
-    """One pool's part of a plan: a selector failure, no matching device, or an extraction."""
-
-    ref: PoolRef
-    outcome: Outcome
-    message: str | None = None
-    notes: tuple[str, ...] = ()
-    result: ExtractionResult | None = None
+"""The claim a shared plan's results name (filled in per claim by `RequestResults`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _RequestPlan:
+    """Every pool's result for one claim request, and what the views and findings read of them."""
+
+    results: tuple[ExtractionResult, ...]
+    """In pool order."""
     outcomes: tuple[tuple[PoolRef, Outcome], ...]
-    """Every pool's outcome, in pool order (what `--summary` counts)."""
-    loud: tuple[_PlanItem, ...]
-    """The items whose outcome is not quiet: yielded per claim."""
-    shared: bool
-    """Cached for other claims: extraction results carry another claim's name."""
+    """Every pool's outcome, in pool order."""
+    notable: tuple[ExtractionResult, ...]
+    """The results whose outcome is not `QUIET`."""
+    selector_messages: tuple[str, ...]
+    """The distinct selector failures, in pool order (SA003 findings)."""
+
+    @classmethod
+    def of(cls, results: Sequence[ExtractionResult]) -> _RequestPlan:
+        messages = (r.error.message for r in results if r.outcome is Outcome.SELECTOR_ERROR and r.error)
+        return cls(tuple(results), tuple((r.pool, r.outcome) for r in results),
+                   tuple(r for r in results if r.outcome not in QUIET), tuple(dict.fromkeys(messages)))
+
+
+@dataclass(frozen=True, slots=True)
+class RequestResults:
+    """One claim request's results on every pool it reaches, in pool order."""
+
+    claim: str
+    request: str
+    _plan: _RequestPlan
+
+    @property
+    def outcomes(self) -> tuple[tuple[PoolRef, Outcome], ...]:
+        """Every pool's (pool, outcome), in pool order (claim requests that read alike may share
+        one object: counting it needs no result)."""
+        return self._plan.outcomes
+
+    def results(self, *, quiet: bool = False) -> Iterator[ExtractionResult]:
+        """The results, or with `quiet` only those whose outcome is not `QUIET`."""
+        for result in self._plan.notable if quiet else self._plan.results:
+            yield self._own(result)
+
+    def _own(self, result: ExtractionResult) -> ExtractionResult:
+        """`result` naming this claim (a shared plan's results name the claim that made them)."""
+        if result.claim == self.claim:
+            return result
+        if result.outcome is Outcome.SELECTOR_ERROR and result.error is not None:
+            message = result.error.message.replace(_CLAIM_MARK, self.claim)
+            return ExtractionResult(self.claim, result.request, result.pool, result.outcome,
+                                    error=ExtractionProblem(result.error.kind, message))
+        return relabel(result, self.claim, result.pool)
 
 
 SELECTOR_ERROR_KIND = "selector error"

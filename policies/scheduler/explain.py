@@ -356,7 +356,36 @@ def _hints(book: LockBook, name: str, step: StepResult, pools: tuple[PoolStep, .
             break
     if reason is Reason.NO_CANDIDATES and not any(p.candidate for p in pools):
         hints.append(_no_candidates(book, name, pools))
+    if not releases:
+        hints += _shape_hints(book, name, step)
     return tuple(dict.fromkeys(hints)), tuple(releases)
+
+
+def _shape_hints(book: LockBook, name: str, step: StepResult) -> list[str]:
+    """The next step when the claim itself asks for more than the candidates can ever give: more
+    devices than match, a constraint no combination satisfies, more capacity than a device has.
+    Read from the run itself (the devices Filter looked at, every one of them in `explain`)."""
+    request = device_requests(book.claims[name]).get(step.failed_request or "")
+    if request is None:
+        return []
+    seen = [e for e in step.evaluated if e.request == request.name]
+    devices = {e.device for e in seen}
+    reasons = {e.rejections[0].reason for e in seen if e.rejections}
+    wanted = max(request.count or 1, 1)
+    out = []
+    if request.allocation_mode != "All" and devices and len(devices) < wanted:
+        out.append(f"request {request.name!r} asks for {wanted} devices, but only {len(devices)} "
+                   f"device(s) of the input match its DeviceClass and selectors: lower `count`, or "
+                   "make more devices match")
+    failed = step.failure.reason if step.failure is not None else None
+    if Reason.CONSTRAINT in reasons or failed is Reason.CONSTRAINT:
+        out.append("no combination of the candidate devices satisfies the claim's `constraints`: relax "
+                   "`matchAttribute`/`distinctAttribute` (or scope them with `requests`), or narrow the "
+                   "requests' selectors to devices that satisfy them")
+    if reasons == {Reason.CAPACITY} and all(not book.states[d].holders for d in devices if d in book.states):
+        out.append(f"request {request.name!r} asks for more capacity than any candidate device has "
+                   "even unused: request less, or select a device with more capacity")
+    return out
 
 
 @contextmanager

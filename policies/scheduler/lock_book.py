@@ -73,6 +73,8 @@ class LockBook:
 
     feature_gate: bool = True
     kubernetes_version: KubernetesVersion | None = None
+    fractional_range: bool | None = None
+    """`DRAFractionalCapacityRange` for the allocations `explain` tries (None: the release's)."""
     states: dict[DeviceRef, DeviceState] = field(default_factory=dict)
     devices: dict[DeviceRef, Device] = field(default_factory=dict)
     pools: dict[PoolRef, Pool] = field(default_factory=dict)
@@ -107,7 +109,7 @@ class LockBook:
     def build(cls, slices: Iterable[ResourceSlice], claims: Iterable[ResourceClaim],
               classes: Iterable[DeviceClass] = (), *, feature_gate: bool = True,
               kubernetes_version: KubernetesVersion | None = None,
-              focus: Collection[str] = ()) -> LockBook:
+              focus: Collection[str] = (), fractional_range: bool | None = None) -> LockBook:
         """The reconstruction of a whole input at once (what a restarted scheduler does).
 
         `focus`: the claims (`namespace/name`) to be explained. Only the pools their requests can
@@ -116,7 +118,8 @@ class LockBook:
         the claims bound to it, so those pools' states are exactly the full book's, and one
         claim of a 100,000-claim cluster costs its candidate pools, not the cluster.
         """
-        book = cls(feature_gate=feature_gate, kubernetes_version=kubernetes_version)
+        book = cls(feature_gate=feature_gate, kubernetes_version=kubernetes_version,
+                   fractional_range=fractional_range)
         slices = list(slices)
         book._slices = {s.name: s for s in slices}
         grouped: dict[PoolRef, dict[str, ResourceSlice]] = {}

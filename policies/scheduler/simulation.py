@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, FeatureGates
 from dra_affinity.policies.core.findings import Finding, PoolRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
@@ -59,7 +60,8 @@ __all__ = [
 
 
 def parse_order(text: str) -> list[Step]:
-    """`a,b,-a,c`: allocate a, allocate b, release a, allocate c (names cannot start with `-`)."""
+    """`a,b,-a,c`: allocate a, allocate b, release a, allocate c (names cannot start with `-`);
+    `a+b`: allocate a and b together, as one pod's claims."""
     steps = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
@@ -67,7 +69,8 @@ def parse_order(text: str) -> list[Step]:
         if item.startswith("-"):
             steps.append(Step(Action.RELEASE, item[1:].strip()))
         else:
-            steps.append(Step(Action.ALLOCATE, item))
+            pod = [name.strip() for name in item.split("+") if name.strip()]
+            steps.extend(Step(Action.ALLOCATE, name, n < len(pod) - 1) for n, name in enumerate(pod))
     return steps
 
 
@@ -189,8 +192,17 @@ class SimulationRun:
         caller's code runs between steps (a command freezes the input it keeps instead, see
         `simulate_cmd`; `simulate` pauses it around its own drain)."""
         run = self._run
+        pod: list[Step] = []
         for step in self._steps:
+            if step.action is Action.ALLOCATE and (pod or step.with_next):
+                pod.append(step)
+                if not step.with_next:
+                    yield from run.allocate_pod(pod)
+                    pod = []
+                continue
             yield run.allocate(step) if step.action is Action.ALLOCATE else run.release(step)
+        if pod:
+            yield from run.allocate_pod(pod)
 
     def devices(self) -> tuple[DeviceReport, ...]:
         return tuple(self._run.states.report(ref) for ref in self._run.states.devices)
@@ -224,6 +236,7 @@ def new_run(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> ClaimSteps:
     """Pools gathered, devices listed and every lock reconstructed from the bound claims: the
     start of a simulation, and of a workload replay (`scheduler.replay`)."""
@@ -244,10 +257,18 @@ def new_run(
         claims={c.qualified_name: c for c in claims},
         mode=mode, feature_gate=feature_gate, version=limits.kubernetes_version,
         pool_ok=pool_ok, candidate=candidate, classes={c.name: c for c in classes}, detail=detail,
+        fractional_range=_fractional_range(limits.kubernetes_version, fractional_range),
     )
     run.first_branch = FirstFitIndex(run).allocate
     reconstruct(run, claims)
     return run
+
+
+def _fractional_range(version: KubernetesVersion, chosen: bool | None) -> bool:
+    """`DRAFractionalCapacityRange` as chosen, else the release's default."""
+    if chosen is not None:
+        return chosen
+    return FeatureGates.for_release(version).enabled(FRACTIONAL_CAPACITY_RANGE)
 
 
 def start(
@@ -262,6 +283,7 @@ def start(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> SimulationRun | list[SimulationProblem]:
     """Reconstruct the locks from bound claims; the returned run then yields `steps` (default:
     every unallocated claim) one at a time.
@@ -270,13 +292,13 @@ def start(
     says what each step keeps. Returns the problems instead when the steps cannot be run.
     """
     limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
-    steps = [Step(s.action, qualified(s.claim)) for s in
+    steps = [Step(s.action, qualified(s.claim), s.with_next) for s in
              (default_steps(claims) if steps is None else steps)]
     problems = check_steps(steps, claims)
     if problems:
         return problems
     run = new_run(slices, claims, mode=mode, feature_gate=feature_gate, limits=limits, pools=pools,
-                  classes=classes, candidate=candidate, detail=detail)
+                  classes=classes, candidate=candidate, detail=detail, fractional_range=fractional_range)
     findings = tuple(f for c in claims for f in claim_problems(c))
     placed = {s.claim for s in steps if s.action is Action.ALLOCATE}
     # a claim to place whose class is absent: an input error, as dry-run reports it
@@ -298,6 +320,7 @@ def simulate(
     classes: Sequence[DeviceClass] = (),
     candidate: CandidateFilter | None = None,
     detail: Detail = Detail.DEVICES,
+    fractional_range: bool | None = None,
 ) -> SimulationReport | list[SimulationProblem]:
     """Reconstruct the locks from bound claims, then run `steps` (default: every unallocated claim).
 
@@ -306,7 +329,7 @@ def simulate(
     """
     run = start(slices, claims, steps, mode=mode, feature_gate=feature_gate,
                 kubernetes_version=kubernetes_version, pools=pools, classes=classes,
-                candidate=candidate, detail=detail)
+                candidate=candidate, detail=detail, fractional_range=fractional_range)
     if isinstance(run, list):
         return run
     return run.report()
@@ -327,26 +350,29 @@ def try_allocate(book: LockBook, claim: str, *, mode: Mode = Mode.ALPHA) -> Step
 
 def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode.ALPHA,
                      release: Sequence[str] = ()) -> tuple[StepResult, ...]:
-    """One pod's claims allocated in order against the book's locks, leaving the book unchanged.
+    """One pod's claims allocated together against the book's locks, leaving the book unchanged.
 
-    Each placed claim's tentative locks and consumed capacity are visible to the claims after
-    it, as the KEP's Reserve makes them immediately visible, so two claims of one pod cannot
-    both take one device with different locks: the same steps as `simulate` of those claims.
+    One search over all of them, as kube-scheduler's one `Allocate` call for a pod's pending
+    claims (`ClaimSteps.allocate_pod`): each claim's tentative locks and consumed capacity are
+    visible to the claims after it, as the KEP's Reserve makes them immediately visible, so two
+    claims of one pod cannot both take one device with different locks, and a later claim that
+    finds no room makes the search move an earlier one's devices.
     `release`: allocated claims released first (`simulate`'s `-name` steps), to check what
     releasing them would change.
     """
     held = {name: set(book.held_by(name)) for name in (*release, *claims) if book.held_by(name)}
+    version = book.kubernetes_version or limits_for().kubernetes_version
     run = ClaimSteps(
         states=DeviceStates(book.pools, book.devices, book.states, held),
         summaries={ref: book.summary(ref) for ref in book.pools},
-        claims=book.claims, mode=mode, feature_gate=book.feature_gate,
-        version=book.kubernetes_version or limits_for().kubernetes_version,
+        claims=book.claims, mode=mode, feature_gate=book.feature_gate, version=version,
         pool_ok=lambda ref: True, candidate=None, classes=dict(book.classes), exhaustive=True,
+        fractional_range=_fractional_range(version, book.fractional_range),
     )
     run.first_branch = FirstFitIndex(run).allocate
     for name in release:
         run.release(Step(Action.RELEASE, name))
-    return tuple(run.allocate(Step(Action.ALLOCATE, claim)) for claim in claims)
+    return run.allocate_pod([Step(Action.ALLOCATE, claim) for claim in claims])
 
 
 def device_matches(ref: DeviceRef, name: str) -> bool:

@@ -50,6 +50,7 @@ __all__ = [
     "go_overload_id",
     "kubernetes_call_cost",
     "kubernetes_result_type",
+    "priced_by_result",
     "pricer_for",
     "traversal_cost",
 ]
@@ -194,6 +195,15 @@ def pricer_for(function: str, overload_id: str, *, kubernetes: bool = True,
     if overload_id in _DEFAULT_PRICED:
         return lambda args, result: default_call_cost(overload_id, args)
     return _one
+
+
+_RESULT_PRICED_OVERLOADS = frozenset({"list_slice", "lists_range", "list_reverse"})
+
+
+def priced_by_result(function: str, overload_id: str, *, kubernetes: bool = True) -> bool:
+    """Whether the call's price depends on its result (ext.Lists' allocating calls, Kubernetes'
+    `join`); every other price is known from the arguments before the call runs."""
+    return overload_id in _RESULT_PRICED_OVERLOADS or (kubernetes and function == "join")
 
 
 def _one(args: Sequence[object], result: object) -> int:
@@ -398,16 +408,31 @@ def _validate_cost(args: Sequence[object], regex_size: RegexSize) -> int | None:
 
 def traversal_cost(value: object) -> int:
     """Kubernetes `traversalCost`: strings/bytes by UTF-8/byte length x 0.1 (truncated),
-    containers summed element by element (map keys and values), everything else 1."""
-    if isinstance(value, str):
-        return int(float(len(value.encode("utf-8", errors="surrogatepass")))
-                   * STRING_TRAVERSAL_COST_FACTOR)
-    if isinstance(value, bytes):
-        return int(float(len(value)) * STRING_TRAVERSAL_COST_FACTOR)
-    if isinstance(value, list):
-        return _sat(sum(traversal_cost(v) for v in value))
-    if isinstance(value, dict):
-        return _sat(sum(traversal_cost(k) + traversal_cost(v) for k, v in value.items()))
+    containers summed element by element (map keys and values), everything else 1.
+
+    A container (or long string) held several times is priced each time, as upstream walks it,
+    but measured once: a list shared through `cel.bind(x, [x, x], ...)` is priced in time
+    linear in its distinct parts."""
+    return _traversal(value, {})
+
+
+def _traversal(value: object, memo: dict[int, int]) -> int:
+    if isinstance(value, str | bytes | list | dict):
+        known = memo.get(id(value))
+        if known is not None:
+            return known
+        if isinstance(value, str):
+            cost = int(float(len(value.encode("utf-8", errors="surrogatepass")))
+                       * STRING_TRAVERSAL_COST_FACTOR)
+        elif isinstance(value, bytes):
+            cost = int(float(len(value)) * STRING_TRAVERSAL_COST_FACTOR)
+        elif isinstance(value, list):
+            cost = _sat(sum(_traversal(v, memo) for v in value))
+        else:
+            cost = _sat(sum(_traversal(k, memo) + _traversal(v, memo) for k, v in value.items()))
+        if not isinstance(value, str | bytes) or len(value) > 64:
+            memo[id(value)] = cost
+        return cost
     return 1
 
 

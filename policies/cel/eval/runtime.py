@@ -13,8 +13,9 @@ values and decodes the result. Deserializing a checked AST (rather than compilin
 internal functions such as `@sortByAssociatedKeys` and keeps the checker's overload choice.
 
 When the walk reports `program_unsafe` (it computed a call cel-expr-python would get wrong, or
-could not survive: an optional handed to Python code crashes the interpreter), the program is
-not run and the walk's value is the result.
+could not survive: an optional handed to Python code crashes the interpreter), or that running
+the program would pass the evaluation's CPU or memory ceiling (`CostOutcome.program_affordable`),
+the program is not run and the walk's value is the result.
 
 Errors are reported in upstream wording: a missing key reads
 `no such key: <k>. Consider using CEL optional chaining (?), has() macro, or orValue() for optional
@@ -145,9 +146,10 @@ def evaluate(compiled: CompiledLike, variables: Mapping[str, object], *,
         return EvalResult(None, "", 0, EvalProblem(KIND_FAILED,
                                                  f"instantiate CEL program: {outcome.message}"))
     if outcome.status == "work_exceeded":
-        return EvalResult(None, "", outcome.cost, EvalProblem(
-            KIND_FAILED, f"the dry run could not finish tracking the cost: {outcome.message}"))
-    if outcome.program_unsafe:
+        # a bound of this evaluation (`runtime_bounds`, the copy, step and CPU budgets), not
+        # cel-go's: the message says which
+        return EvalResult(None, "", outcome.cost, EvalProblem(KIND_FAILED, outcome.message))
+    if not outcome.run_program:
         return _walk_result(outcome.value, outcome.cost)
     value, type_name, error = _run_program(program, variables, outcome.value)
     return EvalResult(value, type_name, outcome.cost, error)
@@ -186,6 +188,9 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
                  ) -> tuple[object, str, EvalProblem | None]:
     try:
         result = program.eval(data={**_TYPE_ACTIVATION, **variables})
+    except MemoryError:
+        # a safety net: the walk, bounded by `runtime_bounds`, computed the same value
+        return _walk_value(interp_value)
     except _ENGINE_EXCEPTIONS as exc:
         # The binding also raises ValueError (a C++ exception such as `vector::reserve`),
         # TypeError or SystemError (a value it cannot convert): the walk's verdict stands.

@@ -29,10 +29,11 @@ Every function's *semantics* are delegated through a `CallBridge` (cel-expr-pyth
 see `runtime.py`), so no CEL function is re-implemented here, with these exceptions: control
 flow, attribute resolution (map and list access), literal construction, list concatenation for
 comprehension accumulators (to keep `map`/`filter` linear), the macro helper
-`@not_strictly_false`, and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert`
-(`transformMap`), `string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity
-and Semver values (by value, as the program after `k8s_library.equality`'s rewrite) and `type()`
-of library values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
+`@not_strictly_false`, `size` (read off the value, so a shared list is never handed over
+whole), and where cel-cpp alone would disagree with cel-go: `cel.@mapInsert` (`transformMap`),
+`string.format` (`k8s_library.strings_format`), `==`/`!=`/`in` on Quantity and Semver values
+(by value, as the program after `k8s_library.equality`'s rewrite) and `type()` of library
+values. Values follow `jsonvalue`'s model and mirror cel-cpp's semantics, so the
 value the interpreter computes agrees with the one cel-expr-python computes for the whole
 expression, except where the walk computes a call the program cannot compute faithfully (a
 `format` rendering, a `cel.@mapInsert` of values Python cannot carry, an optional that must not
@@ -40,7 +41,9 @@ reach Python code): `CostOutcome.program_unsafe` then tells the caller to use th
 
 Evaluation stops as soon as the running cost exceeds the limit (cel-go raises `operation
 cancelled: actual cost limit exceeded` at that point), and a separate step budget bounds the work
-of loops cel-go prices at zero per iteration.
+of loops cel-go prices at zero per iteration. What cel-go's cost does not bound (a call's work
+and result, priced after it ran or by top-level sizes) is measured before the call runs
+(`runtime_bounds`), and the CPU clock has the last word (`runtime_steps.MAX_CPU_SECONDS`).
 
 This module is the public API and the planner (checked AST to steps, cached per AST and bridge);
 the steps it builds, which evaluate and charge, are in `runtime_steps`, and the plan-time folding
@@ -73,6 +76,7 @@ from dra_affinity.policies.cel.eval.cost_k8s_runtime import (
     kubernetes_receiver_type,
     kubernetes_result_type,
 )
+from dra_affinity.policies.cel.eval.runtime_bounds import bulky
 from dra_affinity.policies.cel.eval.runtime_conversions import (
     CONVERSION_FUNCTIONS,
     conversion_verdict,
@@ -81,7 +85,9 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
     INDEX,
+    MAX_CPU_SECONDS,
     PRESENCE,
+    RESULT,
     Attr,
     Call,
     CondBase,
@@ -115,6 +121,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     native_includes,
     native_index_of,
     native_map_insert,
+    native_size,
     optional_guard,
     scalar_equality,
     value_equality,
@@ -126,6 +133,7 @@ from dra_affinity.policies.core.cache import BoundedCache
 
 __all__ = [
     "COST_LIMIT_EXCEEDED",
+    "PROGRAM_MAX_ITERATIONS",
     "CallBridge",
     "CallSite",
     "CostOutcome",
@@ -254,6 +262,16 @@ _OPTIONAL_NATIVES: dict[str, Native] = {
 }
 
 
+PROGRAM_MAX_ITERATIONS = 1000
+"""Comprehension iterations after which the planned program is not run (`CostOutcome`): the
+engine then spends about 20 MB and 25 ms on them; the walk's value is the result."""
+
+_SHALLOW_NATIVES: frozenset[Native] = frozenset({_identity, native_size,
+                                                 *_OPTIONAL_NATIVES.values()})
+"""Natives that neither traverse nor copy their arguments' contents: their calls are not
+measured against `runtime_bounds` (a shared list may be wrapped, counted or passed on)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CostOutcome:
     """Result of the cost walk.
@@ -273,6 +291,26 @@ class CostOutcome:
     value: object = None
     message: str = ""
     program_unsafe: bool = False
+    cpu_seconds: float = 0.0
+    iterations: int = 0
+
+    @property
+    def program_affordable(self) -> bool:
+        """Whether running the planned program stays within the evaluation's ceilings: not
+        when the walk (which computed the same value, every call through the engine) used over
+        a quarter of the CPU ceiling, since the program would redo the engine's share of that
+        work where the ceiling cannot stop it; nor after more than
+        `PROGRAM_MAX_ITERATIONS` comprehension iterations, since the engine's comprehensions
+        build their lists by copying (time and memory quadratic in the iterations: 1.5 s and
+        3.5 GB for `lists.range(9999).map(x, x)`)."""
+        return (self.cpu_seconds <= MAX_CPU_SECONDS / 4
+                and self.iterations <= PROGRAM_MAX_ITERATIONS)
+
+    @property
+    def run_program(self) -> bool:
+        """Whether the caller may run the planned program for the value (else the walk's
+        value is the result)."""
+        return not self.program_unsafe and self.program_affordable
 
 
 def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: CallBridge, *,
@@ -289,6 +327,9 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
     try:
         root = _plan_for(checked, bridge, optimize, kubernetes)
         value = root.eval(run)
+        if bulky((value,)):
+            # every caller converts the result whole (the program's export, JSON, text)
+            run.check_call(RESULT, [value])
     except PlanError as exc:
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
@@ -297,8 +338,14 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
         # cel-cpp's parser caps nesting far below Python's stack; this is a safety net.
-        return CostOutcome("work_exceeded", run.cost, message="expression nests too deeply")
-    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe)
+        return CostOutcome("work_exceeded", run.cost,
+                           message="evaluation stopped: the expression or a value nests too deeply")
+    except MemoryError:
+        # a safety net behind `runtime_bounds` (the engine's std::bad_alloc arrives as this)
+        return CostOutcome("work_exceeded", run.cost,
+                           message="evaluation stopped: out of memory")
+    return CostOutcome("ok", run.cost, value, program_unsafe=run.unsafe,
+                       cpu_seconds=run.cpu_used(), iterations=run.iterations)
 
 
 def plan_error(checked: CheckedAst, bridge: CallBridge, *, kubernetes: bool = True,
@@ -460,7 +507,8 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
-        return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
+        return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
+                    shallow=native in _SHALLOW_NATIVES)
 
     def _library_receiver(self, n: Node, candidates: Sequence[str]) -> str | None:
         """The Kubernetes library type every candidate overload of a member call is declared
@@ -478,6 +526,8 @@ class _Planner:
         if overload == "add_list" or (fn == "_+_" and "add_list" in self.ast.overload_ids(n.id)):
             # also behind `dyn`: two lists are joined here (and counted: `Run.grow`)
             return native_add_list, None
+        if fn == "size" and len(n.args) + (n.target is not None) == 1:
+            return native_size, self._python_guard(fn)
         if fn == "dyn" and n.target is None and len(n.args) == 1:
             # `dyn` is the identity: computed here, an optional stays one (the bridge could
             # not export it and the guards below would no longer see it).

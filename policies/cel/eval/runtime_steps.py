@@ -32,7 +32,16 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 )
 from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
-from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
+from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, priced_by_result, pricer_for
+from dra_affinity.policies.cel.eval.runtime_bounds import (
+    BULKY_TEXT,
+    MAX_HANDLED_CHARS,
+    MAX_HANDLED_ELEMENTS,
+    bulky,
+    call_seconds,
+    handled_size,
+    output_bound,
+)
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
@@ -77,13 +86,16 @@ MAX_CPU_SECONDS = 1.0
 """CPU time (of the evaluating thread) one evaluation may use: the last resort behind the cost
 limit and the step and copy budgets, for whatever else turns out slow."""
 
-_CPU_CHECK_EVERY = 1024
+_CPU_CHECK_EVERY = 256
 """Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
+
+RESULT = "result"
+"""`Run.check_call`'s name for the evaluation's result (which every caller converts whole)."""
 
 
 class Run:
-    __slots__ = ("copied", "cost", "cpu_deadline", "limit", "max_steps", "next_cpu_check",
-                 "steps", "unsafe", "vars")
+    __slots__ = ("copied", "cost", "cpu_deadline", "iterations", "limit", "max_steps",
+                 "measured", "next_cpu_check", "steps", "unsafe", "vars")
 
     def __init__(self, variables: dict[str, object], limit: int, max_steps: int) -> None:
         self.vars = variables
@@ -92,9 +104,20 @@ class Run:
         self.cost = 0
         self.steps = 0
         self.copied = 0
+        self.iterations = 0
+        self.measured = False
         self.unsafe = False
         self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
         self.next_cpu_check = _CPU_CHECK_EVERY
+
+    def cpu_used(self) -> float:
+        """CPU seconds (of this thread) the evaluation has used so far; 0 for one of fewer
+        than `_CPU_CHECK_EVERY` steps and no call on a large value (`check_call`), which
+        cannot have used a measurable share of the ceiling (and reading the clock costs a
+        microsecond, a tenth of a typical extractor's evaluation)."""
+        if self.steps < _CPU_CHECK_EVERY and not self.measured:
+            return 0.0
+        return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS)
 
     def charge(self, amount: int) -> None:
         self.cost += amount
@@ -104,7 +127,7 @@ class Run:
     def tick(self) -> None:
         self.steps += 1
         if self.steps > self.max_steps:
-            raise WorkExceeded(f"dry-run step budget of {self.max_steps} exhausted")
+            raise WorkExceeded(f"evaluation stopped after {self.max_steps:,} steps")
         if self.steps >= self.next_cpu_check:
             self.next_cpu_check = self.steps + _CPU_CHECK_EVERY
             if time.thread_time() > self.cpu_deadline:
@@ -117,6 +140,33 @@ class Run:
             raise WorkExceeded(f"evaluation stopped after copying {MAX_COPIED_ELEMENTS} list "
                                f"elements (lists this large are joined without copying by cel-go)")
         self.tick()
+
+    def check_call(self, function: str, values: list[object]) -> None:
+        """Refuse a call, before it runs, that would take plus build more than
+        `MAX_HANDLED_ELEMENTS` elements or `MAX_HANDLED_CHARS` characters (`runtime_bounds`),
+        or whose size predicts it would take the evaluation past `MAX_CPU_SECONDS` (a step
+        looks at the clock only every `_CPU_CHECK_EVERY` steps; a call this large looks now)."""
+        self.measured = True
+        elements, chars = handled_size(values)
+        extra = None
+        if elements <= MAX_HANDLED_ELEMENTS and chars <= MAX_HANDLED_CHARS:
+            extra = output_bound(function, values, elements, chars)
+        if extra is not None:
+            elements += extra[0]
+            chars += extra[1]
+        what = "the result" if function == RESULT else f"{function}()"
+        if elements > MAX_HANDLED_ELEMENTS:
+            raise WorkExceeded(f"evaluation stopped: {what} would hold more than "
+                               f"{MAX_HANDLED_ELEMENTS:,} list elements and map entries")
+        if chars > MAX_HANDLED_CHARS:
+            raise WorkExceeded(f"evaluation stopped: {what} would hold more than "
+                               f"{MAX_HANDLED_CHARS:,} characters")
+        now = time.thread_time()
+        if now + call_seconds(function, elements, chars) > self.cpu_deadline:
+            if now > self.cpu_deadline:
+                raise WorkExceeded(f"evaluation stopped after {MAX_CPU_SECONDS:g} s of CPU")
+            raise WorkExceeded(f"evaluation stopped: {what} would take the evaluation past "
+                               f"{MAX_CPU_SECONDS:g} s of CPU")
 
     def lookup(self, name: str) -> object:
         value = self.vars.get(name, _MISSING)
@@ -576,16 +626,24 @@ class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
-    __slots__ = ("args", "concat", "guard", "native", "overrides", "precheck", "prepared",
-                 "price", "varargs")
+    __slots__ = ("args", "concat", "function", "guard", "native", "overrides", "precharge",
+                 "precheck", "prepared", "price", "shallow", "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
-                 overrides: bool = False) -> None:
+                 overrides: bool = False, shallow: bool = False) -> None:
         overload = go_overload_id(site.function, site.overload_ids)
         self.args = args
+        self.function = site.function
         self.prepared = prepared
         self.price = pricer_for(site.function, overload, kubernetes=kubernetes)
+        # A price known from the arguments is charged before the call when it alone passes
+        # the limit: cel-go computes the call first, then fails the same way.
+        self.precharge = not priced_by_result(site.function, overload, kubernetes=kubernetes)
+        # `shallow`: the native neither traverses nor copies its arguments' contents (`dyn`,
+        # optionals, `size`, list concatenation: counted by `Run.grow`), so nothing is measured.
+        self.shallow = shallow and guard is None
+        self.concat = site.function == "_+_" and len(args) == 2
         self.native = native
         self.guard = guard
         self.overrides = overrides  # a native result differs from the program's: use ours
@@ -596,7 +654,6 @@ class Call(PlanStep):
             overload in _FUNCTION_BINDINGS
             or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
-        self.concat = site.function == "_+_"
 
     def eval(self, rt: Run) -> object:
         args = self.args
@@ -636,6 +693,15 @@ class Call(PlanStep):
                 # `cel.bind(x, x + x, ...)` doubles a list 25 times within a cost of 100; here
                 # the elements are copied, and every one copied counts against the step budget.
                 rt.grow(_copied(values))
+            if not self.shallow and not (self.concat and isinstance(values[0], list)
+                                         and isinstance(values[1], list)):
+                for value in values:
+                    kind = type(value)
+                    # `runtime_bounds.bulky`, inlined: this is on every call
+                    if (kind not in _SMALL_KINDS if kind is not str
+                            else len(value) > BULKY_TEXT):  # type: ignore[arg-type]
+                        self._check(rt, values)
+                        break
             guarded = self.guard is not None and self.guard(values)
             if guarded:
                 rt.unsafe = True
@@ -650,6 +716,20 @@ class Call(PlanStep):
                 result = self.prepared.call(values)
         rt.charge(self.price(values, result))
         return result
+
+
+    def _check(self, rt: Run, values: list[object]) -> None:
+        """Before a call on a value that can be large: its price, when known from the
+        arguments and past the limit, then `Run.check_call`'s bounds. (Two lists joined are
+        left to `Run.grow`: the join copies references, not what they hold.)"""
+        if self.precharge:
+            price = self.price(values, None)
+            if rt.cost + price > rt.limit:
+                rt.charge(price)
+        rt.check_call(self.function, values)
+
+
+_SMALL_KINDS = frozenset({bool, int, float, type(None)})
 
 
 def _precheck_range(rt: Run, values: list[object]) -> None:
@@ -676,6 +756,15 @@ def _copied(values: list[object]) -> int:
     if not isinstance(lhs, list) or not isinstance(rhs, list):
         return 0
     return len(rhs) if type(lhs) is _Accumulator else len(lhs) + len(rhs)
+
+
+def native_size(values: list[object]) -> object | None:
+    """`size` of a string (code points), bytes, list or map: computed here, as cel-go reads
+    it off the value, so a large or shared value is never handed to the engine to be counted."""
+    value = values[0]
+    if type(value) in (str, bytes, list, dict) or isinstance(value, list | dict):
+        return len(value)  # type: ignore[arg-type]
+    return None
 
 
 def native_add_list(values: list[object]) -> object | None:
@@ -974,6 +1063,8 @@ class ConstSetMembership(PlanStep):
         value = self.arg.eval(rt)
         if isinstance(value, ErrorValue):
             return value
+        if bulky((value,)):
+            rt.check_call("@in", [value])
         return self.prepared.call([value, self.items])
 
 
@@ -1106,6 +1197,7 @@ class Fold(PlanStep):
         try:
             for first, second in _iterate(rng, bool(self.iter_var2)):
                 rt.tick()
+                rt.iterations += 1
                 scope[self.iter_var] = first
                 if self.iter_var2:
                     scope[self.iter_var2] = second

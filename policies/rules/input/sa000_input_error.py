@@ -1,12 +1,12 @@
 """SA000: input the tool could not turn into an object (reported by loaders and the model)."""
 
-from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.problems import INPUT_ERROR as KIND
 from dra_affinity.policies.rules.base import InputRule
 
 RULE = InputRule(
-    id="SA000",
+    id=KIND.id,
     slug="input-error",
-    severity=Severity.ERROR,
+    severity=KIND.severity,
     summary="unreadable file, unparseable YAML/JSON, a document that is not an object, a "
     "missing or mistyped required field, or a field the kind does not have",
     description=(

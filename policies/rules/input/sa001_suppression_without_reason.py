@@ -1,12 +1,12 @@
 """SA001: a suppression that does not say why (reported by the CLI's suppression audit)."""
 
-from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.problems import SUPPRESSION_WITHOUT_REASON as KIND
 from dra_affinity.policies.rules.base import InputRule
 
 RULE = InputRule(
-    id="SA001",
+    id=KIND.id,
     slug="suppression-without-reason",
-    severity=Severity.WARNING,
+    severity=KIND.severity,
     summary="a suppression (inline comment, `dra-affinity.io/ignore` annotation or config ignore) "
     "gives no reason",
     description=(

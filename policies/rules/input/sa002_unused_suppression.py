@@ -1,12 +1,12 @@
 """SA002: a suppression that silenced nothing (reported by the CLI's suppression audit)."""
 
-from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.problems import UNUSED_SUPPRESSION as KIND
 from dra_affinity.policies.rules.base import InputRule
 
 RULE = InputRule(
-    id="SA002",
+    id=KIND.id,
     slug="unused-suppression",
-    severity=Severity.WARNING,
+    severity=KIND.severity,
     summary="a suppression matched no finding, names no rule, or names an unknown rule",
     description=(
         "Suppressions outlive the problems they hid: once an expression is fixed, its "

@@ -1,12 +1,12 @@
 """SA003: a device selector the allocator cannot evaluate (reported by dry-run and simulate)."""
 
-from dra_affinity.policies.core.findings import Severity
+from dra_affinity.policies.core.problems import SELECTOR_ERROR as KIND
 from dra_affinity.policies.rules.base import DEVICE_CLASS_SETTING, InputRule
 
 RULE = InputRule(
-    id="SA003",
+    id=KIND.id,
     slug="selector-error",
-    severity=Severity.ERROR,
+    severity=KIND.severity,
     summary="a DeviceClass or request selector fails to compile or evaluate on a device",
     description=(
         "Candidate pools are chosen the way the allocator does: a device must satisfy the "

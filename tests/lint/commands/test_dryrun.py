@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
-from dra_affinity.lint.commands.dryrun_cmd import result_text, result_to_json
+from dra_affinity.lint.commands.dryrun_cmd import result_to_json, spliced_result_text
 from dra_affinity.lint.json_text import Rendered, write_members
 from dra_affinity.policies.core.findings import PoolRef
+from dra_affinity.policies.core.layers import ENV
 from dra_affinity.policies.scheduler.extraction import (
     Evaluation,
     ExtractionProblem,
@@ -413,6 +415,24 @@ def test_streamed_json_of_a_generated_cluster_is_the_json_modules_text(tmp_path:
     assert streamed.code == built.code
 
 
+@pytest.mark.parametrize("view", [(), ("--summary",), ("--only-failing",)],
+                         ids=["all", "summary", "only-failing"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_view_is_the_same_with_the_speed_layers_off(
+        fmt: str, view: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DRA_AFFINITY_SPEED_LAYERS=none` (each claim request decided on its own, nothing shared)
+    writes the same bytes and exits the same way, input findings on stderr included."""
+    bad = tmp_path / "bad-claim.yaml"
+    bad.write_text("apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: b, namespace: ml}\n"
+                   "spec: {devices: {requests: 5}}\n")
+    args = ("dry-run", "examples/", str(bad), "--format", fmt, *view)
+    shared = run(*args)
+    monkeypatch.setenv(ENV, "none")
+    plain = run(*args)
+    assert shared.out and shared.code == 1
+    assert (plain.out, plain.err, plain.code) == (shared.out, shared.err, shared.code)
+
+
 _TEXT = st.text(max_size=8)
 _EVALUATIONS = st.builds(
     Evaluation, _TEXT, st.integers(0, 3),
@@ -432,11 +452,11 @@ _RESULTS = st.builds(
 @given(st.lists(_RESULTS, min_size=1, max_size=4), st.lists(st.tuples(_TEXT, _TEXT, _TEXT), max_size=6))
 def test_result_text_is_the_json_modules_text_of_the_result(
         results: list[ExtractionResult], others: list[tuple[str, str, str]]) -> None:
-    """`result_text` (claim, request and pool written directly, the rest rendered once per
+    """`spliced_result_text` (claim, request and pool written directly, the rest rendered once per
     shared result: relabelled copies, as `DryRun` yields them, hit the cache) writes what
     `json.dumps(indent=2)` writes for `result_to_json`, escapes and all."""
     every = [*results, *(relabel(results[i % len(results)], claim, PoolRef(driver, name))
                          for i, (claim, driver, name) in enumerate(others))]
     out = io.StringIO()
-    write_members(iter([("results", Rendered(result_text(r) for r in every))]), out.write)
+    write_members(iter([("results", Rendered(spliced_result_text(r) for r in every))]), out.write)
     assert out.getvalue() == json.dumps({"results": [result_to_json(r) for r in every]}, indent=2)

@@ -7,11 +7,23 @@ request policies, `allowMultipleAllocations`, bound claims with and without `sha
 DeviceClasses with selectors (some fail at run time on devices that lack an attribute), and
 claim sequences without sharing affinity (upstream has none): requests with selectors,
 ExactCount / All, firstAvailable, matchAttribute / distinctAttribute constraints, capacity
-requests and admin access. The project allocates each sequence claim by claim
-(`simulation.simulate`); `../shared/oracle/allocoracle` (the `structured` allocator of
-kubernetes-1.36.2) answers the same claims in trajectory mode: for each claim whether it
-places it, and whether the devices the project picked are an allocation it accepts, on the
-project's own state. Prints one JSON line of figures; `--show N` prints N disagreements.
+requests (also fractional ones against a `validRange` in milli-units) and admin access. The
+project allocates each sequence claim by claim (`simulation.simulate`);
+`../shared/oracle/allocoracle` (the `structured` allocator of kubernetes-1.36.2) answers the
+same claims in trajectory mode: for each claim whether it places it, and whether the devices
+the project picked are an allocation it accepts, on the project's own state.
+
+Some cases are one pod: its claims allocated together (`a+b` in `--order`). The oracle
+allocates claim by claim only, so a pod is judged twice: the project's devices for each
+claim must be accepted on the project's trajectory, and where the oracle places every claim
+of the pod one after the other, the project must place the pod on exactly those devices (the
+joint search's first branch). A pod the project places only by moving an earlier claim is
+proven placeable by the accepted devices; a pod neither side places cannot be told apart
+from one only a joint search would place (the oracle has no joint mode).
+
+The project runs at its default release (1.37), where `DRAFractionalCapacityRange` is off, as
+1.36 has no such gate: both round a `validRange` step on whole numbers. Prints one JSON line
+of figures; `--show N` prints N disagreements.
 
 The oracle is a reference, not part of the product: `oracle_path()` is None where it is absent
 or cannot run, and the suite's bounded version skips then.
@@ -31,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, simulate
+from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, Step, simulate
 
 REPO = Path(__file__).resolve().parents[3]
 ORACLE = REPO.parent / "shared" / "oracle" / "allocoracle"
@@ -69,6 +81,14 @@ def _capacity(rng: random.Random, shareable: bool) -> dict[str, Any]:
         elif policy < 0.6:
             slots["requestPolicy"] = {"validRange": {"min": "1", "max": "3"}}
         out["slots"] = slots
+    if rng.random() < 0.3:  # fractional ranges: rounded on whole numbers without the gate
+        bw: dict[str, Any] = {"value": rng.choice(["2", "3", "2500m"])}
+        bounds = rng.choice([{"min": "500m", "step": "250m"}, {"min": "1500m", "step": "500m", "max": "3"},
+                             {"min": "250m"}, {"min": "100m", "step": "300m", "max": "2500m"}])
+        bw["requestPolicy"] = {"validRange": dict(bounds)}
+        if rng.random() < 0.6:
+            bw["requestPolicy"]["default"] = bounds["min"]
+        out["bw"] = bw
     return out
 
 
@@ -153,6 +173,9 @@ def _exact(rng: random.Random, counts: bool = True, sub: bool = False) -> dict[s
         spec["count"] = rng.choice([1, 2, 2, 3])
     if rng.random() < 0.35:
         spec["capacity"] = {"requests": {"slots": rng.choice(["1", "2", "3"])}}
+    if rng.random() < 0.2:
+        spec.setdefault("capacity", {"requests": {}})["requests"]["bw"] = rng.choice(
+            ["100m", "600m", "1", "1100m", "1500m", "2"])
     if rng.random() < 0.04 and not sub:  # a sub-request has no adminAccess field
         spec["adminAccess"] = True
     return spec
@@ -178,6 +201,34 @@ def _claim(rng: random.Random, name: str) -> dict[str, Any]:
         if len(requests) > 1 and rng.random() < 0.5:
             constraint["requests"] = rng.sample([r["name"] for r in requests], 2)
         devices["constraints"] = [constraint]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"devices": devices}}
+
+
+def _pod_claim(rng: random.Random, name: str) -> dict[str, Any]:
+    """A claim of a generated pod: a claim of `_claim` now and then, else one request that
+    often competes with its siblings for the same devices (so that the pod's search has to
+    move an earlier claim). No admin access: within one `Allocate` the devices it takes are in
+    use for the pod's other claims, which the oracle, claim by claim, cannot show
+    (test_allocator.py checks that rule)."""
+    if rng.random() < 0.3:
+        claim = _claim(rng, name)
+        for request in claim["spec"]["devices"]["requests"]:  # see below
+            request.get("exactly", {}).pop("adminAccess", None)
+        return claim
+    spec: dict[str, Any] = {"deviceClassName": rng.choice(["gpu", "any", "big"])}
+    if rng.random() < 0.6:
+        spec["selectors"] = [{"cel": {"expression": rng.choice(_REQUEST_SELECTORS[:5]).format(
+            d="gpu.example.com")}}]
+    if rng.random() < 0.3:
+        spec["allocationMode"] = "ExactCount"
+        spec["count"] = 2
+    if rng.random() < 0.2:
+        spec["capacity"] = {"requests": {"slots": rng.choice(["1", "2"])}}
+    devices: dict[str, Any] = {"requests": [{"name": "r0", "exactly": spec}]}
+    if spec.get("count") == 2 and rng.random() < 0.5:
+        devices["constraints"] = [{"matchAttribute": f"gpu.example.com/{rng.choice(['numa', 'model'])}"}]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
             "spec": {"devices": devices}}
@@ -209,6 +260,8 @@ class Case:
     classes: list[dict[str, Any]]
     bound: list[dict[str, Any]]
     claims: list[dict[str, Any]]
+    pod: bool = False
+    """The claims are one pod's, allocated together."""
 
 
 def cases(seed: int, claims: int) -> Iterator[Case]:
@@ -219,9 +272,12 @@ def cases(seed: int, claims: int) -> Iterator[Case]:
     while made < claims:
         slices = _slices(rng)
         bound = [b for i in range(rng.choice([0, 0, 1, 2])) if (b := _bound(rng, slices, f"bound-{i}"))]
-        todo = [_claim(rng, f"c{i}") for i in range(min(rng.randint(1, 5), claims - made))]
+        pod = rng.random() < 0.3 and claims - made >= 2
+        size = rng.randint(2, 3) if pod else rng.randint(1, 5)
+        make = _pod_claim if pod else _claim
+        todo = [make(rng, f"c{i}") for i in range(min(size, claims - made))]
         made += len(todo)
-        yield Case(n, slices, _classes(), bound, todo)
+        yield Case(n, slices, _classes(), bound, todo, pod)
         n += 1
 
 
@@ -249,7 +305,11 @@ def project(case: Case) -> list[ProjectClaim]:
     slices = [m for m in _models(case.slices) if isinstance(m, ResourceSlice)]
     classes = [m for m in _models(case.classes) if isinstance(m, DeviceClass)]
     claims = [m for m in _models(case.bound + case.claims) if isinstance(m, ResourceClaim)]
-    report = simulate(slices, claims, classes=classes)
+    steps = None
+    if case.pod:
+        names = [f"default/{c['metadata']['name']}" for c in case.claims]
+        steps = [Step(Action.ALLOCATE, name, n < len(names) - 1) for n, name in enumerate(names)]
+    report = simulate(slices, claims, steps, classes=classes)
     assert isinstance(report, SimulationReport), report
     out = []
     for step in report.steps:
@@ -259,15 +319,22 @@ def project(case: Case) -> list[ProjectClaim]:
                     "device": p.device.device} for p in step.placements]
         out.append(ProjectClaim(step.placed, devices,
                                 step.failure.message if step.failure is not None else ""))
+    if case.pod and not all(c.placed for c in out):  # a pod is placed whole or not at all
+        out = [ProjectClaim(False, [], c.failure) for c in out]
     return out
 
 
 def oracle_lines(batch: Sequence[tuple[Case, list[ProjectClaim]]]) -> list[dict[str, Any]]:
+    """One line per case (trajectory mode); a pod's case has a second line without `given`:
+    the oracle allocating the pod's claims one after the other on its own."""
     lines = []
     for case, mine in batch:
-        lines.append({"id": case.id, "node": {"name": NODE}, "slices": case.slices,
-                      "classes": case.classes, "allocated": case.bound, "claims": case.claims,
-                      "given": [{"devices": c.devices} if c.placed else None for c in mine]})
+        line = {"id": case.id, "node": {"name": NODE}, "slices": case.slices,
+                "classes": case.classes, "allocated": case.bound, "claims": case.claims,
+                "given": [{"devices": c.devices} if c.placed else None for c in mine]}
+        lines.append(line)
+        if case.pod:
+            lines.append({k: v for k, v in line.items() if k != "given"} | {"id": f"{case.id}/alone"})
     return lines
 
 
@@ -284,6 +351,11 @@ class Figures:
     placement_agree: int = 0
     both_placed: int = 0
     accepted: int = 0
+    pods: int = 0
+    pods_placed: int = 0
+    pods_moved: int = 0
+    """Pods placed only because the joint search moved an earlier claim (the oracle, claim by
+    claim, fails one of them)."""
     causes: Counter[str] = field(default_factory=Counter)
     examples: list[dict[str, Any]] = field(default_factory=list)
 
@@ -295,18 +367,37 @@ class Figures:
             "both_placed": self.both_placed,
             "accepted": self.accepted,
             "accepted_pct": round(100 * self.accepted / max(self.both_placed, 1), 2),
+            "pods": self.pods,
+            "pods_placed": self.pods_placed,
+            "pods_moved": self.pods_moved,
             "disagreements": dict(self.causes),
         }
 
 
 def compare(batch: Sequence[tuple[Case, list[ProjectClaim]]], answers: Sequence[dict[str, Any]],
             figures: Figures, keep: int) -> None:
-    for (case, mine), answer in zip(batch, answers, strict=True):
-        if answer.get("inputError"):
-            raise ValueError(f"case {case.id}: oracle input error: {answer['inputError']}")
+    queue = list(answers)
+    for case, mine in batch:
+        answer = queue.pop(0)
+        alone = queue.pop(0) if case.pod else None
+        for line in (answer, alone):
+            if line is not None and line.get("inputError"):
+                raise ValueError(f"case {case.id}: oracle input error: {line['inputError']}")
+        sequential = alone is not None and all(r["status"] == "allocated" for r in alone["results"])
+        pod_placed = all(c.placed for c in mine)
+        if alone is not None:
+            figures.pods += 1
+            figures.pods_placed += pod_placed
+            figures.pods_moved += pod_placed and not sequential
         for k, (own, theirs) in enumerate(zip(mine, answer["results"], strict=True)):
             figures.claims += 1
             placed = theirs["status"] == "allocated"
+            if alone is not None:  # a pod: placeable when the oracle places it claim by claim,
+                # or when it accepts every device of the project's joint allocation
+                placed = sequential or (pod_placed and all(
+                    r.get("givenStatus") == "accepted" for r in answer["results"]))
+                if sequential:
+                    theirs = alone["results"][k]
             kind = ""
             if placed == own.placed:
                 figures.placement_agree += 1
@@ -317,7 +408,10 @@ def compare(batch: Sequence[tuple[Case, list[ProjectClaim]]], answers: Sequence[
                 # the pinned re-run can miss a solution the free search finds (distinctAttribute
                 # keeps one value per request, so its state depends on the path): the
                 # allocator's own choice is accepted whatever the pinned re-run says
-                if theirs.get("givenStatus") == "accepted" or _same(own.devices, theirs.get("devices", [])):
+                if alone is not None and sequential and not _same(own.devices, theirs.get("devices", [])):
+                    kind = "pod placed elsewhere than the allocator's first branch"
+                elif (theirs.get("givenStatus") == "accepted" or _same(own.devices, theirs.get("devices", []))
+                      or answer["results"][k].get("givenStatus") == "accepted"):
                     figures.accepted += 1
                 else:
                     kind = "devices not accepted"

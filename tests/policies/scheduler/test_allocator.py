@@ -10,7 +10,7 @@ from dra_affinity.policies.scheduler.allocator import attribute_set, lookup_attr
 from dra_affinity.policies.scheduler.lock_book import LockBook
 from dra_affinity.policies.scheduler.lock_report import device_locks
 from dra_affinity.policies.scheduler.locks import DeviceRef, Reason
-from dra_affinity.policies.scheduler.simulation import SimulationReport, simulate
+from dra_affinity.policies.scheduler.simulation import SimulationReport, parse_order, simulate
 
 DRIVER = "gpu.example.com"
 
@@ -302,3 +302,67 @@ def test_a_bound_admin_access_result_holds_nothing() -> None:
     slices = cluster([device("a")])
     admin = claim("admin", results=[{"device": "a", "adminAccess": True}])
     assert placed(run(slices, [admin, claim("new")])) == [["r0=pool-0/a"]]
+
+
+def _pod(slices: list[ResourceSlice], claims: list[ResourceClaim], order: str,
+         cls: DeviceClass | None = None) -> SimulationReport:
+    report = simulate(slices, claims, parse_order(order), classes=[cls or gpu_class()])
+    assert isinstance(report, SimulationReport)
+    return report
+
+
+def test_a_pods_claims_are_one_search_that_moves_an_earlier_claim() -> None:
+    """Alone, `any` takes a and `big` finds nothing; as one pod (`a+b`), the search moves `any`
+    to b so that `big` gets a, as kube-scheduler's one Allocate call for the pod does."""
+    slices = cluster([device("a", big=True), device("b")])
+    claims = [claim("any"), claim("big", request("r0", f'has(device.attributes["{DRIVER}"].big)'))]
+    assert placed(_pod(slices, claims, "ns/any,ns/big")) == [["r0=pool-0/a"], None]
+    together = _pod(slices, claims, "ns/any+ns/big")
+    assert placed(together) == [["r0=pool-0/b"], ["r0=pool-0/a"]]
+    assert {str(d.ref.device): [h.claim for h in d.state.holders] for d in together.devices} == {
+        "a": ["ns/big"], "b": ["ns/any"]}
+
+
+def test_a_pod_that_cannot_be_placed_whole_holds_nothing() -> None:
+    """Two claims, one device: the scheduler reserves a pod's claims only together."""
+    slices = cluster([device("a")])
+    report = _pod(slices, [claim("one"), claim("two")], "ns/one+ns/two")
+    assert [s.placed for s in report.steps] == [True, False]
+    assert all(not d.state.holders for d in report.devices)
+    assert any("none of them is allocated" in note for note in report.notes)
+
+
+def test_a_devices_taken_whole_by_one_claim_is_taken_for_the_pods_other_claims() -> None:
+    slices = cluster([device("a"), device("b")])
+    report = _pod(slices, [claim("one"), claim("two")], "ns/one+ns/two")
+    assert placed(report) == [["r0=pool-0/a"], ["r0=pool-0/b"]]
+
+
+def test_the_joint_search_keeps_each_claims_constraints_to_itself() -> None:
+    """`pair` needs two devices of one numa, `lone` any one. First fit gives `lone` a, leaving
+    `pair` b and c (numas 0 and 1); the pod's search moves `lone` to c so that `pair`'s
+    constraint holds on a and b, while `lone` is not bound by it."""
+    slices = cluster([device("a", numa=0), device("b", numa=0), device("c", numa=1)])
+    lone = claim("lone")
+    pair = claim("pair", request("r0", count=2, allocationMode="ExactCount"),
+                 constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    assert placed(_pod(slices, [lone, pair], "ns/lone,ns/pair")) == [["r0=pool-0/a"], None]
+    assert placed(_pod(slices, [lone, pair], "ns/lone+ns/pair")) == [
+        ["r0=pool-0/c"], ["r0=pool-0/a", "r0=pool-0/b"]]
+
+
+def test_a_device_an_admin_access_claim_takes_is_in_use_for_the_pods_other_claims() -> None:
+    """Within one Allocate call an admin-access request's device is allocating: the pod's other
+    claim skips it (before its selectors run); claim by claim it would be free again."""
+    slices = cluster([device("a"), device("b", mem=16)])
+    admin = claim("admin", request("r0", adminAccess=True))
+    other = claim("other", request("r0", f'device.attributes["{DRIVER}"].mem >= 8'))
+    apart = _pod(slices, [admin, other], "ns/admin,ns/other")  # other evaluates a: no `mem`
+    assert placed(apart) == [["r0=pool-0/a"], None]
+    failure = apart.steps[1].failure
+    assert failure is not None and failure.reason is Reason.CEL_EVALUATION_FAILURE
+    assert placed(_pod(slices, [admin, other], "ns/admin+ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/b"]]
+    slices = cluster([device("a", mem=16), device("b", mem=32)])
+    assert placed(_pod(slices, [admin, other], "ns/admin,ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/a"]]
+    assert placed(_pod(slices, [admin, other], "ns/admin+ns/other")) == [["r0=pool-0/a"], ["r0=pool-0/b"]]
+

@@ -63,6 +63,11 @@ _subnet = st.sampled_from(["X", "Y", None])
 _pods = st.sampled_from([None, 1, 2, 3])
 
 
+def _pod_steps(names: list[str]) -> list[Step]:
+    """The pod's claims as one `simulate` step (allocated together)."""
+    return [Step(Action.ALLOCATE, n, with_next=i < len(names) - 1) for i, n in enumerate(names)]
+
+
 def _summary(report: SimulationReport) -> dict[str, tuple[object, ...]]:
     out: dict[str, tuple[object, ...]] = {}
     for step in report.steps:
@@ -87,7 +92,7 @@ def test_explain_and_simulate_agree_on_a_pod(pools: list[dict[str, Any]], bound:
               for n, (subnet, pods, p, d) in enumerate(bound)]
     names = [f"ns/p{n}" for n in range(len(pod))]
     claims += [_claim(f"p{n}", subnet, pods, count) for n, (subnet, pods, count) in enumerate(pod)]
-    report = simulate(slices, claims, [Step(Action.ALLOCATE, n) for n in names], mode=mode, classes=[CLASS])
+    report = simulate(slices, claims, _pod_steps(names), mode=mode, classes=[CLASS])
     assert isinstance(report, SimulationReport)
     expected = _summary(report)
     book = LockBook.build(slices, claims, [CLASS], focus=names)
@@ -98,11 +103,13 @@ def test_explain_and_simulate_agree_on_a_pod(pools: list[dict[str, Any]], bound:
                step.failure.reason if step.failure is not None else None, step.failed_request)
         assert got == expected[explanation.claim], (explanation.claim, explanation.verdict)
         assert explanation.schedulable is step.placed
+        # every verdict that leaves the pod pending comes with a next step
+        assert step.placed or explanation.hints, (explanation.claim, explanation.verdict)
 
 
 def _placed_after(slices: list[ResourceSlice], claims: list[ResourceClaim], release: Any, names: list[str],
                   claim: str, mode: Mode) -> tuple[bool, tuple[tuple[str, str], ...]]:
-    steps = [Step(Action.RELEASE, r) for r in release] + [Step(Action.ALLOCATE, n) for n in names]
+    steps = [Step(Action.RELEASE, r) for r in release] + _pod_steps(names)
     report = simulate(slices, claims, steps, mode=mode, classes=[CLASS])
     assert isinstance(report, SimulationReport)
     [result] = [s for s in report.steps if s.step.claim == claim and s.step.action is Action.ALLOCATE]
