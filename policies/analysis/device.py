@@ -863,9 +863,6 @@ class SelectorResult:
     cost: int
 
 
-_ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
-
-
 def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
                       cost_limit: int = SELECTOR_MAX_COST) -> SelectorResult:
     """Evaluate a compiled selector on `device` as the allocator does.
@@ -884,7 +881,10 @@ def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
     if outcome.status != "ok":
         return SelectorResult(False, f"the dry run could not evaluate the selector: "
                                      f"{outcome.message}", outcome.cost)
-    value, type_name, error = _run(selector.program, plain, outcome.value)
+    if outcome.program_unsafe:
+        value, type_name, error = _walk_answer(outcome.value)
+    else:
+        value, type_name, error = _run(selector.program, plain, outcome.value)
     if error is not None:
         return SelectorResult(False, error, outcome.cost)
     if value is True or value is False:
@@ -898,15 +898,20 @@ def _run(program: Any, data: Mapping[str, object], interp_value: object
     try:
         result = program.eval(data=dict(data))
     except RuntimeError as exc:
+        if not isinstance(interp_value, ErrorValue):
+            return _walk_answer(interp_value)
         return None, "", translate_error(str(exc), interp_value).message
     name = result.type().name()
+    if isinstance(interp_value, ErrorValue) != (name == "ERROR"):
+        # Where the program and the walk disagree on whether the evaluation fails, the walk
+        # decides, as for extractors (`eval.runtime`): it follows cel-go's interpreter where
+        # cel-cpp's attribute resolution and iteration limit depart from it.
+        return _walk_answer(interp_value)
     if name == "ERROR":
         try:
             message = str(result.value())
         except TypeError:
             message = ""
-        if _ENGINE_ITERATION_LIMIT in message and not isinstance(interp_value, ErrorValue):
-            return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(message, interp_value).message
     if name == "BOOL":
         return bool(result.value()), "bool", None
@@ -915,9 +920,32 @@ def _run(program: Any, data: Mapping[str, object], interp_value: object
     return None, cel_type_name(name), None
 
 
+def _walk_answer(interp_value: object) -> tuple[object, str, str | None]:
+    """(value, cel-go type name, error text) of the cost walk's own result."""
+    if isinstance(interp_value, ErrorValue):
+        return None, "", translate_error(interp_value.message, interp_value).message
+    return to_plain(interp_value), interp_type_name(interp_value), None
+
+
+_CONVERSION_TO_BOOL = {
+    "string": "unsupported native conversion from string to 'bool'",
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "list": "type conversion error from list to 'bool'",
+    "map": "type conversion error from map to 'bool'",
+    "null_type": "type conversion error from 'null_type' to 'bool'",
+    "type": "type conversion not supported for 'type'",
+    "google.protobuf.Timestamp": "type conversion error from 'Timestamp' to 'bool'",
+    "google.protobuf.Duration": "type conversion error from 'Duration' to 'bool'",
+    QUANTITY_TYPE_NAME: "type conversion error from 'Quantity' to 'bool'",
+    SEMVER_TYPE_NAME: "type conversion error from 'Semver' to 'bool'",
+}
+"""cel-go's `ConvertToNative(bool)` error of each value type (the words differ by type)."""
+
+
 def _not_bool(type_name: str) -> str:
-    """`DeviceMatches`' error for a non-bool result (cel-go's `ConvertToNative(bool)` text for
-    strings; the conversion error of other types is phrased generically)."""
-    reason = ("unsupported native conversion from string to 'bool'" if type_name == "string"
-              else f"type conversion error from '{type_name}' to 'bool'")
+    """`DeviceMatches`' error for a non-bool result."""
+    reason = _CONVERSION_TO_BOOL.get(type_name, f"type conversion error from '{type_name}' to 'bool'")
     return f"CEL result of type {type_name} could not be converted to bool: {reason}"

@@ -78,6 +78,10 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
     conversion_verdict,
     folds_conversion,
 )
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    guard_library_values,
+    may_hold_library_value,
+)
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
     INDEX,
@@ -460,6 +464,9 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
+        if self.kubernetes and any(may_hold_library_value(self.ast.type_of(a.id))
+                                   for a in arg_nodes):
+            native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
 
     def _library_receiver(self, n: Node, candidates: Sequence[str]) -> str | None:

@@ -33,6 +33,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
+from dra_affinity.policies.cel.eval.runtime_library_values import iteration_refusal, set_membership
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
@@ -974,6 +975,10 @@ class ConstSetMembership(PlanStep):
         value = self.arg.eval(rt)
         if isinstance(value, ErrorValue):
             return value
+        looked_up = set_membership(value)
+        if looked_up is not None:
+            rt.unsafe = True  # the program would look the carrier up
+            return looked_up
         return self.prepared.call([value, self.items])
 
 
@@ -1098,6 +1103,10 @@ class Fold(PlanStep):
         if not isinstance(rng, list | dict):
             if isinstance(rng, ErrorValue):
                 return rng
+            refused = iteration_refusal(rng)
+            if refused is not None:
+                rt.unsafe = True  # the program would iterate a library value's carrier
+                return refused
             return ErrorValue("No matching overloads found : <iter_range>")
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]

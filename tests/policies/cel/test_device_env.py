@@ -370,7 +370,7 @@ def test_non_bool_results_are_errors() -> None:
                             "unsupported native conversion from string to 'bool'")
     assert evaluate_selector(selector, device({"name": {"int": 3}})).error == (
         "CEL result of type int could not be converted to bool: "
-        "type conversion error from 'int' to 'bool'")
+        "unsupported type conversion from 'int' to bool")
 
 
 def test_missing_attribute_is_an_error_with_the_kubernetes_hint() -> None:
