@@ -482,6 +482,36 @@ def _retyped(checked: CheckedAst, decls: Mapping[int, _Decl]) -> CheckedAst:
                                references=MappingProxyType(references))
 
 
+def _narrowed(checked: CheckedAst, typed: CheckedAst) -> CheckedAst:
+    """`checked` with each call's candidate overloads narrowed to those the typed check chose.
+
+    The engine saw `device`'s fields as `dyn` and kept every overload a `dyn` argument could
+    take (`string(device.driver)`: `bytes_to_string` too, priced by the length of the bytes);
+    cel-go, knowing the field's type, keeps the one that applies, and the estimate is the union
+    over the candidates. The typed text has the same positions, so calls are matched by
+    function and source offset.
+    """
+    chosen: dict[tuple[str, int], tuple[str, ...]] = {}
+    for node in typed.walk():
+        offset = typed.offset(node.id) if node.kind is NodeKind.CALL else None
+        if offset is not None:
+            chosen[(node.function, offset)] = typed.overload_ids(node.id)
+    references = dict(checked.references)
+    changed = False
+    for node in checked.walk():
+        if node.kind is not NodeKind.CALL:
+            continue
+        offset = checked.offset(node.id)
+        candidates = checked.overload_ids(node.id)
+        narrower = chosen.get((node.function, offset)) if offset is not None else None
+        if narrower and len(narrower) < len(candidates) and set(narrower) <= set(candidates):
+            references[node.id] = Reference(node.function, narrower)
+            changed = True
+    if not changed:
+        return checked
+    return dataclasses.replace(checked, references=MappingProxyType(references))
+
+
 # --- downstream types: `device.<field>` checked as a typed variable -----------------------------
 
 _TYPED_PREFIX = "device_"
@@ -624,6 +654,8 @@ def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
         errors = tuple(sorted(problems, key=lambda e: (e.line, e.column)))
         return failed(errors, engine.output_type, engine.checked)
     checked = _retyped(engine.checked, analysis.decls)
+    if typed is not None and typed.checked is not None:
+        checked = _narrowed(checked, typed.checked)
     output = checked.output_type()
     if typed is not None and typed.checked is not None and not (
             schema.attribute.cel_type == ANY and typed.checked.output_type() == DYN):

@@ -125,6 +125,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
 )
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
+from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, MAX_INCLUDES_VALUES
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from dra_affinity.policies.core.cache import BoundedCache
 
@@ -147,6 +148,15 @@ _PLAN_CACHE_SIZE = 256
 # The Kubernetes lists library's overloads of `indexOf` / `lastIndexOf` (the strings
 # extension has its own).
 _LIST_INDEX = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
+
+
+def _native_dra_includes(values: list[object]) -> object | None:
+    """DRA's `includes` on values Python code cannot take, as `native_includes`; a list past
+    DRA's limit is left to the library, which reports the limit."""
+    target = values[0] if values else None
+    if isinstance(target, list) and len(target) > MAX_INCLUDES_VALUES:
+        return None
+    return native_includes(values)
 
 
 def _identity(values: list[object]) -> object | None:
@@ -501,6 +511,8 @@ class _Planner:
             return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
         if overload == "list_includes_dyn_dyn":
             return native_includes, self._python_guard(fn)
+        if overload == DRA_INCLUDES_ID:
+            return _native_dra_includes, self._python_guard(fn)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:

@@ -21,6 +21,9 @@ accepts only their own type. So, as cel-go answers:
   pointer, is never found;
 * `type(v)` is the library type.
 
+One standard-library difference is answered here too, for the same calls (an argument typed
+`dyn`): cel-cpp converts a bool with `int()`, cel-go has no `int(bool)`.
+
 The cost walk computes these answers and marks the run unsafe, so the program (which would
 answer for the carrier) is not consulted.
 """
@@ -243,9 +246,20 @@ call's receiver is 0)."""
 _PLAIN_REFUSALS = frozenset({"!_", "startsWith", "endsWith", "contains", "matches"})
 """Functions whose binding answers `no such overload` without naming itself."""
 
-_NAMED_REFUSALS = frozenset({"size", "sort", "-_", "_+_", "_-_", "_*_", "_/_", "_%_", "_<_",
-                             "_<=_", "_>_", "_>=_"})
-"""Functions bound to one implementation behind a trait check (`no such overload: <name>`)."""
+_NUMBERS: tuple[type, ...] = (int, float)
+_ORDERED: tuple[type, ...] = (bool, int, float, str, bytes, Timestamp, Duration)
+_TRAITS: Mapping[str, tuple[type, ...]] = {
+    "size": (str, bytes, list, dict),
+    "sort": (list,),
+    "-_": (int, float, Duration),
+    "_+_": (int, float, str, bytes, list, Timestamp, Duration),
+    "_-_": (int, float, Timestamp, Duration),
+    "_*_": _NUMBERS, "_/_": _NUMBERS, "_%_": (int,),
+    "_<_": _ORDERED, "_<=_": _ORDERED, "_>_": _ORDERED, "_>=_": _ORDERED,
+}
+"""Functions bound to one implementation behind a trait of the first operand (`Sizer`,
+`Adder`, `Comparer`, ...), with the walk types that have it: without the trait cel-go answers
+`no such overload: <name>`; with it, the operand's method answers `no such overload`."""
 
 
 @lru_cache(maxsize=1)
@@ -276,7 +290,13 @@ def _refusal(function: str, values: list[object]) -> ErrorValue:
     """cel-go's error for `function` called on `values`, one of which it has no overload for."""
     if function in _PLAIN_REFUSALS:
         return ErrorValue(_NO_SUCH_OVERLOAD)
-    if function in _NAMED_REFUSALS:
+    traits = _TRAITS.get(function)
+    if traits is not None:
+        first = values[0] if values else None
+        # (a Python bool is an int; of these traits, cel-go's bool has only `Comparer`)
+        has_trait = traits is _ORDERED if type(first) is bool else isinstance(first, traits)
+        if has_trait:
+            return ErrorValue(_NO_SUCH_OVERLOAD)
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {function}")
     if function == "flatten" and values:
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {_type_name(values[0])}.flatten()")
@@ -309,6 +329,9 @@ def guard_library_values(function: str, candidates: Sequence[str], native: Nativ
         return equality_native, equality_guard
 
     def answer(values: list[object]) -> object | None:
+        if function == "int" and len(values) == 1 and type(values[0]) is bool:
+            # cel-cpp converts a bool to an int; cel-go has no `int(bool)`
+            return _refusal(function, values)
         if _all_plain(values):
             return None
         for position, value in enumerate(values):
