@@ -42,8 +42,13 @@ false), attributes, capacity}`; attribute names without a domain take the driver
 default, so the value handed to CEL gets an empty map for every domain the selector looks up by a
 constant key (and for the device's own driver when it looks one up by a computed key), unless the
 selector also uses the map as a whole (`in`, `size()`, iteration, binding it to a variable),
-where an added key would be visible. In that one case a lookup of a domain the device lacks
-fails with `no such key` where upstream continues with an empty map.
+where an added key would be visible. The cost walk reads both maps as upstream's map with a
+default (`DefaultingMap`: every domain is found, `in` sees only those present); when it served a
+default the program could not see, its value is the answer.
+
+Values the engine carries differently (a version attribute is a tagged list, a quantity its
+string) answer as cel-go's objects behind `dyn`: `eval.runtime_library_values`. Where the walk
+and the program disagree on whether the evaluation fails, the walk decides, as for extractors.
 
 Costs: `selector_cost` estimates as DRA's compiler does (`library.CostEstimator` pricing with a
 size estimator that knows the declared maxima of §3.1); `evaluate_selector` tracks cel-go's
@@ -104,6 +109,7 @@ from dra_affinity.policies.cel.eval.runtime import (
     translate_error,
 )
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, track_cost
+from dra_affinity.policies.cel.eval.runtime_library_values import DefaultingMap
 from dra_affinity.policies.cel.k8s_library import quantity
 from dra_affinity.policies.cel.k8s_library._resource import QuantityError, parse_quantity
 from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER
@@ -780,7 +786,7 @@ class DeviceValue:
         capacity = _with_defaults(self.capacity, capacity_plan, self.driver)
         interp: dict[str, object] = {
             _DRIVER: self.driver, _MULTI: self.allow_multiple_allocations,
-            _ATTRIBUTES: attributes, _CAPACITY: capacity,
+            _ATTRIBUTES: DefaultingMap(attributes), _CAPACITY: DefaultingMap(capacity),
         }
         return {_DEVICE_VAR: interp}, {_DEVICE_VAR: to_plain(interp)}
 
@@ -913,7 +919,12 @@ def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
     if outcome.status != "ok":
         return SelectorResult(False, f"the dry run could not evaluate the selector: "
                                      f"{outcome.message}", outcome.cost)
-    if outcome.program_unsafe:
+    device_maps = interp[_DEVICE_VAR]
+    assert isinstance(device_maps, dict)
+    if outcome.program_unsafe or any(
+            isinstance(m, DefaultingMap) and m.defaulted
+            for m in (device_maps[_ATTRIBUTES], device_maps[_CAPACITY])):
+        # (the program's `device` lacks the domains the walk read as empty maps)
         value, type_name, error = _walk_answer(outcome.value)
     else:
         value, type_name, error = _run(selector.program, plain, outcome.value)

@@ -48,6 +48,7 @@ from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 
 __all__ = [
     "LIBRARY_VALUE_TYPES",
+    "DefaultingMap",
     "go_equal",
     "guard_library_values",
     "is_library_value",
@@ -383,3 +384,25 @@ def set_membership(value: object) -> object | None:
     if value.type_name == SEMVER:
         return ErrorValue("internal error: runtime error: hash of unhashable type cel.Semver")
     return False
+
+
+class DefaultingMap(dict[str, object]):
+    """A map whose lookups find every string key, as DRA's `device.attributes` and
+    `device.capacity` do (`newStringInterfaceMapWithDefault`): an absent domain reads as an
+    empty map (indexing, selection, `has()`, `.?`), while `in`, `size()` and iteration see the
+    domains present. The engine is handed a plain map, so a walk that served a default
+    (`defaulted`) is the answer for that evaluation. One instance per evaluation.
+    """
+
+    __slots__ = ("defaulted",)
+
+    def __init__(self, entries: Mapping[str, object]) -> None:
+        super().__init__(entries)
+        self.defaulted = False
+
+    def default_for(self, key: object) -> tuple[bool, object]:
+        """(found, value) of a key absent from the map."""
+        if not isinstance(key, str):
+            return False, None
+        self.defaulted = True
+        return True, {}

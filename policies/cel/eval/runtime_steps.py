@@ -33,7 +33,11 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
-from dra_affinity.policies.cel.eval.runtime_library_values import iteration_refusal, set_membership
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    DefaultingMap,
+    iteration_refusal,
+    set_membership,
+)
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
@@ -383,6 +387,8 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
             return False, mkey
         if mkey in obj:
             return True, obj[mkey]
+        if type(obj) is DefaultingMap:
+            return obj.default_for(mkey)
         return False, None
     if isinstance(obj, list):
         index = _list_index(key)
