@@ -77,7 +77,7 @@ from dra_affinity.policies.cel.check.env import (
 from dra_affinity.policies.cel.check.validators import format_go_type
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
 from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage, render_errors
-from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque
+from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque, OptionalValue
 from dra_affinity.policies.cel.common.types import (
     ANY,
     BOOL,
@@ -932,6 +932,14 @@ def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
         return SelectorResult(False, error, outcome.cost)
     if value is True or value is False:
         return SelectorResult(value, None, outcome.cost)
+    walked = outcome.value
+    if isinstance(walked, OptionalValue):
+        # an optional converts as the value it holds
+        if not walked.has_value:
+            return SelectorResult(False, f"CEL result of type {type_name} could not be converted "
+                                         "to bool: optional.none() dereference", outcome.cost)
+        return SelectorResult(False, _not_bool(type_name, interp_type_name(walked.value)),
+                              outcome.cost)
     return SelectorResult(False, _not_bool(type_name), outcome.cost)
 
 
@@ -988,7 +996,10 @@ _CONVERSION_TO_BOOL = {
 """cel-go's `ConvertToNative(bool)` error of each value type (the words differ by type)."""
 
 
-def _not_bool(type_name: str) -> str:
-    """`DeviceMatches`' error for a non-bool result."""
-    reason = _CONVERSION_TO_BOOL.get(type_name, f"type conversion error from '{type_name}' to 'bool'")
+def _not_bool(type_name: str, converted: str | None = None) -> str:
+    """`DeviceMatches`' error for a non-bool result of `type_name` (`converted`: the type of
+    the value actually converted, when it is not the result itself)."""
+    converted = converted or type_name
+    reason = _CONVERSION_TO_BOOL.get(converted,
+                                     f"type conversion error from '{converted}' to 'bool'")
     return f"CEL result of type {type_name} could not be converted to bool: {reason}"

@@ -276,6 +276,28 @@ def _kubernetes_parameters() -> Mapping[str, tuple[str, ...]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _kubernetes_receivers() -> Mapping[str, str]:
+    """The receiver type of every Kubernetes library member overload."""
+    return {decl.overload_id: decl.target.name for lib in LIBRARIES for decl in lib.declarations
+            if decl.target is not None and decl.target.name in LIBRARY_TYPE_NAMES}
+
+
+LIBRARY_TYPE_NAMES = frozenset({SEMVER, QUANTITY, "net.IP", "net.CIDR", "kubernetes.URL",
+                                "kubernetes.NamedFormat"})
+
+
+def _receiver_of(candidates: Sequence[str]) -> str | None:
+    """The one library type every candidate overload is a method of, or None."""
+    receivers = {_kubernetes_receivers().get(c) for c in candidates}
+    return receivers.pop() if len(receivers) == 1 and None not in receivers else None
+
+
+_ORDERING_FUNCTIONS = frozenset({"min", "max", "isSorted"})
+"""The lists library's functions that compare elements: with a library value among them,
+cel-go's dispatcher finds no overload (`no such overload: min(list)`)."""
+
+
 def _accepted(function: str, candidates: Sequence[str], position: int, type_name: str) -> bool:
     if position in _ANY_ARGUMENT.get(function, ()):
         return True
@@ -329,12 +351,24 @@ def guard_library_values(function: str, candidates: Sequence[str], native: Nativ
             return guard is not None and guard(values)
         return equality_native, equality_guard
 
+    receiver = _receiver_of(candidates)
+
     def answer(values: list[object]) -> object | None:
         if function == "int" and len(values) == 1 and type(values[0]) is bool:
             # cel-cpp converts a bool to an int; cel-go has no `int(bool)`
             return _refusal(function, values)
+        if receiver is not None and values and not isinstance(values[0], ErrorValue) and not (
+                isinstance(values[0], Opaque) and values[0].type_name == receiver):
+            # a library method on another value: the overload's type guard
+            return _refusal(function, values)
         if _all_plain(values):
             return None
+        first = values[0] if values else None
+        if isinstance(first, list) and function in ("sort", *_ORDERING_FUNCTIONS) \
+                and any(is_library_value(v) for v in first):
+            if function == "sort":
+                return ErrorValue("list elements must be comparable")
+            return _refusal(function, values)
         for position, value in enumerate(values):
             if type(value) is Opaque and value.type_name in LIBRARY_VALUE_TYPES \
                     and not _accepted(function, candidates, position, value.type_name):

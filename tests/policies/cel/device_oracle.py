@@ -5,15 +5,19 @@ The reference is `shared/oracle/celoracle-1.36` in `"mode": "device"` (`shared/o
 DRAListTypeAttributes on, compiling and evaluating as the scheduler (stored) and the API server
 (new) do. The project's side is `dra_affinity.policies.analysis.device` with the same release
 and gates. Compared: compile verdict, output type, estimated maximum cost, then (when both
-compiled) match / runtime error. Error *texts* are not compared (1.37 adds a hint to `no such
-key`); which side failed is.
+compiled) match / runtime error; those decide agreement. Where both sides fail at run time, their
+texts are compared apart (`sameErrorText`), after removing the hint the project appends to `no
+such key` (Kubernetes' `EnhanceRuntimeError` wording), which 1.36's `DeviceMatches` does not
+return.
 
 The long campaign (minutes; ≥ 10,000 selectors):
 
     nice -n 10 .venv/bin/python -m tests.policies.cel.device_oracle --cases 10000 --seed 1
 
 prints one JSON line of figures and the first disagreements; the suite runs a bounded version
-(`test_device_oracle.py`).
+(`test_device_oracle.py`) and checks the corpus of fixed disagreements
+(`device_corpus.jsonl`, the oracle's answers recorded with `--record-corpus REQUESTS`) on every
+machine.
 """
 
 from __future__ import annotations
@@ -334,8 +338,8 @@ class Figures:
 
 
 def error_text(text: str) -> str:
-    """A runtime error's text as `DeviceMatches` returns it: the `no such key` hint is the
-    caller's (`EnhanceRuntimeError` where a release has it), not the evaluator's."""
+    """A runtime error's text as 1.36's `DeviceMatches` returns it: without the hint the project
+    appends to `no such key` (see the module docstring)."""
     return text.removesuffix(MISSING_FIELD_HINT)
 
 
@@ -368,16 +372,61 @@ def compare(all_cases: Sequence[Case], batch_size: int = 500, keep: int = 20) ->
     return figures
 
 
+# ------------------------------------------------------------------------------------------------
+# The corpus: fixed disagreements with the oracle's recorded answers (runs without the oracle)
+# ------------------------------------------------------------------------------------------------
+
+CORPUS = Path(__file__).with_name("device_corpus.jsonl")
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    case: Case
+    oracle: Outcome
+
+
+def corpus(path: Path = CORPUS) -> list[CorpusEntry]:
+    """The recorded cases: one JSON line each, `{"case": <request>, "oracle": <outcome>}`."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        request = record["case"]
+        entries.append(CorpusEntry(Case(request["expr"], request["deviceEnv"], request["device"]),
+                                   Outcome(**record["oracle"])))
+    return entries
+
+
+def record_corpus(requests: Path, out: Path) -> int:
+    """Ask the oracle about each request of `requests` (JSON lines of `Case.request()`) and
+    write the corpus to `out`."""
+    cases = [Case(r["expr"], r.get("deviceEnv", "stored"), r["device"])
+             for r in (json.loads(line) for line in requests.read_text(encoding="utf-8")
+                       .splitlines() if line.strip())]
+    with out.open("w", encoding="utf-8") as f:
+        for case, outcome in zip(cases, oracle_outcomes(cases), strict=True):
+            f.write(json.dumps({"case": case.request(), "oracle": outcome.__dict__},
+                               sort_keys=True) + "\n")
+    return len(cases)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--examples", type=int, default=20)
+    parser.add_argument("--record-corpus", type=Path, metavar="REQUESTS",
+                        help="record the oracle's answers to these requests (JSON lines) into "
+                             "the corpus file instead of running a campaign")
     args = parser.parse_args(argv)
     problem = oracle_problem()
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
+    if args.record_corpus is not None:
+        print(json.dumps({"recorded": record_corpus(args.record_corpus, CORPUS)}))
+        return 0
     figures = compare(list(cases(args.cases, args.seed)), keep=args.examples)
     print(json.dumps(figures.as_json()))
     return 0
