@@ -47,6 +47,7 @@ from dra_affinity.policies.cel.k8s_library import LIBRARIES
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 
 __all__ = [
+    "ENGINE_NO_OVERLOAD",
     "LIBRARY_VALUE_TYPES",
     "DefaultingMap",
     "go_equal",
@@ -54,6 +55,7 @@ __all__ = [
     "is_library_value",
     "iteration_refusal",
     "may_hold_library_value",
+    "refusal",
     "set_membership",
 ]
 
@@ -244,7 +246,7 @@ _ANY_ARGUMENT: Mapping[str, frozenset[int]] = {
 """Standard (and DRA) functions with a parameter of any type, by argument position (a member
 call's receiver is 0)."""
 
-_PLAIN_REFUSALS = frozenset({"!_", "startsWith", "endsWith", "contains", "matches"})
+_PLAIN_REFUSALS = frozenset({"!_", "@in", "startsWith", "endsWith", "contains", "matches"})
 """Functions whose binding answers `no such overload` without naming itself."""
 
 _NUMBERS: tuple[type, ...] = (int, float)
@@ -309,8 +311,12 @@ def _accepted(function: str, candidates: Sequence[str], position: int, type_name
     return False
 
 
-def _refusal(function: str, values: list[object]) -> ErrorValue:
-    """cel-go's error for `function` called on `values`, one of which it has no overload for."""
+ENGINE_NO_OVERLOAD = "No matching overloads found"
+"""cel-cpp's text for a call no overload takes: the cost walk rewords it with `refusal`."""
+
+
+def refusal(function: str, values: list[object]) -> ErrorValue:
+    """cel-go's error for `function` called on `values`, which it has no overload for."""
     if function in _PLAIN_REFUSALS:
         return ErrorValue(_NO_SUCH_OVERLOAD)
     traits = _TRAITS.get(function)
@@ -323,10 +329,11 @@ def _refusal(function: str, values: list[object]) -> ErrorValue:
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {function}")
     if function == "flatten" and values:
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {_type_name(values[0])}.flatten()")
-    if function == "distinct" and values and isinstance(values[0], Opaque):
-        go_type = _GO_TYPES.get(values[0].type_name, values[0].type_name)
-        return ErrorValue(f"internal error: interface conversion: {go_type} is not "
-                          "traits.Lister: missing method Add")
+    if function == "distinct" and values:
+        go_type = _go_type(values[0])
+        if go_type is not None:
+            return ErrorValue(f"internal error: interface conversion: {go_type} is not "
+                              "traits.Lister: missing method Add")
     signature = ", ".join(_type_name(v) for v in values)
     return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {function}({signature})")
 
@@ -356,11 +363,11 @@ def guard_library_values(function: str, candidates: Sequence[str], native: Nativ
     def answer(values: list[object]) -> object | None:
         if function == "int" and len(values) == 1 and type(values[0]) is bool:
             # cel-cpp converts a bool to an int; cel-go has no `int(bool)`
-            return _refusal(function, values)
+            return refusal(function, values)
         if receiver is not None and values and not isinstance(values[0], ErrorValue) and not (
                 isinstance(values[0], Opaque) and values[0].type_name == receiver):
             # a library method on another value: the overload's type guard
-            return _refusal(function, values)
+            return refusal(function, values)
         if _all_plain(values):
             return None
         first = values[0] if values else None
@@ -368,11 +375,11 @@ def guard_library_values(function: str, candidates: Sequence[str], native: Nativ
                 and any(is_library_value(v) for v in first):
             if function == "sort":
                 return ErrorValue("list elements must be comparable")
-            return _refusal(function, values)
+            return refusal(function, values)
         for position, value in enumerate(values):
             if type(value) is Opaque and value.type_name in LIBRARY_VALUE_TYPES \
                     and not _accepted(function, candidates, position, value.type_name):
-                return _refusal(function, values)
+                return refusal(function, values)
         if function == "type" and len(values) == 1 and is_library_value(values[0]):
             value = values[0]
             assert isinstance(value, Opaque)
@@ -399,14 +406,18 @@ _GO_SCALAR_TYPES = ((bool, "types.Bool"), (UInt, "types.Uint"), (int, "types.Int
                     (OptionalValue, "*types.Optional"))
 
 
+def _go_type(value: object) -> str | None:
+    """The Go type (`%T`) of a walk value that is not a list or map, or None."""
+    if isinstance(value, Opaque):
+        return _GO_TYPES.get(value.type_name)
+    return next((name for cls, name in _GO_SCALAR_TYPES if isinstance(value, cls)), None)
+
+
 def iteration_refusal(value: object) -> ErrorValue | None:
     """cel-go's error for a comprehension over a value that is not a list or map (its folder
     prints the Go type, `got 'types.Int', expected iterable type`), or None where the walk
     does not know the Go type."""
-    if isinstance(value, Opaque):
-        go_type = _GO_TYPES.get(value.type_name)
-    else:
-        go_type = next((name for cls, name in _GO_SCALAR_TYPES if isinstance(value, cls)), None)
+    go_type = _go_type(value)
     return None if go_type is None else ErrorValue(f"got '{go_type}', expected iterable type")
 
 

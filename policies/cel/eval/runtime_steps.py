@@ -34,8 +34,10 @@ from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
 from dra_affinity.policies.cel.eval.runtime_library_values import (
+    ENGINE_NO_OVERLOAD,
     DefaultingMap,
     iteration_refusal,
+    refusal,
     set_membership,
 )
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
@@ -583,13 +585,14 @@ class Call(PlanStep):
     """A function call; `native` computes it here (None: ask the bridge), and `guard` says
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
-    __slots__ = ("args", "concat", "guard", "native", "overrides", "precheck", "prepared",
-                 "price", "varargs")
+    __slots__ = ("args", "concat", "function", "guard", "native", "overrides", "precheck",
+                 "prepared", "price", "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
                  overrides: bool = False) -> None:
         overload = go_overload_id(site.function, site.overload_ids)
+        self.function = site.function
         self.args = args
         self.prepared = prepared
         self.price = pricer_for(site.function, overload, kubernetes=kubernetes)
@@ -655,6 +658,8 @@ class Call(PlanStep):
                 result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
+                if type(result) is ErrorValue and ENGINE_NO_OVERLOAD in result.message:
+                    result = refusal(self.function, values)  # in cel-go's words
         rt.charge(self.price(values, result))
         return result
 
