@@ -249,6 +249,10 @@ call's receiver is 0)."""
 _PLAIN_REFUSALS = frozenset({"!_", "@in", "startsWith", "endsWith", "contains", "matches"})
 """Functions whose binding answers `no such overload` without naming itself."""
 
+_BOOL_ANSWERS = frozenset({"_<_", "_<=_", "_>_", "_>=_", "-_"})
+_RECEIVERS: tuple[type, ...] = (str, Timestamp, Duration)
+"""cel-go types with `Receiver`: an operator they lack a trait for is offered to their
+`Receive`, which answers `no such overload` without the name."""
 _NUMBERS: tuple[type, ...] = (int, float)
 _ORDERED: tuple[type, ...] = (bool, int, float, str, bytes, Timestamp, Duration)
 _TRAITS: Mapping[str, tuple[type, ...]] = {
@@ -322,9 +326,10 @@ def refusal(function: str, values: list[object]) -> ErrorValue:
     traits = _TRAITS.get(function)
     if traits is not None:
         first = values[0] if values else None
-        # (a Python bool is an int; of these traits, cel-go's bool has only `Comparer`)
-        has_trait = traits is _ORDERED if type(first) is bool else isinstance(first, traits)
-        if has_trait:
+        # (a Python bool is an int; of these, cel-go's bool answers comparisons and negation)
+        has_trait = function in _BOOL_ANSWERS if type(first) is bool \
+            else isinstance(first, traits)
+        if has_trait or isinstance(first, _RECEIVERS):
             return ErrorValue(_NO_SUCH_OVERLOAD)
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {function}")
     if function == "flatten" and values:

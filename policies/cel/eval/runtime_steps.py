@@ -296,7 +296,7 @@ class CondBase(_Base):
             return self.falsy.resolve(rt)
         if isinstance(c, ErrorValue):
             return c
-        return ErrorValue("no such overload: _?_:_")
+        return ErrorValue("no such overload")  # cel-go's words for a condition that is no bool
 
 
 class Attr(PlanStep):
@@ -515,7 +515,7 @@ def _logic_error(left: object, right: object, op: str) -> ErrorValue:
         return left
     if isinstance(right, ErrorValue):
         return right
-    return ErrorValue(f"no such overload: {op}")
+    return ErrorValue("no such overload")  # as cel-go words a non-bool operand of `op`
 
 
 class NotStrictlyFalse(PlanStep):
