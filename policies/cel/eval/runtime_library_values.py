@@ -52,6 +52,7 @@ __all__ = [
     "DefaultingMap",
     "go_equal",
     "guard_library_values",
+    "in_cel_go_words",
     "is_library_value",
     "iteration_refusal",
     "may_hold_library_value",
@@ -319,6 +320,27 @@ ENGINE_NO_OVERLOAD = "No matching overloads found"
 """cel-cpp's text for a call no overload takes: the cost walk rewords it with `refusal`."""
 
 
+_CONVERSION_TARGETS: Mapping[str, str] = {
+    "int": "int", "uint": "uint", "double": "double", "bool": "bool",
+    "duration": "google.protobuf.Duration", "timestamp": "google.protobuf.Timestamp",
+}
+
+
+def in_cel_go_words(function: str, values: list[object], error: ErrorValue) -> ErrorValue:
+    """The engine's error for a call, in cel-go's words where they are known: a call no
+    overload takes (`refusal`), a string a conversion cannot parse."""
+    message = error.message
+    if ENGINE_NO_OVERLOAD in message:
+        return refusal(function, values)
+    target = _CONVERSION_TARGETS.get(function)
+    if target is not None and len(values) == 1 and type(values[0]) is str:
+        return ErrorValue(f"type conversion error from 'string' to '{target}'")
+    if function == "int" and len(values) == 1 and type(values[0]) is float \
+            and "out of int64 range" in message:
+        return ErrorValue("integer overflow")
+    return error
+
+
 def refusal(function: str, values: list[object]) -> ErrorValue:
     """cel-go's error for `function` called on `values`, which it has no overload for."""
     if function in _PLAIN_REFUSALS:
@@ -335,10 +357,13 @@ def refusal(function: str, values: list[object]) -> ErrorValue:
     if function == "flatten" and values:
         return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {_type_name(values[0])}.flatten()")
     if function == "distinct" and values:
-        go_type = _go_type(values[0])
+        # cel-go asserts `traits.Lister`; Go names the first method (by name) the value lacks
+        first = values[0]
+        go_type = _go_type(first)
         if go_type is not None:
+            adder = type(first) is not bool and isinstance(first, _TRAITS["_+_"])
             return ErrorValue(f"internal error: interface conversion: {go_type} is not "
-                              "traits.Lister: missing method Add")
+                              f"traits.Lister: missing method {'Contains' if adder else 'Add'}")
     signature = ", ".join(_type_name(v) for v in values)
     return ErrorValue(f"{_NO_SUCH_OVERLOAD}: {function}({signature})")
 

@@ -34,10 +34,9 @@ from dra_affinity.policies.cel.common.types import CelType, TypeKind
 from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
 from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, pricer_for
 from dra_affinity.policies.cel.eval.runtime_library_values import (
-    ENGINE_NO_OVERLOAD,
     DefaultingMap,
+    in_cel_go_words,
     iteration_refusal,
-    refusal,
     set_membership,
 )
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
@@ -658,8 +657,8 @@ class Call(PlanStep):
                 result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
-                if type(result) is ErrorValue and ENGINE_NO_OVERLOAD in result.message:
-                    result = refusal(self.function, values)  # in cel-go's words
+                if type(result) is ErrorValue:
+                    result = in_cel_go_words(self.function, values, result)
         rt.charge(self.price(values, result))
         return result
 

@@ -12,7 +12,7 @@ from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import compile_expression
 from dra_affinity.policies.cel.eval.runtime import evaluate
 
-OBJECT = {"i": 1, "b": True, "l": [1], "s": "x"}
+OBJECT = {"i": 1, "b": True, "l": [1], "s": "x", "d": 1e30}
 
 CASES = [
     ('dyn(quantity("1")).size() == 1', None, "no such overload: size"),
@@ -38,6 +38,15 @@ CASES = [
     ("1 in object.i", None, "no such overload"),
     ("int(object.b)", None, "no such overload: int(bool)"),
     ('dyn(semver("1.0.0")).isGreaterThan(semver("0.1.0"))', True, None),
+    # the engine's own errors, in cel-go's words
+    ("int(object.s)", None, "type conversion error from 'string' to 'int'"),
+    ("bool(object.s)", None, "type conversion error from 'string' to 'bool'"),
+    ("duration(object.s)", None, "type conversion error from 'string' to 'google.protobuf.Duration'"),
+    ("int(object.d)", None, "integer overflow"),
+    ("object.i.distinct()", None,
+     "internal error: interface conversion: types.Int is not traits.Lister: missing method Contains"),
+    ("object.i || false", None, "no such overload"),
+    ("object.i ? 1 : 2", None, "no such overload"),
 ]
 
 
