@@ -510,11 +510,12 @@ class Logic(PlanStep):
 
 
 def _logic_error(left: object, right: object, op: str) -> ErrorValue:
-    if isinstance(left, ErrorValue):
-        return left
-    if isinstance(right, ErrorValue):
-        return right
-    return ErrorValue("no such overload")  # as cel-go words a non-bool operand of `op`
+    """cel-go's `evalAnd`/`evalOr`: the first operand that is no bool decides, an error as
+    itself, any other value as `no such overload` (whatever the other operand is)."""
+    for value in (left, right):
+        if value is not True and value is not False:
+            return value if isinstance(value, ErrorValue) else ErrorValue("no such overload")
+    return ErrorValue(f"no such overload: {op}")  # unreachable: both operands are bools
 
 
 class NotStrictlyFalse(PlanStep):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import compile_expression
-from dra_affinity.policies.cel.eval.runtime import evaluate
+from dra_affinity.policies.cel.eval.runtime import MISSING_FIELD_HINT, evaluate
 
 OBJECT = {"i": 1, "b": True, "l": [1], "s": "x", "d": 1e30}
 
@@ -47,6 +47,9 @@ CASES = [
      "internal error: interface conversion: types.Int is not traits.Lister: missing method Contains"),
     ("object.i || false", None, "no such overload"),
     ("object.i ? 1 : 2", None, "no such overload"),
+    ("object.i && object.missing", None, "no such overload"),  # the first non-bool decides
+    ("object.missing && object.i", None, "no such key: missing"),
+    ("true && object.missing", None, "no such key: missing"),
 ]
 
 
@@ -60,4 +63,4 @@ def test_library_values_behind_dyn(expression: str, value: object, error: str | 
         assert result.value == value
     else:
         assert result.error is not None, result.value
-        assert result.error.message == error
+        assert result.error.message.removesuffix(MISSING_FIELD_HINT) == error  # Kubernetes' hint
