@@ -399,11 +399,12 @@ def corpus(path: Path = CORPUS) -> list[CorpusEntry]:
 
 
 def record_corpus(requests: Path, out: Path) -> int:
-    """Ask the oracle about each request of `requests` (JSON lines of `Case.request()`) and
-    write the corpus to `out`."""
+    """Ask the oracle about each request of `requests` (JSON lines of `Case.request()`, or a
+    corpus, whose cases are asked again) and write the corpus to `out`."""
+    lines = [json.loads(line) for line in requests.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
     cases = [Case(r["expr"], r.get("deviceEnv", "stored"), r["device"])
-             for r in (json.loads(line) for line in requests.read_text(encoding="utf-8")
-                       .splitlines() if line.strip())]
+             for r in (line.get("case", line) for line in lines)]
     with out.open("w", encoding="utf-8") as f:
         for case, outcome in zip(cases, oracle_outcomes(cases), strict=True):
             f.write(json.dumps({"case": case.request(), "oracle": outcome.__dict__},
