@@ -80,7 +80,7 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
 )
 from dra_affinity.policies.cel.eval.runtime_library_values import (
     guard_library_values,
-    may_hold_library_value,
+    nodes_reaching_library_values,
 )
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
@@ -364,6 +364,9 @@ class _Planner:
         self.bridge = bridge
         self.optimize = optimize
         self.kubernetes = kubernetes
+        # calls that may meet a Semver or Quantity answer as cel-go (runtime_library_values)
+        self.reaching_library_values = nodes_reaching_library_values(ast) if kubernetes \
+            else frozenset()
 
     def plan(self, n: Node, scope: frozenset[str]) -> PlanStep:
         kind = n.kind
@@ -474,8 +477,7 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
-        if self.kubernetes and any(may_hold_library_value(self.ast.type_of(a.id))
-                                   for a in arg_nodes):
+        if self.kubernetes and any(a.id in self.reaching_library_values for a in arg_nodes):
             native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard)
 

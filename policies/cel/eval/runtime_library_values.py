@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
+from dra_affinity.policies.cel.common.ast import CheckedAst, Node, NodeKind
 from dra_affinity.policies.cel.common.jsonvalue import (
     Duration,
     ErrorValue,
@@ -56,6 +57,7 @@ __all__ = [
     "is_library_value",
     "iteration_refusal",
     "may_hold_library_value",
+    "nodes_reaching_library_values",
     "refusal",
     "set_membership",
 ]
@@ -102,6 +104,46 @@ def may_hold_library_value(t: CelType) -> bool:
     if t.kind in (TypeKind.LIST, TypeKind.MAP):
         return any(may_hold_library_value(p) for p in t.params) if t.params else True
     return True
+
+
+def nodes_reaching_library_values(checked: CheckedAst) -> frozenset[int]:
+    """Ids of the nodes whose value may be, or hold, a Semver or Quantity.
+
+    A node's own type is not enough: the checker infers type parameters from the other side
+    (`versions.reverse()[0] == "a"` types the element `string`), so a node counts when any
+    node beneath it, or the range or initial value of a comprehension variable it reads, has a
+    type that may hold one (`may_hold_library_value`). Variables are told apart by name only,
+    which can only add nodes.
+    """
+    order: list[Node] = []
+    stack = [checked.root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children())
+    tainted_names: set[str] = set()
+    reaching: set[int] = set()
+    changed = True
+    while changed:  # comprehension variables feed back into the nodes that read them
+        changed = False
+        for node in reversed(order):  # children before parents
+            if node.id in reaching:
+                continue
+            hit = may_hold_library_value(checked.type_of(node.id)) or (
+                node.kind is NodeKind.IDENT and node.name in tainted_names) or any(
+                child.id in reaching for child in node.children())
+            if hit:
+                reaching.add(node.id)
+                changed = True
+            if node.kind is NodeKind.COMPREHENSION:
+                for source, names in ((node.iter_range, (node.iter_var, node.iter_var2)),
+                                      (node.accu_init, (node.accu_var,))):
+                    if source is not None and source.id in reaching:
+                        new = {n for n in names if n} - tainted_names
+                        if new:
+                            tainted_names |= new
+                            changed = True
+    return frozenset(reaching)
 
 
 _PLAIN_TYPES = frozenset({int, float, str, bool, bytes, type(None)})
