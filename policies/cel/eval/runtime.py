@@ -596,6 +596,9 @@ def _finish(site: CallSite, result: object) -> object:
     tagged = _tagged_carrier(result)
     if tagged is not None:
         return tagged
+    if type(result) is list and any(type(v) is list for v in result):
+        # a list of library values (`versions.reverse()`): its elements are objects too
+        return [_tagged_carrier(v) or v for v in result]
     if site.result_kind == "optional":
         # An optional the call returned as a plain value is a library's carrier.
         return Opaque("optional_type", result)

@@ -82,6 +82,10 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
     conversion_verdict,
     folds_conversion,
 )
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    guard_library_values,
+    nodes_reaching_library_values,
+)
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
     INDEX,
@@ -131,6 +135,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
 )
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
+from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, MAX_INCLUDES_VALUES
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from dra_affinity.policies.core.cache import BoundedCache
 
@@ -154,6 +159,15 @@ _PLAN_CACHE_SIZE = 256
 # The Kubernetes lists library's overloads of `indexOf` / `lastIndexOf` (the strings
 # extension has its own).
 _LIST_INDEX = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
+
+
+def _native_dra_includes(values: list[object]) -> object | None:
+    """DRA's `includes` on values Python code cannot take, as `native_includes`; a list past
+    DRA's limit is left to the library, which reports the limit."""
+    target = values[0] if values else None
+    if isinstance(target, list) and len(target) > MAX_INCLUDES_VALUES:
+        return None
+    return native_includes(values)
 
 
 def _identity(values: list[object]) -> object | None:
@@ -444,6 +458,9 @@ class _Planner:
         self.bridge = bridge
         self.optimize = optimize
         self.kubernetes = kubernetes
+        # calls that may meet a Semver or Quantity answer as cel-go (runtime_library_values)
+        self.reaching_library_values = nodes_reaching_library_values(ast) if kubernetes \
+            else frozenset()
 
     def plan(self, n: Node, scope: frozenset[str]) -> PlanStep:
         kind = n.kind
@@ -554,6 +571,8 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
+        if self.kubernetes and any(a.id in self.reaching_library_values for a in arg_nodes):
+            native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
                     shallow=native in _SHALLOW_NATIVES)
 
@@ -591,6 +610,8 @@ class _Planner:
             return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
         if overload == "list_includes_dyn_dyn":
             return native_includes, self._python_guard(fn)
+        if overload == DRA_INCLUDES_ID:
+            return _native_dra_includes, self._python_guard(fn)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:

@@ -45,6 +45,14 @@ from dra_affinity.policies.cel.eval.runtime_bounds import (
     handled_size,
     output_bound,
 )
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    DefaultingMap,
+    go_type_name,
+    in_cel_go_words,
+    iteration_refusal,
+    lister_assertion_panic,
+    set_membership,
+)
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
 from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
@@ -358,7 +366,7 @@ class CondBase(_Base):
             return self.falsy.resolve(rt)
         if isinstance(c, ErrorValue):
             return c
-        return ErrorValue("no such overload: _?_:_")
+        return ErrorValue("no such overload")  # cel-go's words for a condition that is no bool
 
 
 class Attr(PlanStep):
@@ -467,6 +475,8 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
             return False, mkey
         if mkey in obj:
             return True, obj[mkey]
+        if type(obj) is DefaultingMap:
+            return obj.default_for(mkey)
         return False, None
     if isinstance(obj, list):
         index = _list_index(key)
@@ -587,13 +597,12 @@ class Logic(PlanStep):
 
 
 def _logic_error(left: object, right: object, op: str) -> ErrorValue:
-    """cel-go's `evalOr`/`evalAnd`: the first operand that is no bool decides, an error as
-    itself, any other value as `no such overload`."""
-    if isinstance(left, ErrorValue):
-        return left
-    if isinstance(right, ErrorValue) and (left is True or left is False):
-        return right
-    return ErrorValue(f"no such overload: {op}")
+    """cel-go's `evalAnd`/`evalOr`: the first operand that is no bool decides, an error as
+    itself, any other value as `no such overload` (whatever the other operand is)."""
+    for value in (left, right):
+        if value is not True and value is not False:
+            return value if isinstance(value, ErrorValue) else ErrorValue("no such overload")
+    return ErrorValue(f"no such overload: {op}")  # unreachable: both operands are bools
 
 
 class NotStrictlyFalse(PlanStep):
@@ -720,8 +729,12 @@ def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
         fits = isinstance(value, list)
     if fits:
         return
-    go_type = next((name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
-    raise TrackerPanic(f"internal error: interface conversion: {go_type} is not {wanted}")
+    go_type = go_type_name(value) or next(
+        (name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
+    if wanted == "types.Int":  # a concrete type assertion: Go names both types
+        raise TrackerPanic(f"internal error: interface conversion: ref.Val is {go_type}, "
+                           "not types.Int")
+    raise TrackerPanic(lister_assertion_panic(value, go_type))
 """Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
 plans as `evalVarArgs` too."""
 
@@ -833,6 +846,8 @@ class Call(PlanStep):
                 result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
+                if type(result) is ErrorValue:
+                    result = in_cel_go_words(self.function, values, result)
         if self.tracked is not None:
             _tracker_check(self.tracked, values)
         rt.charge(self.price(values, result))
@@ -1186,6 +1201,10 @@ class ConstSetMembership(PlanStep):
             return value
         if bulky((value,)):
             rt.check_call("@in", [value])
+        looked_up = set_membership(value)
+        if looked_up is not None:
+            rt.unsafe = True  # the program would look the carrier up
+            return looked_up
         return self.prepared.call([value, self.items])
 
 
@@ -1361,6 +1380,10 @@ class Fold(PlanStep):
         if not isinstance(rng, list | dict):
             if isinstance(rng, ErrorValue):
                 return rng
+            refused = iteration_refusal(rng)
+            if refused is not None:
+                rt.unsafe = True  # the program would iterate a library value's carrier
+                return refused
             return ErrorValue("No matching overloads found : <iter_range>")
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]
