@@ -53,6 +53,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 )
 from dra_affinity.policies.cel.common.wire import int_field, len_field
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
+from dra_affinity.policies.cel.eval.runtime_library_values import walk_type_name
 from dra_affinity.policies.cel.eval.runtime_steps import literal_key_map_call
 from dra_affinity.policies.cel.k8s_library import python_parameter_kinds, type_values
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
@@ -335,20 +336,7 @@ def cel_type_name(cpp_name: str) -> str:
 
 def interp_type_name(value: object) -> str:
     """cel-go's type name of an interpreter value."""
-    if value is None:
-        return "null_type"
-    if value is True or value is False:
-        return "bool"
-    simple = ((UInt, "uint"), (int, "int"), (float, "double"), (str, "string"),
-              (bytes, "bytes"), (list, "list"), (dict, "map"),
-              (Timestamp, "google.protobuf.Timestamp"), (Duration, "google.protobuf.Duration"),
-              (TypeValue, "type"), (OptionalValue, "optional_type"))
-    for cls, name in simple:
-        if isinstance(value, cls):
-            return name
-    if isinstance(value, Opaque):
-        return value.type_name
-    return "unknown"
+    return walk_type_name(value) or "unknown"
 
 
 def _plain_key(key: object, times: bool) -> object:

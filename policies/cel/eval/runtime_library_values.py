@@ -154,8 +154,8 @@ def _all_plain(values: list[object]) -> bool:
     return all(type(value) in _PLAIN_TYPES for value in values)
 
 
-def _type_name(value: object) -> str:
-    """cel-go's `TypeName()` of a walk value (argument lists of `no such overload` texts)."""
+def walk_type_name(value: object) -> str | None:
+    """cel-go's `TypeName()` of a walk value, or None for a value the walk cannot name."""
     if value is None:
         return "null_type"
     if value is True or value is False:
@@ -169,7 +169,12 @@ def _type_name(value: object) -> str:
             return name
     if isinstance(value, Opaque):
         return value.type_name
-    return "dyn"
+    return None
+
+
+def _type_name(value: object) -> str:
+    """`walk_type_name` as the argument lists of `no such overload` texts print it."""
+    return walk_type_name(value) or "dyn"
 
 
 # --- equality -----------------------------------------------------------------------------------
