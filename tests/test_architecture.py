@@ -17,7 +17,7 @@ import pytest
 from tests.cli import REPO
 
 NAMESPACE = "dra_affinity"
-FOLDERS = ("policies", "kube", "lint", "webhook")
+FOLDERS = ("policies", "kube", "sources", "exporter", "lint", "webhook")
 
 STAGES: tuple[str, ...] = (
     "policies.core",
@@ -35,6 +35,8 @@ STAGES: tuple[str, ...] = (
     "policies.rules",
     "policies",
     "kube",
+    "sources",
+    "exporter",
     "webhook",
     "lint",
 )

@@ -36,7 +36,7 @@ def test_the_wheel_has_one_top_level_name(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"dra_affinity"}
-    for package in ("policies", "kube", "lint", "webhook"):
+    for package in ("policies", "kube", "sources", "exporter", "lint", "webhook"):
         assert f"dra_affinity/{package}/py.typed" in names
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -54,11 +54,12 @@ def test_a_fresh_venv_imports_the_namespace_and_not_the_folders(wheel: Path, tmp
     )
     ok = subprocess.run(
         [str(python), "-c",
-         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.lint, dra_affinity.webhook"],
+         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.sources, dra_affinity.exporter, "
+         "dra_affinity.lint, dra_affinity.webhook"],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert ok.returncode == 0, ok.stderr
-    for name in ("policies", "kube", "lint", "webhook"):
+    for name in ("policies", "kube", "sources", "exporter", "lint", "webhook"):
         proc = subprocess.run([str(python), "-c", f"import {name}"], capture_output=True, text=True,
                               cwd=tmp_path)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, name

@@ -53,9 +53,9 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     Exit code 0 when stopped by SIGTERM or SIGINT; 2 when no kubeconfig or context can be
     used, or the address cannot be listened on (a failing cluster is retried, never an exit).
     """
+    from dra_affinity.exporter.lock_exporter import LockExporter, serve
     from dra_affinity.kube.client import KubernetesResource
-    from dra_affinity.lint.cluster import ClusterTarget, api_client
-    from dra_affinity.lint.exporter import LockExporter, serve
+    from dra_affinity.sources.cluster import ClusterTarget, api_client
 
     sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
     host, port = _listen(listen)

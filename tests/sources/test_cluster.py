@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from dra_affinity.lint.cluster import ClusterTarget, read_resource_claims, read_resource_slices
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
+from dra_affinity.sources.cluster import ClusterTarget, read_resource_claims, read_resource_slices
 
 from tests.cli import REPO, run
 

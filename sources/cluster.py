@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.lint.loader import LoadedDocument
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.source import Source
+from dra_affinity.sources.loader import LoadedDocument
 
 GROUP_VERSION = f"{RESOURCE_GROUP}/v1"
 DEFAULT_PAGE_SIZE = 500
