@@ -1,10 +1,12 @@
-"""Read ResourceSlices (and ResourceClaims) from a live API server — read-only.
+"""Read ResourceSlices (and ResourceClaims, DeviceClasses, a Pod) from a live API server — read-only.
 
-Lists go through the official `kubernetes` client, a page at a time (`limit` /
-`continue`, like `kubectl get --chunk-size`), and come back as the loader's
-`LoadedDocument`s, so everything downstream treats a cluster like a file. The raw
-JSON is kept (`_preload_content=False`): the client's typed models would silently
-drop fields they do not know, `sharingAffinity` first among them.
+Everything goes through `kube` (the one way to the API server): `kube.client.connect` finds
+the credentials as kubectl does, and `kube.listwatch.list_all` lists a page at a time
+(`limit` / `continue`, like `kubectl get --chunk-size`) and checks that each answer is a list,
+the same list half the exporter and the webhook's pool cache run before they watch. Items come
+back as the loader's `LoadedDocument`s, so everything downstream treats a cluster like a file.
+The raw JSON is kept: the client's typed models would silently drop fields they do not know,
+`sharingAffinity` first among them.
 
 Before listing slices we check that the server serves `resource.k8s.io/v1` and that
 its ResourceSlice schema (OpenAPI v3) has `spec.sharingAffinity`: a server without
@@ -20,21 +22,27 @@ cannot be told apart read-only.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dra_affinity.kube.client import (
+    DEFAULT_TIMEOUT,
+    PAGE_SIZE,
+    KubeconfigError,
+    KubernetesResource,
+    connect,
+    get,
+    host,
+    status_message,
+)
+from dra_affinity.kube.listwatch import Expired, Listed, ListWatchError, list_all
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.source import Source
 from dra_affinity.sources.loader import LoadedDocument
 
 GROUP_VERSION = f"{RESOURCE_GROUP}/v1"
-DEFAULT_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = PAGE_SIZE
 """kubectl's default `--chunk-size`."""
-DEFAULT_TIMEOUT = 30.0
-MAX_PAGES = 100_000
-"""A server that keeps answering with a `continue` token is a bug; stop somewhere."""
 _SLICE_SPEC_SCHEMA = "io.k8s.api.resource.v1.ResourceSliceSpec"
 _OPENAPI_PATH = f"/openapi/v3/apis/{GROUP_VERSION}"
 
@@ -93,7 +101,7 @@ def read_pod(namespace: str, name: str,
         if status == 404:
             return None, f"pod {namespace}/{name} not found"
         if not 200 <= status < 300:
-            return None, f"reading pod {namespace}/{name} failed: {_status_message(status, body)}"
+            return None, f"reading pod {namespace}/{name} failed: {status_message(status, body)}"
         pod = _json(body, f"pod {namespace}/{name}")
         return (pod if isinstance(pod, dict) else None), None
     except _ClusterError as failure:
@@ -113,109 +121,34 @@ def _read(target: ClusterTarget, resource: str, kind: str, *, check_field: bool)
         _require_resource(api_client, resource, target)
         if check_field:
             notes.extend(_require_field(api_client, target))
-        items, pages = _list_all(api_client, resource, target)
+        listed = _list_all(api_client, resource, kind, target, notes)
     except _ClusterError as failure:
         return ClusterRead(source=source, error=str(failure))
     finally:
         api_client.close()
     documents: list[LoadedDocument] = []
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            notes.append(f"item {index} of the {kind}List is not an object; skipped")
-            continue
+    for index, item in enumerate(listed.items):
         # List items come without apiVersion/kind; give them the list's, as kubectl does.
         data = {"apiVersion": GROUP_VERSION, "kind": kind, **item}
         documents.append(LoadedDocument(data, Source(file=source), kind, GROUP_VERSION, index))
-    return ClusterRead(documents=tuple(documents), source=source, notes=tuple(notes), pages=pages)
+    return ClusterRead(documents=tuple(documents), source=source, notes=tuple(notes), pages=listed.pages)
 
 
 # -- connection -----------------------------------------------------------------------------------
 
 
-def api_client(target: ClusterTarget) -> tuple[Any, str | None]:
-    """An ApiClient and its context name, or (None, why not): for long-running readers (exporter)."""
-    try:
-        return _client(target)
-    except _ClusterError as failure:
-        return None, str(failure)
-
-
 def _client(target: ClusterTarget) -> tuple[Any, str]:
-    """An ApiClient for the target and the context's name; kubeconfig is never written back."""
-    import yaml
-    from kubernetes import client, config
-    from kubernetes.config.config_exception import ConfigException
-
     try:
-        if target.kubeconfig is None and _in_cluster_only():
-            configuration = client.Configuration()
-            config.load_incluster_config(client_configuration=configuration)
-            return client.ApiClient(configuration), "in-cluster"
-        contexts, active = config.list_kube_config_contexts(config_file=target.kubeconfig)
-        names = [c.get("name") for c in contexts or ()]
-        context = target.context or (active or {}).get("name")
-        if target.context is not None and target.context not in names:
-            listed = ", ".join(str(n) for n in names) or "none"
-            raise _ClusterError(f"context {target.context!r} not found in kubeconfig (contexts: {listed})")
-        api_client = config.new_client_from_config(
-            config_file=target.kubeconfig, context=target.context, persist_config=False
-        )
-    except _ClusterError:
-        raise
-    except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError,
-            yaml.YAMLError) as error:
-        where = target.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
-        raise _ClusterError(f"cannot load kubeconfig {where}: {error}") from None
-    return api_client, str(context or "default")
-
-
-def _in_cluster_only() -> bool:
-    """No kubeconfig anywhere but a service account mounted: we run in a pod."""
-    from kubernetes.config.kube_config import KUBE_CONFIG_DEFAULT_LOCATION
-
-    configured = os.environ.get("KUBECONFIG") or KUBE_CONFIG_DEFAULT_LOCATION
-    has_file = any(os.path.exists(os.path.expanduser(p)) for p in configured.split(os.pathsep) if p)
-    return not has_file and "KUBERNETES_SERVICE_HOST" in os.environ
-
-
-def _host(api_client: Any) -> str:
-    return str(getattr(api_client.configuration, "host", "") or "the API server")
+        return connect(target.kubeconfig, target.context)
+    except KubeconfigError as failure:
+        raise _ClusterError(str(failure)) from None
 
 
 def _get(api_client: Any, path: str, target: ClusterTarget) -> tuple[int, bytes]:
-    """GET `path` with the client's credentials; (status, body). Transport errors → _ClusterError."""
-    import urllib3
-    from kubernetes.client.exceptions import ApiException
-
     try:
-        request = api_client.param_serialize(
-            method="GET",
-            resource_path=path,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        response = api_client.call_api(*request, _request_timeout=target.timeout)
-        return int(response.status), bytes(response.read() or b"")
-    except ApiException as error:  # TLS problems surface as status 0
-        raise _ClusterError(f"cannot reach {_host(api_client)}: {error.reason}") from None
-    except urllib3.exceptions.HTTPError as error:
-        raise _ClusterError(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
-
-
-def _transport_reason(error: Exception) -> str:
-    reason = getattr(error, "reason", None)
-    return str(reason or error)
-
-
-def _status_message(status: int, body: bytes) -> str:
-    """The `message` of a Kubernetes Status body, else the HTTP status."""
-    try:
-        decoded = json.loads(body)
-    except ValueError:
-        decoded = None
-    if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
-        return f"{status} {decoded.get('reason') or ''}: {decoded['message']}".replace(" :", ":")
-    return f"HTTP {status}"
+        return get(api_client, path, target.timeout)
+    except ListWatchError as failure:
+        raise _ClusterError(str(failure)) from None
 
 
 def _json(body: bytes, what: str) -> Any:
@@ -233,15 +166,15 @@ def _require_resource(api_client: Any, resource: str, target: ClusterTarget) -> 
     status, body = _get(api_client, f"/apis/{GROUP_VERSION}", target)
     if status == 404:
         raise _ClusterError(
-            f"{_host(api_client)} does not serve {GROUP_VERSION} ({_status_message(status, body)}): "
+            f"{host(api_client)} does not serve {GROUP_VERSION} ({status_message(status, body)}): "
             "DRA's v1 API needs Kubernetes 1.34 or later, and sharingAffinity 1.37 or later"
         )
     if not 200 <= status < 300:
-        raise _ClusterError(f"discovery of {GROUP_VERSION} failed: {_status_message(status, body)}")
+        raise _ClusterError(f"discovery of {GROUP_VERSION} failed: {status_message(status, body)}")
     listing = _json(body, f"discovery of {GROUP_VERSION}")
     served = {r.get("name") for r in listing.get("resources") or () if isinstance(r, dict)}
     if resource not in served:
-        raise _ClusterError(f"{_host(api_client)} serves {GROUP_VERSION} but not {resource}")
+        raise _ClusterError(f"{host(api_client)} serves {GROUP_VERSION} but not {resource}")
 
 
 def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
@@ -249,7 +182,7 @@ def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
     status, body = _get(api_client, _OPENAPI_PATH, target)
     unverified = "could not verify that the cluster knows ResourceSlice spec.sharingAffinity"
     if not 200 <= status < 300:
-        return [f"{unverified} (OpenAPI v3: {_status_message(status, body)})"]
+        return [f"{unverified} (OpenAPI v3: {status_message(status, body)})"]
     try:
         document = json.loads(body)
         properties = document["components"]["schemas"][_SLICE_SPEC_SCHEMA]["properties"]
@@ -257,7 +190,7 @@ def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
         return [f"{unverified} (no {_SLICE_SPEC_SCHEMA} in its OpenAPI v3 document)"]
     if "sharingAffinity" not in properties:
         raise _ClusterError(
-            f"{_host(api_client)} serves {GROUP_VERSION} but its ResourceSlice has no "
+            f"{host(api_client)} serves {GROUP_VERSION} but its ResourceSlice has no "
             "spec.sharingAffinity (KEP-5981, alpha in Kubernetes 1.37): the API server drops the "
             "field on write, so there is nothing to lint"
         )
@@ -267,71 +200,27 @@ def _require_field(api_client: Any, target: ClusterTarget) -> list[str]:
 # -- listing --------------------------------------------------------------------------------------
 
 
-def _list_all(api_client: Any, resource: str, target: ClusterTarget) -> tuple[list[Any], int]:
-    """Every item of `resource`, page by page; restarts once when a `continue` token expires."""
-    from kubernetes import client
+def _list_all(api_client: Any, resource: str, kind: str, target: ClusterTarget,
+              notes: list[str]) -> Listed:
+    """Every item of `resource`, page by page; restarts once when a `continue` token expires
+    (a new list from the start gives a consistent snapshot). Skipped items become notes."""
+    pager = KubernetesResource(api_client, resource, list_timeout=target.timeout, page_size=target.page_size)
+    skipped: dict[str, int] = {}
 
-    api = client.ResourceV1Api(api_client)
-    lister: Callable[..., Any] = api.list_resource_slice
-    if resource == "resourceclaims":
-        lister = api.list_resource_claim_for_all_namespaces
-    elif resource == "deviceclasses":
-        lister = api.list_device_class
+    def malformed(problem: str, detail: str) -> None:
+        skipped[problem] = skipped.get(problem, 0) + 1
+
     for attempt in range(2):
-        items: list[Any] = []
-        token: str | None = None
-        for page in range(1, MAX_PAGES + 1):
-            body = _page(api_client, lister, target, token, restartable=attempt == 0)
-            if body is None:
-                break  # the token expired: list again from the start, for a consistent snapshot
-            batch = body.get("items") if isinstance(body, dict) else None
-            items.extend(batch or ())
-            meta = body.get("metadata") if isinstance(body, dict) else None
-            next_token = meta.get("continue") if isinstance(meta, dict) else None
-            if not next_token:
-                return items, page
-            if next_token == token:
-                raise _ClusterError(f"listing {resource}: the server repeated its continue token")
-            token = str(next_token)
-        else:
-            raise _ClusterError(f"listing {resource}: more than {MAX_PAGES} pages")
-    raise _ClusterError(f"listing {resource}: the continue token expired twice; try a larger --chunk-size")
-
-
-def _page(
-    api_client: Any,
-    lister: Callable[..., Any],
-    target: ClusterTarget,
-    token: str | None,
-    *,
-    restartable: bool,
-) -> Any:
-    """One page as decoded JSON; None when an expired token asks for a restart."""
-    import urllib3
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        response = lister(
-            limit=target.page_size,
-            _continue=token,
-            _preload_content=False,
-            _request_timeout=target.timeout,
-        )
-        body = response.data
-    except ApiException as error:
-        if error.status == 410 and token is not None and restartable:
-            return None
-        if not error.status:
-            raise _ClusterError(f"cannot reach {_host(api_client)}: {error.reason}") from None
-        raise _ClusterError(
-            f"listing {GROUP_VERSION} failed: {_status_message(int(error.status), _bytes(error.body))}"
-        ) from None
-    except urllib3.exceptions.HTTPError as error:
-        raise _ClusterError(f"cannot reach {_host(api_client)}: {_transport_reason(error)}") from None
-    return _json(body, f"listing {GROUP_VERSION}")
-
-
-def _bytes(body: object) -> bytes:
-    if isinstance(body, bytes):
-        return body
-    return str(body or "").encode()
+        try:
+            listed = list_all(pager, resource, malformed)
+        except Expired:
+            if attempt:
+                raise _ClusterError(f"listing {resource}: the continue token expired twice; "
+                                    "try a larger --chunk-size") from None
+            skipped.clear()
+            continue
+        except ListWatchError as failure:  # its message names the server or the resource
+            raise _ClusterError(str(failure)) from None
+        notes.extend(f"{count} {problem} in the {kind}List; skipped" for problem, count in skipped.items())
+        return listed
+    raise AssertionError("unreachable")
