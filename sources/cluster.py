@@ -210,17 +210,16 @@ def _list_all(api_client: Any, resource: str, kind: str, target: ClusterTarget,
     def malformed(problem: str, detail: str) -> None:
         skipped[problem] = skipped.get(problem, 0) + 1
 
-    for attempt in range(2):
+    try:
         try:
             listed = list_all(pager, resource, malformed)
-        except Expired:
-            if attempt:
-                raise _ClusterError(f"listing {resource}: the continue token expired twice; "
-                                    "try a larger --chunk-size") from None
+        except Expired:  # the continue token is too old: a new list from the start, once
             skipped.clear()
-            continue
-        except ListWatchError as failure:  # its message names the server or the resource
-            raise _ClusterError(str(failure)) from None
-        notes.extend(f"{count} {problem} in the {kind}List; skipped" for problem, count in skipped.items())
-        return listed
-    raise AssertionError("unreachable")
+            listed = list_all(pager, resource, malformed)
+    except Expired:
+        raise _ClusterError(f"listing {resource}: the continue token expired twice; "
+                            "try a larger --chunk-size") from None
+    except ListWatchError as failure:  # its message names the server or the resource
+        raise _ClusterError(str(failure)) from None
+    notes.extend(f"{count} {problem} in the {kind}List; skipped" for problem, count in skipped.items())
+    return listed
