@@ -59,7 +59,7 @@ class EventFigures:
 
 def _exporter_events(doc: dict[str, Any], events: int, pools: int, per_pool: int) -> EventFigures:
     """Build an exporter from `doc` as `LockExporter.start` does, then time `events` watch events."""
-    from dra_affinity.lint.exporter import LockExporter, settle
+    from dra_affinity.exporter.lock_exporter import LockExporter, settle
     from dra_affinity.policies.core.gc_pause import gc_paused
 
     exporter = LockExporter(api_factory=lambda plural: None)  # type: ignore[arg-type, return-value]

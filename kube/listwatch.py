@@ -197,34 +197,14 @@ class ListWatch:
                 self._stop.wait(self.backoff.delay(self._clock()))
 
     def _list(self, client: ResourceClient) -> str:
-        items: list[Mapping[str, Any]] = []
-        token: str | None = None
-        version = ""
-        for _ in range(MAX_PAGES):
-            page = _decode_list(client.list_page(token), self.resource)
-            for index, item in enumerate(page["items"] or ()):
-                problem = _item_problem(item)
-                if problem is None:
-                    items.append(item)
-                else:
-                    self._malformed(f"list item {problem}", f"item {index} of a page: {_clip(item, 60)}")
-            meta = page["metadata"]
-            version = str(meta["resourceVersion"])
-            next_token = meta.get("continue") or None
-            if not next_token:
-                break
-            if next_token == token:
-                raise ListWatchError("the server repeated its continue token")
-            token = str(next_token)
-        else:
-            raise ListWatchError(f"more than {MAX_PAGES} pages")
+        listed = list_all(client, self.resource, self._malformed)
         relist = self.synced.is_set()
         self._healthy()  # the API answered a whole list: not failing, whatever the consumer does
-        self.consumer.replace(items)
+        self.consumer.replace(listed.items)
         self.synced.set()
         if relist and self._on_list is not None:
             self._on_list()
-        return version
+        return listed.version
 
     def _watch(self, client: ResourceClient, version: str) -> str:
         started = self._clock()
@@ -299,6 +279,44 @@ class ListWatch:
             self._problems[problem] = (now, 0)
         else:
             self._problems[problem] = (last, count)
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One complete list: its well-formed items, the resourceVersion to watch from, the pages."""
+
+    items: list[Mapping[str, Any]]
+    version: str
+    pages: int
+
+
+def list_all(client: ResourceClient, resource: str, malformed: Callable[[str, str], None]) -> Listed:
+    """Every page of `resource` (`limit`/`continue`), each checked to be a list; an item that
+    is not an object or has no name is handed to `malformed` (problem, detail) and skipped.
+
+    The list half of the loop, and the whole of a one-shot read (`--cluster`): a proxy's
+    error page or a Status object raises `ListWatchError`, never reads as an empty cluster;
+    `Expired` when a `continue` token is too old (the caller lists again from the start)."""
+    items: list[Mapping[str, Any]] = []
+    token: str | None = None
+    version = ""
+    for pages in range(1, MAX_PAGES + 1):
+        page = _decode_list(client.list_page(token), resource)
+        for index, item in enumerate(page["items"] or ()):
+            problem = _item_problem(item)
+            if problem is None:
+                items.append(item)
+            else:
+                malformed(f"list item {problem}", f"item {index} of a page: {_clip(item, 60)}")
+        meta = page["metadata"]
+        version = str(meta["resourceVersion"])
+        next_token = meta.get("continue") or None
+        if not next_token:
+            return Listed(items, version, pages)
+        if next_token == token:
+            raise ListWatchError("the server repeated its continue token")
+        token = str(next_token)
+    raise ListWatchError(f"more than {MAX_PAGES} pages")
 
 
 def _decode_list(body: bytes, resource: str) -> dict[str, Any]:

@@ -206,7 +206,7 @@ def _load_toml(path: Path) -> Config | ConfigProblem:
 
 
 def _load_yaml(path: Path) -> Config | ConfigProblem:
-    from dra_affinity.lint.loader import load_paths
+    from dra_affinity.sources.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:

@@ -25,11 +25,11 @@ from dra_affinity.policies.model.resources import Device, ResourceSlice
 from dra_affinity.policies.rules.engine import check_slice
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.loader import FileTask, LoadedDocument, LoadResult, Plan
     from dra_affinity.lint.report import Summary
     from dra_affinity.lint.suppressions import Written
-    from dra_affinity.lint.walk import SkipReason
     from dra_affinity.policies.rules.engine import EngineOptions
+    from dra_affinity.sources.loader import FileTask, LoadedDocument, LoadResult, Plan
+    from dra_affinity.sources.walk import SkipReason
 
 POOL_PATHS: tuple[FieldPath, ...] = (
     ("spec", "pool", "resourceSliceCount"), ("spec", "pool", "generation"), ("spec", "sharingAffinity"),
@@ -91,7 +91,7 @@ def lint_file(task: FileTask, job: LintJob, on_document: Callable[[], None] | No
     comment marker, the annotation's name): their spans need every object of the file. If an
     annotation turns up anyway (written with escapes), the file is checked again keeping all.
     """
-    from dra_affinity.lint.loader import load_task
+    from dra_affinity.sources.loader import load_task
 
     checker = _Checker(job, keep=False)
     sink = checker.add
@@ -162,8 +162,8 @@ class _Checker:
             self.missed_annotation = True
 
     def finish(self, loaded: LoadResult) -> FileLinted:
-        from dra_affinity.lint.scalar_positions import resolve_inner_positions
         from dra_affinity.lint.suppressions import written
+        from dra_affinity.sources.scalar_positions import resolve_inner_positions
 
         out = self.out
         out.input_findings = list(loaded.findings)

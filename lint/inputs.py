@@ -18,10 +18,10 @@ from dra_affinity.policies.core.findings import Finding
 from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.config import Config
-    from dra_affinity.lint.loader import LoadedDocument
-    from dra_affinity.lint.walk import ExcludePatterns, SkipReason, WalkFilter
+    from dra_affinity.sources.cluster import ClusterTarget
+    from dra_affinity.sources.loader import LoadedDocument
+    from dra_affinity.sources.walk import ExcludePatterns, SkipReason, WalkFilter
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,7 +91,7 @@ def load_input(
     finding asks for one (`load_paths(lazy_positions=True)`); `lint` reads files one by one
     instead (`dra_affinity.lint.file_lint`)."""
     if cluster is not None:
-        from dra_affinity.lint.cluster import read_resource_slices
+        from dra_affinity.sources.cluster import read_resource_slices
 
         read = read_resource_slices(cluster)
         if read.error is not None:
@@ -99,7 +99,7 @@ def load_input(
         return Input(documents=list(read.documents), notes=list(read.notes))
     if stdin_is_terminal(paths):
         return Input(usage_errors=[NO_PATH_TERMINAL])
-    from dra_affinity.lint.loader import load_paths
+    from dra_affinity.sources.loader import load_paths
 
     loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk, lazy_positions=True)
     if paths:
@@ -117,7 +117,7 @@ def load_input(
 def exclude_patterns(excludes: Sequence[str], config: Config | None = None) -> tuple[ExcludePatterns, ...]:
     """`--exclude` patterns (relative to the working directory) plus the config file's
     `exclude:` (relative to the file's directory)."""
-    from dra_affinity.lint.walk import ExcludePatterns
+    from dra_affinity.sources.walk import ExcludePatterns
 
     patterns = [ExcludePatterns(tuple(excludes), ".")] if excludes else []
     if config is not None and config.exclude:
@@ -127,7 +127,7 @@ def exclude_patterns(excludes: Sequence[str], config: Config | None = None) -> t
 
 def walk_filter(excludes: Sequence[str], config: Config | None = None) -> WalkFilter:
     """The walk policy of one run (it counts what it skipped): see `exclude_patterns`."""
-    from dra_affinity.lint.walk import WalkFilter
+    from dra_affinity.sources.walk import WalkFilter
 
     return WalkFilter(excludes=exclude_patterns(excludes, config))
 
@@ -196,7 +196,7 @@ def load_objects(
 def load_cluster_input(target: ClusterTarget) -> Input:
     """Every ResourceSlice, DeviceClass and ResourceClaim of the cluster (read-only, paginated),
     as documents; the first read that fails ends the reading with its usage error."""
-    from dra_affinity.lint.cluster import read_device_classes, read_resource_claims, read_resource_slices
+    from dra_affinity.sources.cluster import read_device_classes, read_resource_claims, read_resource_slices
 
     combined = Input()
     for read in (read_resource_slices(target), read_device_classes(target), read_resource_claims(target)):
@@ -237,7 +237,7 @@ def cluster_target(
         return None
     if paths:
         raise click.UsageError("--cluster reads the cluster instead of PATHs; give one or the other")
-    from dra_affinity.lint.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
+    from dra_affinity.sources.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
 
     return ClusterTarget(kubeconfig=kubeconfig, context=context, page_size=chunk_size or DEFAULT_PAGE_SIZE)
 

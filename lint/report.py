@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from dra_affinity.policies.core.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.walk import SkipReason
+    from dra_affinity.sources.walk import SkipReason
 
 
 @dataclass(frozen=True, slots=True)

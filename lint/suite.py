@@ -308,7 +308,7 @@ def unreadable_resources(suite_path: Path, findings: Iterable[Finding], usage_er
 
 def load_suite(path: Path) -> Suite:
     """Read and validate one suite file; raises `SuiteError` with a located message."""
-    from dra_affinity.lint.loader import load_paths
+    from dra_affinity.sources.loader import load_paths
     from jsonschema import Draft202012Validator
 
     loaded = load_paths([str(path)])

@@ -40,7 +40,7 @@ from dra_affinity.policies.rules.input.sa001_suppression_without_reason import R
 from dra_affinity.policies.rules.input.sa002_unused_suppression import RULE as UNUSED
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.loader import LoadedDocument
+    from dra_affinity.sources.loader import LoadedDocument
 
 MARKER = "dra-affinity:"
 ANNOTATION = "dra-affinity.io/ignore"

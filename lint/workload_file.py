@@ -146,8 +146,8 @@ def _error(path: Path, source: Source, field_path: FieldPath, message: str) -> W
 
 def load_workload(path: Path) -> WorkloadFile:
     """Read and validate one workload file; raises `WorkloadFileError` with a located message."""
-    from dra_affinity.lint.loader import load_paths
     from dra_affinity.policies.model.schema import unknown_property
+    from dra_affinity.sources.loader import load_paths
     from jsonschema import Draft202012Validator
 
     loaded = load_paths([str(path)])

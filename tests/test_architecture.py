@@ -1,9 +1,11 @@
 """The plan of the house, checked: stages import only downward, and no module cycle exists.
 
 `policies/` is a stack of stages (ARCHITECTURE.md draws it). A module may import its own stage
-or any stage below it; `kube` (the list-watch loop) sits on `policies`, `lint` and `webhook`
-are front ends over both, and `webhook` never imports `lint`. Every import counts, including
-those inside functions and under `TYPE_CHECKING`: a lazy import is still a dependency.
+or any stage below it. Above `policies` the packages stand side by side: `kube` (the one way to
+the API server) on `policies`; `sources` (files, stdin and a cluster's lists as documents),
+the `exporter` and the `webhook` each on `policies` and `kube`, none importing another; `lint`,
+the CLI, over all of them, and imported by none. Every import counts, including those inside
+functions and under `TYPE_CHECKING`: a lazy import is still a dependency.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 from tests.cli import REPO
 
 NAMESPACE = "dra_affinity"
-FOLDERS = ("policies", "kube", "lint", "webhook")
+FOLDERS = ("policies", "kube", "sources", "exporter", "lint", "webhook")
 
 STAGES: tuple[str, ...] = (
     "policies.core",
@@ -33,12 +35,27 @@ STAGES: tuple[str, ...] = (
     "policies.rules",
     "policies",
     "kube",
+    "sources",
+    "exporter",
     "webhook",
     "lint",
 )
 """Lowest first. A module belongs to the longest stage that prefixes its name; every package
 of `policies.rules` is one stage, above the scheduler (input problems are `core.problems`
 kinds below it)."""
+
+
+ALLOWED: dict[str, frozenset[str]] = {
+    "policies": frozenset({"policies"}),
+    "kube": frozenset({"policies", "kube"}),
+    "sources": frozenset({"policies", "kube", "sources"}),
+    "exporter": frozenset({"policies", "kube", "exporter"}),
+    "webhook": frozenset({"policies", "kube", "webhook"}),
+    "lint": frozenset(FOLDERS),
+}
+"""The top-level packages each folder may import. The stage order alone would let the webhook
+import the exporter or the readers; they are siblings: a server or a reader that needs another
+one's code is a sign that code belongs lower, in `policies` or `kube`."""
 
 
 def _modules() -> dict[str, Path]:
@@ -124,6 +141,23 @@ def test_nothing_below_rules_imports_rules(module: str) -> None:
                 for target, line in _imports(module, MODULES[module])
                 if target == "policies.rules" or target.startswith("policies.rules.")]
     assert not reaching, reaching
+
+
+def test_every_folder_has_its_allowed_imports() -> None:
+    assert set(ALLOWED) == set(FOLDERS)
+    assert {s for s in STAGES if not s.startswith("policies")} == set(FOLDERS) - {"policies"}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_allowed_packages(module: str) -> None:
+    """`webhook` never imports `lint` or `exporter`, and no package but `lint` imports `lint`."""
+    package = module.split(".")[0]
+    foreign = [
+        f"{MODULES[module].relative_to(REPO)}:{line} imports {target}"
+        for target, line in _imports(module, MODULES[module])
+        if target.split(".")[0] not in ALLOWED[package]
+    ]
+    assert not foreign, f"{package} may import only {sorted(ALLOWED[package])}: " + "; ".join(foreign)
 
 
 def test_no_import_cycle() -> None:

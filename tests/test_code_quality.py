@@ -27,7 +27,7 @@ def test_mypy_is_clean() -> None:
 
 
 _ISSUE = re.compile(r"\b[Ii]ssues? #?\d+")
-_SCANNED = ("policies", "lint", "webhook", "kube", "bench", "tests", "deploy", "docs")
+_SCANNED = ("policies", "lint", "webhook", "kube", "sources", "exporter", "bench", "tests", "deploy", "docs")
 _FIGURES_LOG = Path("docs/performance.md")
 """The one page that records measurements with what prompted them."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.cli import REPO
 
-FOLDERS = ("policies", "kube", "lint", "webhook")
+FOLDERS = ("policies", "kube", "sources", "exporter", "lint", "webhook")
 SOURCES = sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py"))
 TREES = {p: ast.parse(p.read_text(), str(p)) for p in SOURCES}
 EXCEPTIONS = {name for name, value in vars(builtins).items()

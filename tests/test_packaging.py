@@ -1,12 +1,14 @@
 """The distribution installs one import namespace, `dra_affinity`, and nothing generic.
 
-`policies`, `lint` and `webhook` are the repository's folders, not installed names: packages
+`policies`, `lint`, `webhook` and the rest are the repository's folders, not installed names: packages
 called `lint` and `policies` already exist on the package index, so a wheel must not put them
-at the top of site-packages. And the docs' wheel route (docs/ci.md) works as written.
+at the top of site-packages. A fresh clone resolves the installed names without installing
+(`dra_affinity/__init__.py`). And the docs' wheel route (docs/ci.md) works as written.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -17,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+import dra_affinity
 from tests.cli import REPO, snapshot
+from tests.test_architecture import FOLDERS
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,8 @@ def test_the_wheel_has_one_top_level_name(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"dra_affinity"}
-    for package in ("policies", "kube", "lint", "webhook"):
+    assert "dra_affinity/__init__.py" not in names, "the tree's map is not installed: a namespace package"
+    for package in ("policies", "kube", "sources", "exporter", "lint", "webhook"):
         assert f"dra_affinity/{package}/py.typed" in names
     entry_points = zipfile.ZipFile(wheel).read(
         next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
@@ -54,14 +59,42 @@ def test_a_fresh_venv_imports_the_namespace_and_not_the_folders(wheel: Path, tmp
     )
     ok = subprocess.run(
         [str(python), "-c",
-         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.lint, dra_affinity.webhook"],
+         "import dra_affinity.policies, dra_affinity.kube, dra_affinity.sources, dra_affinity.exporter, "
+         "dra_affinity.lint, dra_affinity.webhook"],
         capture_output=True, text=True, cwd=tmp_path,
     )
     assert ok.returncode == 0, ok.stderr
-    for name in ("policies", "kube", "lint", "webhook"):
+    for name in ("policies", "kube", "sources", "exporter", "lint", "webhook"):
         proc = subprocess.run([str(python), "-c", f"import {name}"], capture_output=True, text=True,
                               cwd=tmp_path)
         assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, name
+
+
+def test_a_fresh_clone_resolves_the_installed_names_without_installing(tmp_path: Path) -> None:
+    """`dra_affinity/__init__.py` maps `dra_affinity.<folder>` to `./<folder>/`: from a clone's
+    root, with no site-packages at all (`-S`: no install, no editable link), the imports resolve
+    to the clone's own files."""
+    clone = snapshot(tmp_path / "clone")
+    code = ("import dra_affinity.policies.core.findings as f, dra_affinity.sources, dra_affinity.kube; "
+            "print(f.__file__); print(f.Severity.ERROR.name)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH")}
+    proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=clone, env=env, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    path, severity = proc.stdout.split()
+    assert Path(path) == clone / "policies" / "core" / "findings.py" and severity == "ERROR"
+    # the same with the installed environment on the path: the clone's files, not the install's
+    proc = subprocess.run([sys.executable, "-c", code], cwd=clone, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert Path(proc.stdout.split()[0]) == clone / "policies" / "core" / "findings.py"
+
+
+def test_the_map_the_build_and_the_architecture_test_name_the_same_folders() -> None:
+    tree = ast.parse((REPO / "setup.py").read_text())
+    [built] = [ast.literal_eval(node.value) for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id == "FOLDERS" for t in node.targets)]
+    assert set(built) == set(dra_affinity.FOLDERS) == set(FOLDERS)
+    assert all((REPO / folder / "__init__.py").is_file() for folder in FOLDERS)
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_affinity.kube.client import KubernetesResource
+from dra_affinity.kube.client import KubernetesResource, connect, connect_in_cluster
 from dra_affinity.kube.listwatch import ListWatch, ResourceClient
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.findings import Finding, PoolRef
@@ -231,13 +231,7 @@ class KubernetesSliceApi(KubernetesResource):
     client, from a kubeconfig or the in-cluster service account."""
 
     def __init__(self, kubeconfig: str | None) -> None:
-        from kubernetes import client, config
-
-        if kubeconfig:
-            api_client = config.new_client_from_config(config_file=kubeconfig)
-        else:
-            config.load_incluster_config()
-            api_client = client.ApiClient()
+        api_client = connect(kubeconfig)[0] if kubeconfig else connect_in_cluster()
         super().__init__(api_client, PLURAL, watch_seconds=WATCH_SECONDS, list_timeout=30,
                          page_size=PAGE_SIZE)
 

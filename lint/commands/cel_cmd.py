@@ -54,8 +54,8 @@ def _read_object(spec: str) -> object:
     duplicate keys as Kubernetes does, instead of expanding them. What decodes to something
     other than an object is a usage error: opaque parameters are always objects.
     """
-    from dra_affinity.lint.loader import load_text
     from dra_affinity.policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
+    from dra_affinity.sources.loader import load_text
 
     text = spec
     source = "inline text"
@@ -109,7 +109,6 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
     so ids and messages are lint's, word for word.
     """
     import yaml
-    from dra_affinity.lint.loader import load_text
     from dra_affinity.policies.core.api import RESOURCE_GROUP
     from dra_affinity.policies.model.resources import ResourceSlice, parse
     from dra_affinity.policies.rules.engine import EngineOptions, check_slice
@@ -119,6 +118,7 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
         sa107_output_type,
         sa108_cost_budget,
     )
+    from dra_affinity.sources.loader import load_text
 
     # the slice rules that decide whether the API server accepts an extractor
     verdict_rules = {m.RULE.id for m in (sa105_expression_too_long, sa106_compile_error,

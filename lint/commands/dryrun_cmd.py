@@ -36,7 +36,6 @@ from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, 
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit
 from dra_affinity.lint.values import json_value
-from dra_affinity.lint.walk import WalkFilter
 from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.cache import BoundedCache, text_weight
 from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
@@ -46,16 +45,17 @@ from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.scheduler.diagnostics import describe
 from dra_affinity.policies.scheduler.dryrun import DryRun, Filters
 from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
+from dra_affinity.sources.walk import WalkFilter
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.config import Config
     from dra_affinity.lint.inputs import Input, Objects
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Audit, Suppressed
-    from dra_affinity.lint.walk import ExcludePatterns
     from dra_affinity.policies.model.resources import ResourceClaim
     from dra_affinity.policies.scheduler.pools import Pool
+    from dra_affinity.sources.cluster import ClusterTarget
+    from dra_affinity.sources.walk import ExcludePatterns
 
 FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT, Outcome.SELECTOR_ERROR})
 """Authoring errors: a slice, a claim or a DeviceClass must change. `not-satisfied` and

@@ -213,7 +213,7 @@ def _pod_target(target: str) -> tuple[str, str] | None:
 
 def _find_pod(objects: Objects, target: Any, namespace: str, name: str) -> dict[str, Any]:
     if target is not None:
-        from dra_affinity.lint.cluster import read_pod
+        from dra_affinity.sources.cluster import read_pod
 
         pod, error = read_pod(namespace, name, target)
         if error is not None or pod is None:

@@ -53,17 +53,17 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     Exit code 0 when stopped by SIGTERM or SIGINT; 2 when no kubeconfig or context can be
     used, or the address cannot be listened on (a failing cluster is retried, never an exit).
     """
-    from dra_affinity.kube.client import KubernetesResource
-    from dra_affinity.lint.cluster import ClusterTarget, api_client
-    from dra_affinity.lint.exporter import LockExporter, serve
+    from dra_affinity.exporter.lock_exporter import LockExporter, serve
+    from dra_affinity.kube.client import KubeconfigError, KubernetesResource, connect
 
     sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
     host, port = _listen(listen)
     # the list-watch loops' lines (failing, recovered, malformed items) on stderr, as the rest
     logging.basicConfig(format="dra-affinity exporter: %(message)s", level=logging.INFO)
-    client, context = api_client(ClusterTarget(kubeconfig=kubeconfig, context=kube_context))
-    if client is None:
-        click.echo(f"dra-affinity exporter: {context}", err=True)
+    try:
+        client, context = connect(kubeconfig, kube_context)
+    except KubeconfigError as failure:
+        click.echo(f"dra-affinity exporter: {failure}", err=True)
         sys.exit(2)
     lock_exporter = LockExporter(
         lambda plural: KubernetesResource(client, plural, watch_seconds=watch_timeout),

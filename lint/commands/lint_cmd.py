@@ -52,18 +52,18 @@ from dra_affinity.lint.reporters.text_reporter import render as render_text
 from dra_affinity.lint.reporters.text_reporter import summary_line
 from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
 from dra_affinity.lint.suppressions import audit_written
-from dra_affinity.lint.walk import ExcludePatterns, WalkFilter
 from dra_affinity.policies.core.findings import Finding, Severity
 from dra_affinity.policies.rules.base import Scope
 from dra_affinity.policies.rules.catalog import catalog
 from dra_affinity.policies.rules.engine import EngineOptions
+from dra_affinity.sources.walk import ExcludePatterns, WalkFilter
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.config import OutputSpec
-    from dra_affinity.lint.loader import FileTask, Plan
     from dra_affinity.lint.reporters.run import RunResult
     from dra_affinity.lint.suppressions import Audit
+    from dra_affinity.sources.cluster import ClusterTarget
+    from dra_affinity.sources.loader import FileTask, Plan
 
 @dataclass(frozen=True, slots=True)
 class Layers:
@@ -149,7 +149,7 @@ def check_input(
 ) -> tuple[list[Finding], Summary]:
     """Check loaded input (one batch, as `lint` checks one file): input errors always, then the
     selected layers; positions inside expressions are mapped to the file from the text kept."""
-    from dra_affinity.lint.loader import LoadResult
+    from dra_affinity.sources.loader import LoadResult
 
     job = LintJob(options, layers.slices, layers.pools)
     loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
@@ -173,7 +173,7 @@ def lint_input(
     usage errors included. Only what the report and the audit need is kept of any file.
     With `pools_from`, the pools of the files given are completed from those directories
     (`file_lint.pool_siblings`)."""
-    from dra_affinity.lint.loader import LoadResult, plan_paths
+    from dra_affinity.sources.loader import LoadResult, plan_paths
 
     if cluster is not None or stdin_is_terminal(paths):
         inputs = load_input(paths, cluster, walk)
@@ -212,7 +212,7 @@ def lint_input(
 
 def _other_files(given: Plan, directories: Sequence[str], walk: WalkFilter | None) -> list[FileTask]:
     """The files a walk of `directories` finds (skipping what `walk` skips), minus the given ones."""
-    from dra_affinity.lint.loader import plan_paths
+    from dra_affinity.sources.loader import plan_paths
 
     def identity(path: str) -> tuple[int, int] | None:
         try:

@@ -29,10 +29,10 @@ from dra_affinity.policies.scheduler.locks import render_map
 
 if TYPE_CHECKING:
     from dra_affinity.lint.inputs import Objects
-    from dra_affinity.lint.walk import WalkFilter
     from dra_affinity.policies.core.findings import Finding
     from dra_affinity.policies.scheduler.lock_book import LockBook
     from dra_affinity.policies.scheduler.lock_report import DeviceLocks, LockReport, PoolLocks
+    from dra_affinity.sources.walk import WalkFilter
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_CHOICES = ("clean", "locked", "unreconstructable", "untracked")
@@ -113,7 +113,7 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool, walk: WalkFilter | None
     one, the input is loaded again with positions so it names its line.
     """
     from dra_affinity.lint.inputs import Input, model_objects, warn_empty
-    from dra_affinity.lint.loader import load_paths
+    from dra_affinity.sources.loader import load_paths
 
     def load(json_positions: bool) -> Objects:
         loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions,
@@ -334,7 +334,7 @@ def locks(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | 
     if fmt == "json":
         echo_json(report_json(report, findings), "locks", output)
     elif fmt == "prometheus":
-        from dra_affinity.lint.lock_metrics import exposition
+        from dra_affinity.exporter.lock_metrics import exposition
 
         emit("locks", exposition(report), output)
     elif fmt == "html":

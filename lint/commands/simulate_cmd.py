@@ -50,11 +50,11 @@ from dra_affinity.policies.scheduler.simulation import (
 )
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.cluster import ClusterTarget
     from dra_affinity.lint.inputs import Objects
-    from dra_affinity.lint.walk import WalkFilter
     from dra_affinity.lint.workload_file import WorkloadFile
     from dra_affinity.policies.core.findings import Finding
+    from dra_affinity.sources.cluster import ClusterTarget
+    from dra_affinity.sources.walk import WalkFilter
 
 
 def device_to_json(ref: DeviceRef) -> dict[str, str]:

@@ -8,7 +8,6 @@ from typing import Any
 
 from dra_affinity.lint.report import Report
 from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.lint.walk import SkipReason
 from dra_affinity.policies.core.findings import Finding, Location
 from dra_affinity.policies.core.limits import (
     NEWEST_PUBLISHED_KUBERNETES_VERSION,
@@ -16,6 +15,7 @@ from dra_affinity.policies.core.limits import (
     cel_environment_note,
     format_kubernetes_version,
 )
+from dra_affinity.sources.walk import SkipReason
 
 
 def _location(loc: Location) -> dict[str, Any]:

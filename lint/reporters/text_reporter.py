@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import click
 from dra_affinity.lint.report import Report
 from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.lint.walk import describe
 from dra_affinity.policies.core.findings import Finding, Location, Severity
+from dra_affinity.sources.walk import describe
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 

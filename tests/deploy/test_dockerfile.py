@@ -206,7 +206,7 @@ def test_dockerignore_keeps_the_context_to_the_package() -> None:
                     "examples/claims.yaml"):
         assert excluded(dropped, patterns), dropped
     # What the package build needs from the context must be in it: every package directory.
-    for package in ("policies", "lint", "webhook"):
+    for package in ("policies", "kube", "sources", "exporter", "lint", "webhook"):
         assert (REPO / package / "__init__.py").exists() and not excluded(f"{package}/__init__.py", patterns)
 
 

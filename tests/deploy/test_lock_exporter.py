@@ -9,8 +9,8 @@ import re
 
 import kubernetes_validate
 import pytest
+from dra_affinity.exporter.lock_exporter import Health
 from dra_affinity.lint.commands.exporter_cmd import exporter
-from dra_affinity.lint.exporter import Health
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -39,7 +39,6 @@ from typing import Any
 import yaml
 from dra_affinity.lint.commands.lint_cmd import Layers, check_input
 from dra_affinity.lint.inputs import Input, model_objects
-from dra_affinity.lint.loader import load_text
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.compile import compile_expression
 from dra_affinity.policies.cel.cost.estimate import estimate_cost
@@ -49,6 +48,7 @@ from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.rules.catalog import slice_rules
 from dra_affinity.policies.rules.engine import EngineOptions, check_slice
 from dra_affinity.policies.scheduler.dryrun import dry_run
+from dra_affinity.sources.loader import load_text
 from dra_affinity.webhook.body import GO_MAX_DEPTH
 
 from tests.fuzz.grammar import NEST_PLACEHOLDER, nested_text

@@ -9,8 +9,8 @@ import yaml
 from dra_affinity.lint.commands.lint_cmd import check_input
 from dra_affinity.lint.file_lint import POOL_PATHS, LintJob, lint_plan, merge, pool_entry
 from dra_affinity.lint.inputs import Input, model_objects
-from dra_affinity.lint.loader import load_paths, plan_paths
 from dra_affinity.policies.rules.engine import EngineOptions
+from dra_affinity.sources.loader import load_paths, plan_paths
 
 from tests.cli import REPO
 from tests.helpers import entry, slice_doc

@@ -176,10 +176,10 @@ def test_path_globs_are_gitignore_like(glob: str, path: str, hit: bool) -> None:
 def test_annotations_work_for_objects_without_positions() -> None:
     """A live cluster's slices have no lines: the annotation matches findings by object."""
     from dra_affinity.lint.config import Config
-    from dra_affinity.lint.loader import LoadedDocument
     from dra_affinity.lint.suppressions import audit
     from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, Severity
     from dra_affinity.policies.core.source import Source
+    from dra_affinity.sources.loader import LoadedDocument
 
     def slice_(name: str, annotations: dict[str, str]) -> LoadedDocument:
         data = {"kind": "ResourceSlice", "metadata": {"name": name, "annotations": annotations}}

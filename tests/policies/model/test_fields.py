@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dra_affinity.lint.loader import load_text
 from dra_affinity.policies.model.resources import ResourceSlice, parse
 from dra_affinity.policies.model.schema import unknown_fields
+from dra_affinity.sources.loader import load_text
 
 from tests.policies.model import known_fields
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 import yaml
-from dra_affinity.lint.loader import load_paths, load_text
 from dra_affinity.policies.analysis.expression import analyse
 from dra_affinity.policies.analysis.slice_cost import slice_cost
 from dra_affinity.policies.core.findings import Finding, PoolRef, Severity
@@ -17,6 +16,7 @@ from dra_affinity.policies.rules.context import PoolRule
 from dra_affinity.policies.rules.engine import EngineOptions, check_pools, check_slice
 from dra_affinity.policies.scheduler.pool_report import pool_report
 from dra_affinity.policies.scheduler.pools import build_pools
+from dra_affinity.sources.loader import load_paths, load_text
 
 from tests.cli import REPO
 from tests.helpers import entry, slice_doc

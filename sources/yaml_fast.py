@@ -28,7 +28,7 @@ warning and position is still libyaml's and the builder's.
 * A repeated key is refused (the builder reports it), as is anything rapidyaml cannot parse
   (its message goes nowhere: libyaml's error is the one reported).
 
-`tests/lint/test_yaml_fast.py` compares both paths on every scalar form in every quoting, on
+`tests/sources/test_yaml_fast.py` compares both paths on every scalar form in every quoting, on
 generated documents in every dumper style, on mutated dumps (broken YAML must be refused), and
 on every YAML file the repository ships.
 """
@@ -42,8 +42,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from dra_affinity.lint.yaml_positions import go_tag, plain_key, plain_scalar
 from dra_affinity.policies.core.source import Position
+from dra_affinity.sources.yaml_positions import go_tag, plain_key, plain_scalar
 
 try:
     import ryml

@@ -9,7 +9,7 @@ error exactly where kubectl refuses the document.
 The suite runs a few hundred documents (kubectl reads them in one batch per example). The long
 run, a documented command (docs/development.md), prints the counts and fails on any difference:
 
-    DRA_AFFINITY_KUBECTL_DOCS=10000 .venv/bin/python -m pytest -q -s tests/lint/test_kubectl_typing.py
+    DRA_AFFINITY_KUBECTL_DOCS=10000 .venv/bin/python -m pytest -q -s tests/sources/test_kubectl_typing.py
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from dra_affinity.lint.loader import load_text
+from dra_affinity.sources.loader import load_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode

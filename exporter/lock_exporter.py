@@ -37,8 +37,8 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from dra_affinity.exporter.lock_metrics import LockCollector
 from dra_affinity.kube.listwatch import ListWatch, ResourceClient
-from dra_affinity.lint.lock_metrics import LockCollector
 from dra_affinity.policies.core.api import RESOURCE_GROUP
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.limits import KubernetesVersion

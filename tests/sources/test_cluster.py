@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from dra_affinity.lint.cluster import ClusterTarget, read_resource_claims, read_resource_slices
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
+from dra_affinity.sources.cluster import ClusterTarget, read_resource_claims, read_resource_slices
 
 from tests.cli import REPO, run
 
@@ -52,6 +52,8 @@ class FakeApiServer:
     openapi: dict[str, Any] | None = field(default_factory=lambda: _recorded("openapi-v3-resource-v1.json"))
     expire_first_continue: bool = False
     requests: list[tuple[str, dict[str, list[str]], str | None]] = field(default_factory=list)
+    raw: dict[str, bytes] = field(default_factory=dict)
+    """Bodies served as they are, with status 200 (a proxy's page instead of the API's answer)."""
     lists: dict[str, Any] = field(default_factory=lambda: {
         "/apis/resource.k8s.io/v1/resourceslices": _recorded("resourceslices.json"),
         "/apis/resource.k8s.io/v1/resourceclaims": _recorded("resourceclaims.json"),
@@ -94,7 +96,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake = self.server.fake
         fake.requests.append((parts.path, query, self.headers.get("Authorization")))
         status, body = fake.respond(parts.path, query)
-        data = json.dumps(body).encode()
+        data = fake.raw.get(parts.path) or json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -219,6 +221,26 @@ def test_an_expired_continue_token_restarts_the_list(
     assert len(read.documents) == 5
     starts = [q for q in list_requests(fake, "resourceslices") if "continue" not in q]
     assert len(starts) == 2, "the list restarted from the beginning once"
+
+
+def test_a_list_that_is_not_a_list_is_an_error_never_an_empty_cluster(
+    api: tuple[FakeApiServer, str], kubeconfig: Path
+) -> None:
+    """The list half of `kube.listwatch`, as the exporter and the pool cache run it."""
+    fake, _ = api
+    fake.raw["/apis/resource.k8s.io/v1/resourceslices"] = b"<html>Service Unavailable</html>"
+    read = read_resource_slices(ClusterTarget(kubeconfig=str(kubeconfig)))
+    assert read.documents == ()
+    assert read.error is not None
+    assert read.error.startswith("listing resourceslices: the response is not JSON"), read.error
+    fake.raw.clear()
+    recorded = _recorded("resourceslices.json")
+    fake.lists["/apis/resource.k8s.io/v1/resourceslices"] = {
+        **recorded, "items": [*recorded["items"], {"spec": {}}, "junk"]}
+    read = read_resource_slices(ClusterTarget(kubeconfig=str(kubeconfig)))
+    assert read.error is None and len(read.documents) == len(recorded["items"])
+    assert "1 list item without metadata.name in the ResourceSliceList; skipped" in read.notes
+    assert "1 list item not an object in the ResourceSliceList; skipped" in read.notes
 
 
 def test_bad_kubeconfig_context_and_unreachable_server(tmp_path: Path) -> None:

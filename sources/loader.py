@@ -33,13 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
-from dra_affinity.lint.walk import SkipReason, WalkFilter
-from dra_affinity.lint.yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import FieldPath, Position, Source
 from dra_affinity.policies.model.schema import SCHEMAS
 from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
+from dra_affinity.sources.walk import SkipReason, WalkFilter
+from dra_affinity.sources.yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 STDIN_NAME = "<stdin>"
@@ -816,7 +816,7 @@ class _Loader:
         """A large YAML file through `yaml_fast`, if it vouches for the values and they hold
         nothing to report (as `_JsonStream.plain` decides for JSON); positions composed by
         libyaml on first use. False: nothing was loaded, compose the file."""
-        from dra_affinity.lint import yaml_fast
+        from dra_affinity.sources import yaml_fast
 
         fast = yaml_fast.documents(text)
         if fast is None:

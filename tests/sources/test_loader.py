@@ -11,13 +11,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import dra_affinity.lint.loader as loader_module
+import dra_affinity.sources.loader as loader_module
 import pytest
 import yaml
-from dra_affinity.lint.loader import LoadedDocument, LoadResult, load_paths, load_text
-from dra_affinity.lint.yaml_positions import allowed_alias_ratio
 from dra_affinity.policies.core.findings import Finding, Location, Severity
 from dra_affinity.policies.core.source import FieldPath, Position
+from dra_affinity.sources.loader import LoadedDocument, LoadResult, load_paths, load_text
+from dra_affinity.sources.yaml_positions import allowed_alias_ratio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -736,9 +736,9 @@ def test_each_file_is_read_once_and_its_text_serves_suppressions_and_positions(t
     from dra_affinity.lint.commands.lint_cmd import check_input
     from dra_affinity.lint.config import Config
     from dra_affinity.lint.inputs import load_input
-    from dra_affinity.lint.loader import STDIN_NAME, load_paths
     from dra_affinity.lint.suppressions import audit
     from dra_affinity.policies.rules.engine import EngineOptions
+    from dra_affinity.sources.loader import STDIN_NAME, load_paths
 
     text = (
         "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\n"

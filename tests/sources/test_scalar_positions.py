@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from dra_affinity.lint.scalar_positions import locate_in_scalar
 from dra_affinity.policies.core.source import Position
+from dra_affinity.sources.scalar_positions import locate_in_scalar
 
 from tests.cli import run
 

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import dra_affinity.lint.loader as loader_module
+import dra_affinity.sources.loader as loader_module
 import pytest
 import yaml
-from dra_affinity.lint import yaml_fast
-from dra_affinity.lint.loader import FAST_YAML_CHARS, load_paths
+from dra_affinity.sources import yaml_fast
+from dra_affinity.sources.loader import FAST_YAML_CHARS, load_paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
