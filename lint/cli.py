@@ -10,6 +10,7 @@ import importlib
 
 import click
 from dra_affinity.lint.terminal import COLOR_CHOICES, Terminal, color_setting
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.gc_pause import gc_paused
 
 # name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
@@ -44,6 +45,10 @@ class LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
+        try:  # before any layer is asked: a misspelt layer is a usage error, not a traceback
+            layers.active_layers()
+        except layers.LayerSpecError as error:
+            raise click.UsageError(str(error)) from None
         with gc_paused(freeze=True):  # modules live as long as the process: nothing to collect
             module = importlib.import_module(f"dra_affinity.lint.commands.{spec[0]}")
         command = getattr(module, spec[1])

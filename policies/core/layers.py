@@ -16,16 +16,38 @@ named and opt-in in the same spirit).
 * `name,other`: only those.
 
 An unknown name is an error naming the known ones, so a typo never silently measures the
-wrong thing. The variable is read at each question, never cached: a test or a child process
-sets it and the next call follows it, and there is no module state to reset.
+wrong thing. The variable is read at each question: a test or a child process sets it and the
+next call follows it (a spec's parse is kept in a registered cache, by its text). A layer asked
+per item of a large run (per extraction, per result written) is asked once per run instead, so
+a non-default spec costs what the default does and figures measured with it are fair.
+
+Modules are imported on use (a command imports only what it runs), so when a spec names a
+layer not declared yet, the modules of `DECLARED_IN` are imported before it is called unknown.
+`docs/speed-layers.md` lists every layer with its reason and figures; a test checks it against
+`LAYERS` and runs the commands end to end with every layer on, with none, and with each one off.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from dataclasses import dataclass
 
+from dra_affinity.policies.core.cache import BoundedCache
+
 ENV = "DRA_AFFINITY_SPEED_LAYERS"
+
+DECLARED_IN = (
+    "dra_affinity.policies.core.gc_pause",
+    "dra_affinity.policies.model.schema",
+    "dra_affinity.policies.scheduler.extraction",
+    "dra_affinity.policies.scheduler.dryrun",
+    "dra_affinity.lint.commands.dryrun_cmd",
+    "dra_affinity.lint.loader",
+)
+"""Every module that declares a layer (tests/test_speed_layers.py checks the list is whole):
+imported when a spec names a layer the modules imported so far have not declared."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +56,8 @@ class SpeedLayer:
 
     name: str
     why: str
+    module: str = ""
+    """The module that declared it."""
 
     @property
     def on(self) -> bool:
@@ -41,7 +65,9 @@ class SpeedLayer:
         spec = os.environ.get(ENV)
         if not spec or spec == "all":  # the default, asked on hot paths: no parsing
             return True
-        return self.name in parse_spec(spec, frozenset(LAYERS))
+        if spec == "none":
+            return False
+        return self.name in _selected(spec)
 
 
 LAYERS: dict[str, SpeedLayer] = {}
@@ -53,7 +79,7 @@ def declare(name: str, why: str) -> SpeedLayer:
     """Declare a layer (once per name, at module import) and return its handle."""
     if name in LAYERS:
         raise ValueError(f"speed layer {name!r} is declared twice")
-    layer = SpeedLayer(name, why)
+    layer = SpeedLayer(name, why, sys._getframe(1).f_globals.get("__name__", ""))
     LAYERS[name] = layer
     return layer
 
@@ -83,6 +109,30 @@ def parse_spec(spec: str, known: frozenset[str]) -> frozenset[str]:
     return frozenset(positive)
 
 
+def known_layers(spec: str = "") -> frozenset[str]:
+    """Names of every layer `spec` could name: those declared so far, and when `spec` names
+    another, those of every module in `DECLARED_IN` (imported for the purpose)."""
+    named = {w.strip().lstrip("-") for w in spec.split(",")} - {"", "all", "none"}
+    if not named <= LAYERS.keys():
+        for module in DECLARED_IN:
+            importlib.import_module(module)
+    return frozenset(LAYERS)
+
+
+_SPECS: BoundedCache[tuple[str, int], frozenset[str]] = BoundedCache("core.layers.specs", 64, lru=False)
+"""A spec's layers by (its text, how many layers were declared then): `LAYERS` only grows."""
+
+
+def _selected(spec: str) -> frozenset[str]:
+    key = (spec, len(LAYERS))
+    found = _SPECS.get(key)
+    if found is None:
+        found = parse_spec(spec, known_layers(spec))
+        _SPECS.put((spec, len(LAYERS)), found)
+    return found
+
+
 def active_layers() -> frozenset[str]:
     """Names of the layers in effect now."""
-    return parse_spec(os.environ.get(ENV, ""), frozenset(LAYERS))
+    spec = os.environ.get(ENV, "")
+    return parse_spec(spec, known_layers(spec))

@@ -95,7 +95,12 @@ def test_a_shared_selector_failure_names_each_claim(tmp_path: Path, monkeypatch:
 def test_the_gc_pause_never_spans_the_callers_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Claim requests are decided with the collector paused, in batches, and handed over with it
     as the caller had it: the caller's loop body runs with GC on; the results are the same."""
+    from dra_affinity.policies.core.gc_pause import GC_PAUSE
+
     from bench.gen_slices import generate_cluster
+
+    if not GC_PAUSE.on:
+        pytest.skip("the gc-pause speed layer is off (DRA_AFFINITY_SPEED_LAYERS): nothing is paused")
 
     files = generate_cluster(300, tmp_path, seed=3, devices=60, pools=6)  # 300 claim requests: batches
     inputs = load_objects([str(f) for f in files])
