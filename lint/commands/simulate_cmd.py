@@ -1,4 +1,10 @@
-"""`dra-affinity simulate`: the scheduler's affinity locks over a sequence of claims (SPEC §6)."""
+"""`dra-affinity simulate`: the scheduler's affinity locks over a sequence of claims (SPEC §6).
+
+One execution path: the command starts one `simulation.SimulationRun` and renders it as its
+steps are decided. Text and JSON, full or `--summary` (counts per reason instead of one entry
+per device; the run keeps only counts), `--only-failing`: each is a view over that one run,
+never a second way of running it. `--workload` replays a workload instead (`replay`).
+"""
 
 from __future__ import annotations
 
@@ -37,7 +43,6 @@ from dra_affinity.policies.scheduler.simulation import (
     Detail,
     DeviceReport,
     Evaluated,
-    SimulationReport,
     SimulationRun,
     StepResult,
     parse_order,
@@ -135,7 +140,7 @@ _FAILED: BoundedCache[tuple[object, ...], tuple[str, StepResult]] = BoundedCache
     "lint.simulate.failed-steps", 64, lru=False, max_bytes=RENDERED_BYTES, weigh=_rendered_weight)
 """The text after the claim of a failed allocation step, by what it is made of (the candidates
 by identity, held by the entry's step): the claims of a full cluster fail alike, sharing their
-outcome's objects (`simulation._FailedPlacement`), and are rendered once."""
+outcome's objects (`first_fit._FailedPlacement`), and are rendered once."""
 
 
 def _failed_key(s: StepResult, summary: bool) -> tuple[object, ...]:
@@ -170,19 +175,6 @@ def _candidate_text(e: Evaluated) -> str:
         found = (json.dumps(_candidate(e)), e)
         _CANDIDATES.put(id(e), found)
     return found[0]
-
-
-def report_to_json(report: SimulationReport) -> dict[str, Any]:
-    """The machine-readable report (README `### simulate`)."""
-    return {
-        "mode": report.mode.value,
-        "featureGate": report.feature_gate,
-        "reconstructed": [_state(d) for d in report.reconstructed],
-        "steps": [step_to_json(s) for s in report.steps],
-        "devices": [_state(d) for d in report.devices],
-        "metrics": report.metrics.as_dict(),
-        "notes": list(report.notes),
-    }
 
 
 def _lock_text(d: DeviceReport) -> str:
@@ -360,25 +352,6 @@ def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iter
     write(f',\n  "metrics": {json.dumps(run.metrics().as_dict())},')
     write(f'\n  "notes": {json.dumps(list(run.notes))},')
     write(f'\n  "findings": {json.dumps(findings)}\n}}\n')
-
-
-def render_text(report: SimulationReport) -> str:
-    gate = "on" if report.feature_gate else "off"
-    lines = [f"Simulation: mode {report.mode.value}, feature gate DRASharingAffinity {gate}"]
-    if any(d.state.holders for d in report.reconstructed):
-        lines += ["", "Reconstructed from bound claims:"]
-        lines += ["  " + line for line in _devices_table(
-            tuple(d for d in report.reconstructed if d.state.holders))]
-    lines += ["", "Steps:"]
-    if not report.steps:
-        lines.append("  (no unallocated claims)")
-    for n, s in enumerate(report.steps, start=1):
-        lines += ["  " + line for line in _step_lines(n, s)]
-    lines += ["", "Devices:"] + ["  " + line for line in _devices_table(report.devices)]
-    lines += ["", "Metrics:"] + [f"  {k} {v}" for k, v in report.metrics.as_dict().items()]
-    for note in report.notes:
-        lines.append(f"note: {note}")
-    return "\n".join(lines)
 
 
 @click.command("simulate")

@@ -42,8 +42,13 @@ false), attributes, capacity}`; attribute names without a domain take the driver
 default, so the value handed to CEL gets an empty map for every domain the selector looks up by a
 constant key (and for the device's own driver when it looks one up by a computed key), unless the
 selector also uses the map as a whole (`in`, `size()`, iteration, binding it to a variable),
-where an added key would be visible. In that one case a lookup of a domain the device lacks
-fails with `no such key` where upstream continues with an empty map.
+where an added key would be visible. The cost walk reads both maps as upstream's map with a
+default (`DefaultingMap`: every domain is found, `in` sees only those present); when it served a
+default the program could not see, its value is the answer.
+
+Values the engine carries differently (a version attribute is a tagged list, a quantity its
+string) answer as cel-go's objects behind `dyn`: `eval.runtime_library_values`. Where the walk
+and the program disagree on whether the evaluation fails, the walk decides, as for extractors.
 
 Costs: `selector_cost` estimates as DRA's compiler does (`library.CostEstimator` pricing with a
 size estimator that knows the declared maxima of §3.1); `evaluate_selector` tracks cel-go's
@@ -72,7 +77,7 @@ from dra_affinity.policies.cel.check.env import (
 from dra_affinity.policies.cel.check.validators import format_go_type
 from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
 from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage, render_errors
-from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque
+from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque, OptionalValue
 from dra_affinity.policies.cel.common.types import (
     ANY,
     BOOL,
@@ -104,6 +109,7 @@ from dra_affinity.policies.cel.eval.runtime import (
     translate_error,
 )
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, track_cost
+from dra_affinity.policies.cel.eval.runtime_library_values import DefaultingMap
 from dra_affinity.policies.cel.k8s_library import quantity
 from dra_affinity.policies.cel.k8s_library._resource import QuantityError, parse_quantity
 from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER
@@ -482,6 +488,36 @@ def _retyped(checked: CheckedAst, decls: Mapping[int, _Decl]) -> CheckedAst:
                                references=MappingProxyType(references))
 
 
+def _narrowed(checked: CheckedAst, typed: CheckedAst) -> CheckedAst:
+    """`checked` with each call's candidate overloads narrowed to those the typed check chose.
+
+    The engine saw `device`'s fields as `dyn` and kept every overload a `dyn` argument could
+    take (`string(device.driver)`: `bytes_to_string` too, priced by the length of the bytes);
+    cel-go, knowing the field's type, keeps the one that applies, and the estimate is the union
+    over the candidates. The typed text has the same positions, so calls are matched by
+    function and source offset.
+    """
+    chosen: dict[tuple[str, int], tuple[str, ...]] = {}
+    for node in typed.walk():
+        offset = typed.offset(node.id) if node.kind is NodeKind.CALL else None
+        if offset is not None:
+            chosen[(node.function, offset)] = typed.overload_ids(node.id)
+    references = dict(checked.references)
+    changed = False
+    for node in checked.walk():
+        if node.kind is not NodeKind.CALL:
+            continue
+        offset = checked.offset(node.id)
+        candidates = checked.overload_ids(node.id)
+        narrower = chosen.get((node.function, offset)) if offset is not None else None
+        if narrower and len(narrower) < len(candidates) and set(narrower) <= set(candidates):
+            references[node.id] = Reference(node.function, narrower)
+            changed = True
+    if not changed:
+        return checked
+    return dataclasses.replace(checked, references=MappingProxyType(references))
+
+
 # --- downstream types: `device.<field>` checked as a typed variable -----------------------------
 
 _TYPED_PREFIX = "device_"
@@ -624,6 +660,8 @@ def _compile_cached(expression: str, key: EnvKey) -> CompiledSelector:
         errors = tuple(sorted(problems, key=lambda e: (e.line, e.column)))
         return failed(errors, engine.output_type, engine.checked)
     checked = _retyped(engine.checked, analysis.decls)
+    if typed is not None and typed.checked is not None:
+        checked = _narrowed(checked, typed.checked)
     output = checked.output_type()
     if typed is not None and typed.checked is not None and not (
             schema.attribute.cel_type == ANY and typed.checked.output_type() == DYN):
@@ -748,7 +786,7 @@ class DeviceValue:
         capacity = _with_defaults(self.capacity, capacity_plan, self.driver)
         interp: dict[str, object] = {
             _DRIVER: self.driver, _MULTI: self.allow_multiple_allocations,
-            _ATTRIBUTES: attributes, _CAPACITY: capacity,
+            _ATTRIBUTES: DefaultingMap(attributes), _CAPACITY: DefaultingMap(capacity),
         }
         return {_DEVICE_VAR: interp}, {_DEVICE_VAR: to_plain(interp)}
 
@@ -863,9 +901,6 @@ class SelectorResult:
     cost: int
 
 
-_ENGINE_ITERATION_LIMIT = "Iteration budget exceeded"
-
-
 def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
                       cost_limit: int = SELECTOR_MAX_COST) -> SelectorResult:
     """Evaluate a compiled selector on `device` as the allocator does.
@@ -884,23 +919,29 @@ def evaluate_selector(selector: CompiledSelector, device: DeviceValue, *,
     if outcome.status != "ok":
         return SelectorResult(False, f"the dry run could not evaluate the selector: "
                                      f"{outcome.message}", outcome.cost)
-    if outcome.program_affordable:
-        value, type_name, error = _run(selector.program, plain, outcome.value)
+    device_maps = interp[_DEVICE_VAR]
+    assert isinstance(device_maps, dict)
+    if not outcome.run_program or any(
+            isinstance(m, DefaultingMap) and m.defaulted
+            for m in (device_maps[_ATTRIBUTES], device_maps[_CAPACITY])):
+        # The walk's value: the program cannot carry it faithfully, would pass the
+        # evaluation's ceilings redoing it, or lacks the domains the walk read as empty maps.
+        value, type_name, error = _walk_answer(outcome.value)
     else:
-        # the walk computed the value through the engine; redoing it would pass the CPU ceiling
-        value, type_name, error = _walk_outcome(outcome.value)
+        value, type_name, error = _run(selector.program, plain, outcome.value)
     if error is not None:
         return SelectorResult(False, error, outcome.cost)
     if value is True or value is False:
         return SelectorResult(value, None, outcome.cost)
+    walked = outcome.value
+    if isinstance(walked, OptionalValue):
+        # an optional converts as the value it holds
+        if not walked.has_value:
+            return SelectorResult(False, f"CEL result of type {type_name} could not be converted "
+                                         "to bool: optional.none() dereference", outcome.cost)
+        return SelectorResult(False, _not_bool(type_name, interp_type_name(walked.value)),
+                              outcome.cost)
     return SelectorResult(False, _not_bool(type_name), outcome.cost)
-
-
-def _walk_outcome(interp_value: object) -> tuple[object, str, str | None]:
-    """(value, cel-go type name, error text) of the cost walk's own value."""
-    if isinstance(interp_value, ErrorValue):
-        return None, "", translate_error(interp_value.message, interp_value).message
-    return to_plain(interp_value), interp_type_name(interp_value), None
 
 
 def _run(program: Any, data: Mapping[str, object], interp_value: object
@@ -909,15 +950,20 @@ def _run(program: Any, data: Mapping[str, object], interp_value: object
     try:
         result = program.eval(data=dict(data))
     except RuntimeError as exc:
+        if not isinstance(interp_value, ErrorValue):
+            return _walk_answer(interp_value)
         return None, "", translate_error(str(exc), interp_value).message
     name = result.type().name()
+    if isinstance(interp_value, ErrorValue) != (name == "ERROR"):
+        # Where the program and the walk disagree on whether the evaluation fails, the walk
+        # decides, as for extractors (`eval.runtime`): it follows cel-go's interpreter where
+        # cel-cpp's attribute resolution and iteration limit depart from it.
+        return _walk_answer(interp_value)
     if name == "ERROR":
         try:
             message = str(result.value())
         except TypeError:
             message = ""
-        if _ENGINE_ITERATION_LIMIT in message and not isinstance(interp_value, ErrorValue):
-            return to_plain(interp_value), interp_type_name(interp_value), None
         return None, "", translate_error(message, interp_value).message
     if name == "BOOL":
         return bool(result.value()), "bool", None
@@ -926,9 +972,35 @@ def _run(program: Any, data: Mapping[str, object], interp_value: object
     return None, cel_type_name(name), None
 
 
-def _not_bool(type_name: str) -> str:
-    """`DeviceMatches`' error for a non-bool result (cel-go's `ConvertToNative(bool)` text for
-    strings; the conversion error of other types is phrased generically)."""
-    reason = ("unsupported native conversion from string to 'bool'" if type_name == "string"
-              else f"type conversion error from '{type_name}' to 'bool'")
+def _walk_answer(interp_value: object) -> tuple[object, str, str | None]:
+    """(value, cel-go type name, error text) of the cost walk's own result."""
+    if isinstance(interp_value, ErrorValue):
+        return None, "", translate_error(interp_value.message, interp_value).message
+    return to_plain(interp_value), interp_type_name(interp_value), None
+
+
+_CONVERSION_TO_BOOL = {
+    "string": "unsupported native conversion from string to 'bool'",
+    "int": "unsupported type conversion from 'int' to bool",
+    "uint": "unsupported type conversion from 'uint' to bool",
+    "double": "type conversion error from Double to 'bool'",
+    "bytes": "type conversion error from Bytes to 'bool'",
+    "list": "type conversion error from list to 'bool'",
+    "map": "type conversion error from map to 'bool'",
+    "null_type": "type conversion error from 'null_type' to 'bool'",
+    "type": "type conversion not supported for 'type'",
+    "google.protobuf.Timestamp": "type conversion error from 'Timestamp' to 'bool'",
+    "google.protobuf.Duration": "type conversion error from 'Duration' to 'bool'",
+    QUANTITY_TYPE_NAME: "type conversion error from 'Quantity' to 'bool'",
+    SEMVER_TYPE_NAME: "type conversion error from 'Semver' to 'bool'",
+}
+"""cel-go's `ConvertToNative(bool)` error of each value type (the words differ by type)."""
+
+
+def _not_bool(type_name: str, converted: str | None = None) -> str:
+    """`DeviceMatches`' error for a non-bool result of `type_name` (`converted`: the type of
+    the value actually converted, when it is not the result itself)."""
+    converted = converted or type_name
+    reason = _CONVERSION_TO_BOOL.get(converted,
+                                     f"type conversion error from '{converted}' to 'bool'")
     return f"CEL result of type {type_name} could not be converted to bool: {reason}"

@@ -48,6 +48,7 @@ from dra_affinity.policies.cel.check.validators import (
     program_regex_errors,
     validate_double_literals,
     validate_duration_literals,
+    validate_duration_overloads,
     validate_format_calls,
     validate_homogeneous_literals,
     validate_regex_literals,
@@ -602,6 +603,8 @@ def _validate(env: CelEnvironment, checked: CheckedAst) -> list[CompileProblem]:
         if errors:
             return errors  # a parse error in cel-go: nothing else is reported
     errors = validate_type_parameters(checked)
+    if "duration" in checked.expression:
+        errors += validate_duration_overloads(checked)
     if "dyn" in checked.expression:
         errors += validate_type_identifiers(checked)
     if env.has(Feature.HOMOGENEOUS_LITERALS):

@@ -1,20 +1,20 @@
 """Replay a workload against the lock model: arrivals, departures, retries, fragmentation over time.
 
-The scheduler's behaviour is `scheduler.simulation`'s, run over time: the same reconstruction
-(`simulation.new_run`), the same Filter (`locks.check_device`), the same choice policies
-(`locks.rank`, alpha first-fit or beta preference) and the same Reserve and release
-(`locks.allocate`, `locks.release`). What this module adds is the clock and the bookkeeping that
-makes 100,000 arrivals affordable:
+The scheduler is `simulate`'s, run over time on its public pieces: the same reconstruction
+(`simulation.new_run`), and each claim copy placed by `claim_steps.ClaimSteps` — the
+structured allocator's search with the KEP's Filter as its device check (per-device selectors,
+constraints, allocation modes, bound capacity), alpha first-fit or beta preference, Reserve
+committed for every request or none — and released through `device_states.DeviceStates`.
+What this module adds is the clock:
 
 * a claim that cannot be placed waits; when a departure frees a device, the waiting claims that
-  could use that device (its pool, its lock or clean) are retried in arrival order, as the
-  scheduler's queue retries unschedulable pods on the event that may make them schedulable;
-  an arrival identical to a waiting one (same template and values) queues behind it, because
-  nothing it could use has changed since that one failed;
-* Filter results are kept per (template, request, verdicts over the candidate pools) and brought
-  up to date from a log of device changes: only changed pools are filtered again, only their
-  changed devices are checked, and pools without a viable device are skipped;
-* extraction runs once per (variant, request, pool) (`workload.Variant`), never per copy.
+  could use that device (a pool holding a device their selectors match; its lock, or any when
+  it became clean) are retried in arrival order, as the scheduler's queue retries
+  unschedulable pods on the event that may make them schedulable; an arrival identical to a
+  waiting one (same template and values) queues behind it, because nothing it could use has
+  changed since that one failed;
+* extraction runs once per (variant, request, extractor set) (`workload.Variant`, the
+  extraction memo), never per copy.
 
 The run ends at the last arrival; claims still waiting then are reported as pending.
 Counters follow `simulate`: `sharing_affinity_lock_conflict_total` counts the devices Filter
@@ -26,9 +26,7 @@ once per variant.
 
 from __future__ import annotations
 
-import bisect
 import heapq
-import itertools
 import time as wallclock
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -46,24 +44,24 @@ from dra_affinity.policies.model.resources import (
     ResourceSlice,
 )
 from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import SelectorError, missing_class, pool_is_candidate
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, demand, fits
+from dra_affinity.policies.scheduler.allocator import Entry
+from dra_affinity.policies.scheduler.candidates import DeviceMatch
+from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, fits
 from dra_affinity.policies.scheduler.capacity import total as _sums
-from dra_affinity.policies.scheduler.extraction import ExtractionResult
+from dra_affinity.policies.scheduler.claim_steps import Action, ClaimSteps, Detail, Step
+from dra_affinity.policies.scheduler.device_states import DeviceReport
 from dra_affinity.policies.scheduler.locks import (
     DeviceRef,
     DeviceState,
-    Holder,
     LockMetrics,
     LockStatus,
     Mode,
-    Option,
     PoolFilterVerdict,
     Reason,
     Rejection,
 )
 from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import DeviceReport, _Run, new_run
+from dra_affinity.policies.scheduler.simulation import new_run
 from dra_affinity.policies.scheduler.workload import (
     Arrival,
     Variant,
@@ -183,57 +181,6 @@ class ReplayReport:
 # -- the replay -------------------------------------------------------------------------------
 
 
-_UNTRACKED = "untracked"
-_UNKNOWN = "unknown"
-Bucket = tuple[str, LockKey]
-"""Where a device with room for a request sits: (`clean`|`locked`|`untracked`|`unknown`, lock)."""
-
-
-@dataclass(slots=True)
-class _PoolRoom:
-    """One pool's devices with room for one (template, request), by state and lock value."""
-
-    buckets: dict[Bucket, list[int]] = field(default_factory=dict)
-    """Sorted positions per bucket."""
-    locked: int = 0
-    """Devices locked (to any value) with room: those a mismatching request counts as conflicts."""
-
-
-@dataclass(slots=True)
-class _Room:
-    """Filter's capacity stage for one (template, request) over its candidate pools, kept current.
-
-    Built once, then moved device by device as states change (`_Replay._set`), so the cost of a
-    placement does not grow with the devices that are full or locked to other values: a request
-    with affinity A looks only at the `clean` and (`locked`, A) positions of each pool.
-    """
-
-    template: int
-    request: DeviceRequest
-    pools: list[Pool]
-    slot: dict[PoolRef, int]
-    rooms: list[_PoolRoom]
-    member: dict[DeviceRef, Bucket | None] = field(default_factory=dict)
-    everywhere: dict[Bucket, list[int]] = field(default_factory=dict)
-    """The same buckets over every candidate pool (positions are cluster-wide and pool-ordered)."""
-    locked: list[int] = field(default_factory=list)
-    """Positions of every locked device with room, whatever its value."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """What one (variant, request) needs at every attempt: its pools and their verdicts."""
-
-    pools: list[Pool]
-    verdicts: list[tuple[Pool, PoolFilterVerdict]]
-    by_pool: dict[PoolRef, PoolFilterVerdict]
-    evaluations: int
-    """Extractor evaluations the scheduler runs for one copy (over the candidate pools)."""
-    uniform: tuple[bool, LockKey] | None
-    """(tracked, affinity) when every candidate pool gives the same verdict without rejection."""
-    abort: Rejection | None
-
-
 @dataclass(slots=True)
 class _Waiting:
     variant: int
@@ -246,331 +193,48 @@ _CLEAN = "clean"
 
 
 class _Replay:
-    def __init__(self, run: _Run, variants_: Sequence[Variant], mode: Mode) -> None:
+    """The waiting claims and the copies placed, over one run's `ClaimSteps`."""
+
+    def __init__(self, run: ClaimSteps, variants_: Sequence[Variant]) -> None:
         self.run = run
-        self.mode = mode
         self.variants = variants_
-        self.states: dict[DeviceRef, DeviceState] = run.states
-        self.pool_list: list[Pool] = [p for ref, p in run.pools.items() if run.pool_ok(ref)]
-        self.pool_devices: dict[PoolRef, list[tuple[Device, DeviceRef, int]]] = {}
-        offset = 0
-        for pool in self.pool_list:
-            rows = []
-            for device, _ in pool.devices:
-                rows.append((device, DeviceRef(pool.ref.driver, pool.ref.name, device.name), offset))
-                offset += 1
-            self.pool_devices[pool.ref] = rows
-        self.rooms: dict[tuple[int, str], _Room] = {}
-        self.watchers: dict[PoolRef, list[_Room]] = {}
-        """The rooms to move a device in when its state changes."""
-        self.unknown: dict[PoolRef, int] = {p.ref: 0 for p in self.pool_list}
-        """Unreconstructable devices per pool (beta places on such pools last)."""
-        self.positions: dict[DeviceRef, tuple[Device, int, PoolRef]] = {}
-        self.by_position: list[DeviceRef] = [ref for rows in self.pool_devices.values() for _, ref, _ in rows]
-        self.plans: dict[tuple[int, str], _Plan | Rejection] = {}
-        for rows in self.pool_devices.values():
-            for device, ref, position in rows:
-                self.positions[ref] = (device, position, ref.pool_ref)
-                self.unknown[ref.pool_ref] += self.states[ref].status is LockStatus.UNRECONSTRUCTABLE
-        self.unknown_total = sum(self.unknown.values())
-        self.candidates: dict[tuple[int, str], list[Pool] | Rejection] = {}
-        self.demands: dict[tuple[int, str, DeviceRef], Mapping[str, Fraction] | CapacityProblem] = {}
-        self.verdicts: dict[tuple[int, str, PoolRef], PoolFilterVerdict] = {}
-        self.held: dict[int, list[DeviceRef]] = {}
+        self.states: dict[DeviceRef, DeviceState] = run.states.states
         self.waiting: dict[int, _Waiting] = {}
         self.wait_index: dict[tuple[PoolRef, object], set[int]] = {}
-        self.attempted: set[int] = set()
-        """Copies that failed once: a retry does not extract again (the scheduler's cache)."""
-        self.conflicts = 0
-        self.no_keys = 0
-        self.reuse = 0
-        self.evaluations_total = 0
         self.last_failure: dict[int, Rejection] = {}
+        self.entry_of = {e.ref: e for e in run.visiting_order()}
 
-    # -- per (template, request): candidate pools, demand; per (variant, request, pool): verdict --
+    # -- what a variant's request can use -------------------------------------------------------
 
-    def candidate_pools(self, template: int, request: DeviceRequest) -> list[Pool] | Rejection:
-        key = (template, request.name)
-        found = self.candidates.get(key)
-        missing = missing_class(request, self.run.classes) if found is None else None
-        if missing is not None:  # a class that does not exist selects no device: the claim stays pending
-            found = Rejection(Reason.NO_CANDIDATES, missing)
-            self.candidates[key] = found
-        if found is None:
-            try:
-                found = [p for p in self.pool_list
-                         if not self.run.classes
-                         or (self.run.candidate or pool_is_candidate)(request, self.run.classes, p)]
-            except SelectorError as exc:
-                found = Rejection(Reason.CEL_EVALUATION_FAILURE, exc.failure.message(None))
-            self.candidates[key] = found
-        return found
+    def candidate_entries(self, request: DeviceRequest) -> list[Entry]:
+        """The devices the request's class and selectors match (a failing selector matches none)."""
+        if request.device_class_name not in self.run.classes and self.run.classes:
+            return []
+        return [e for e in self.entry_of.values() if _matched(self.run.device_match(request, e))]
+
+    def candidate_pools(self, request: DeviceRequest) -> list[Pool]:
+        if request.device_class_name not in self.run.classes and self.run.classes:
+            return []
+        return self.run.matching_pools(request)
 
     def verdict(self, variant: Variant, request: str, pool: Pool) -> PoolFilterVerdict:
-        key = (variant.index, request, pool.ref)
-        found = self.verdicts.get(key)
-        if found is None:
-            early = locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
-                                        incomplete_reason=pool.incomplete_reason,
-                                        feature_gate=self.run.feature_gate)
-            found = early or locks.pool_verdict(self.extraction(variant, request, pool))
-            self.verdicts[key] = found
-        return found
+        """The pool's verdict for the variant's request, as a question about the workload (not
+        a Filter run of a copy: not counted)."""
+        return self.run.verdict(variant.claim, request, pool, counted=False)
 
-    def extraction(self, variant: Variant, request: str, pool: Pool) -> ExtractionResult:
-        """Through the run's memo (by extractors and config contents): once per variant, request
-        and extractor set, however many copies arrive and pools publish the same extractors."""
-        return self.run.extraction(variant.claim, request, pool.ref)
-
-    def demand(self, template: int, request: DeviceRequest, device: Device, ref: DeviceRef
-               ) -> Mapping[str, Fraction] | CapacityProblem:
-        key = (template, request.name, ref)
-        found = self.demands.get(key)
-        if found is None:
-            found = demand(device, request, self.run.fractional_range)
-            self.demands[key] = found
-        return found
-
-    # -- Filter: the capacity stage kept per (template, request), the lock stage per request --
-
-    def room(self, template: int, request: DeviceRequest, pools: list[Pool]) -> _Room:
-        key = (template, request.name)
-        found = self.rooms.get(key)
-        if found is None:
-            found = _Room(template, request, pools, {p.ref: i for i, p in enumerate(pools)},
-                          [_PoolRoom() for _ in pools])
-            for pool in pools:
-                self.watchers.setdefault(pool.ref, []).append(found)
-                for device, ref, position in self.pool_devices[pool.ref]:
-                    self._move(found, device, ref, position, pool.ref)
-            self.rooms[key] = found
-        return found
-
-    def _move(self, room: _Room, device: Device, ref: DeviceRef, position: int, pool_ref: PoolRef) -> None:
-        """Put `ref` in the bucket its current state gives it for `room`'s request."""
-        state = self.states[ref]
-        where: Bucket | None
-        if locks.room_for(device, ref, state, self.demand(room.template, room.request, device, ref)):
-            where = None
-        elif state.status is LockStatus.LOCKED:
-            where = (LockStatus.LOCKED.value, lock_key(state.lock))
-        elif state.status is LockStatus.CLEAN:
-            where = (_CLEAN, ())
-        elif state.status is LockStatus.UNTRACKED:
-            where = (_UNTRACKED, ())
-        else:
-            where = (_UNKNOWN, ())
-        before = room.member.get(ref)
-        if before == where:
-            return
-        pool_room = room.rooms[room.slot[pool_ref]]
-        if before is not None:
-            pool_room.buckets[before].remove(position)
-            _discard(room.everywhere[before], position)
-            if before[0] == LockStatus.LOCKED.value:
-                pool_room.locked -= 1
-                _discard(room.locked, position)
-        if where is not None:
-            bisect.insort(pool_room.buckets.setdefault(where, []), position)
-            bisect.insort(room.everywhere.setdefault(where, []), position)
-            if where[0] == LockStatus.LOCKED.value:
-                pool_room.locked += 1
-                bisect.insort(room.locked, position)
-        room.member[ref] = where
-
-    def _viable(self, pool_room: _PoolRoom, verdict: PoolFilterVerdict) -> list[list[int]]:
-        """The position lists of the devices Filter passes for a request with this verdict."""
-        if verdict.rejection is not None:
-            return []
-        if not verdict.tracked:
-            return [p for p in pool_room.buckets.values() if p]
-        out = [p for p in (pool_room.buckets.get((_CLEAN, ())),
-                           pool_room.buckets.get((LockStatus.LOCKED.value, lock_key(verdict.affinity))))
-               if p]
-        return out
-
-    def _count_rejections(self, pool_room: _PoolRoom, verdict: PoolFilterVerdict, before: int | None) -> None:
-        """Add the devices whose first reason is a lock mismatch or no keys (positions < `before`)."""
-        if verdict.rejection is not None and verdict.rejection.reason is Reason.NO_KEYS_EXTRACTED:
-            lists = [p for (kind, _), p in pool_room.buckets.items() if kind != _UNKNOWN]
-            self.no_keys += _count(lists, before)
-        elif verdict.tracked and verdict.rejection is None:
-            mine = (LockStatus.LOCKED.value, lock_key(verdict.affinity))
-            if before is None:
-                self.conflicts += pool_room.locked - len(pool_room.buckets.get(mine, ()))
-            else:
-                lists = [p for b, p in pool_room.buckets.items()
-                         if b[0] == LockStatus.LOCKED.value and b != mine]
-                self.conflicts += _count(lists, before)
-
-    def _failure(self, pools: Sequence[tuple[Pool, PoolFilterVerdict]], template: int,
-                 request: DeviceRequest) -> Rejection:
-        """The reason the scheduler reports: the first reason of the first device looked at."""
-        for pool, verdict in pools:
-            for device, ref, _ in self.pool_devices[pool.ref]:
-                wanted = self.demand(template, request, device, ref)
-                rejections = locks.check_device(device, ref, self.states[ref], verdict, wanted)
-                if rejections:
-                    return rejections[0]
-        return Rejection(Reason.NO_CANDIDATES, f"request {request.name!r}: no device in the input can "
-                                               "serve it")
-
-    def plan(self, variant: Variant, request: DeviceRequest) -> _Plan | Rejection:
-        key = (variant.index, request.name)
-        found = self.plans.get(key)
-        if found is None:
-            pools = self.candidate_pools(variant.template, request)
-            if isinstance(pools, Rejection):
-                found = pools
-            else:
-                verdicts = [(pool, self.verdict(variant, request.name, pool)) for pool in pools]
-                evaluations = sum(len(v.extraction.evaluations) for _, v in verdicts
-                                  if v.extraction is not None)
-                kinds = {(v.tracked, lock_key(v.affinity)) if v.rejection is None else None
-                         for _, v in verdicts}
-                uniform = next(iter(kinds)) if len(kinds) == 1 else None
-                abort = next((v.rejection for _, v in verdicts if v.aborts), None)
-                found = _Plan(pools, verdicts, {p.ref: v for p, v in verdicts}, evaluations, uniform, abort)
-            self.plans[key] = found
-        return found
-
-    def place_request(self, variant: Variant, request: DeviceRequest, claim: str,
-                      changed: list[tuple[DeviceRef, DeviceState]], first_attempt: bool) -> Rejection | None:
-        """Filter, choose and reserve one (sub-)request; changes are recorded in `changed`."""
-        plan = self.plan(variant, request)
-        if isinstance(plan, Rejection):
-            return plan
-        if first_attempt:  # the scheduler extracts once per claim copy, request and pool
-            self.evaluations_total += plan.evaluations
-        if plan.abort is not None:
-            return plan.abort
-        every = request.allocation_mode == "All"
-        wanted = 1 if every else max(request.count or 1, 1)
-        room = self.room(variant.template, request, plan.pools)
-        if plan.uniform is not None and not every and not (self.mode is Mode.BETA and self.unknown_total):
-            heads: list[Option] | None = self._uniform_heads(room, plan.uniform, wanted)
-        else:
-            heads = self._pool_heads(room, plan, wanted, every)
-        if heads is None:
-            return self._failure(plan.verdicts, variant.template, request)
-        chosen = locks.rank(self.mode, heads)[:len(heads) if every else wanted]
-        if len(chosen) < wanted:
-            return self._failure(plan.verdicts, variant.template, request)
-        for option in chosen:
-            device = self.run.devices[option.ref]
-            wanted_amounts = self.demand(variant.template, request, device, option.ref)
-            consumed = wanted_amounts if isinstance(wanted_amounts, Mapping) else {}
-            before = self.states[option.ref]
-            after = locks.allocate(before, Holder(claim, request.name, consumed),
-                                   plan.by_pool[option.ref.pool_ref].affinity, str(option.ref))
-            if isinstance(after, Rejection):  # Reserve re-check: cannot fail when run in order
-                return after
-            self._set(option.ref, after, changed, before)
-            if before.status is LockStatus.LOCKED:
-                self.reuse += 1
-        return None
-
-    def _option(self, position: int) -> Option:
-        ref = self.by_position[position]
-        unknown = self.unknown_total > 0 and self.unknown[self.positions[ref][2]] > 0
-        return Option(ref, self.states[ref], position, unknown)
-
-    def _uniform_heads(self, room: _Room, uniform: tuple[bool, LockKey], wanted: int) -> list[Option]:
-        """Every candidate pool gives the request the same verdict: look at the cluster-wide buckets."""
-        tracked, affinity = uniform
-        if not tracked:
-            lists = [p for p in room.everywhere.values() if p]
-            positions = sorted(itertools.chain.from_iterable(p[:wanted] for p in lists))[:wanted]
-            return [self._option(p) for p in positions]
-        clean = room.everywhere.get((_CLEAN, ()), [])
-        mine = room.everywhere.get((LockStatus.LOCKED.value, affinity), [])
-        if self.mode is Mode.ALPHA:
-            positions = sorted([*clean[:wanted], *mine[:wanted]])[:wanted]
-            if len(positions) < wanted:
-                self.conflicts += len(room.locked) - len(mine)
-            else:
-                last = positions[-1]
-                self.conflicts += bisect.bisect_right(room.locked, last) - bisect.bisect_right(mine, last)
-        else:
-            positions = [*mine[:wanted], *clean[:wanted]]
-            self.conflicts += len(room.locked) - len(mine)
-        return [self._option(p) for p in positions]
-
-    def _pool_heads(self, room: _Room, plan: _Plan, wanted: int, every: bool) -> list[Option] | None:
-        """Pool by pool (verdicts differ between pools, allocationMode All, or unknown devices)."""
-        heads: list[Option] = []
-        total = 0
-        alpha = self.mode is Mode.ALPHA and not every
-        for i, (pool, verdict) in enumerate(plan.verdicts):
-            pool_room = room.rooms[i]
-            total += len(self.pool_devices[pool.ref])
-            lists = self._viable(pool_room, verdict)
-            if not lists:
-                self._count_rejections(pool_room, verdict, None)
-                continue
-            if every:
-                positions = list(itertools.chain.from_iterable(lists))
-            elif alpha:  # first-fit: the lowest positions, whichever bucket they are in
-                positions = sorted(itertools.chain.from_iterable(p[:wanted] for p in lists))
-                positions = positions[:wanted - len(heads)]
-            else:  # the first of each bucket: `locks.rank` decides between them
-                positions = list(itertools.chain.from_iterable(p[:wanted] for p in lists))
-            heads.extend(self._option(p) for p in positions)
-            if alpha and len(heads) >= wanted:
-                self._count_rejections(pool_room, verdict, heads[-1].position)
-                break
-            self._count_rejections(pool_room, verdict, None)
-        if every and len(heads) < total:
-            return None
-        return heads
-
-    def _set(self, ref: DeviceRef, state: DeviceState, changed: list[tuple[DeviceRef, DeviceState]],
-             before: DeviceState) -> None:
-        changed.append((ref, before))
-        self.change(ref, state)
-
-    def change(self, ref: DeviceRef, state: DeviceState) -> None:
-        """The one place a device's state changes: the rooms watching its pool follow."""
-        old = self.states[ref]
-        self.states[ref] = state
-        device, position, pool_ref = self.positions[ref]
-        if state.status is not old.status:
-            unknown = LockStatus.UNRECONSTRUCTABLE
-            moved = (state.status is unknown) - (old.status is unknown)
-            self.unknown[pool_ref] += moved
-            self.unknown_total += moved
-        for room in self.watchers.get(pool_ref, ()):
-            self._move(room, device, ref, position, pool_ref)
+    # -- one copy -------------------------------------------------------------------------------
 
     def try_place(self, arrival: Arrival) -> Rejection | None:
-        """Place every request of one copy, or nothing (the devices it had taken are given back)."""
+        """Place every request of one copy through the allocator, or nothing."""
         variant = self.variants[arrival.variant]
-        claim = _copy_name(variant, arrival)
-        first_attempt = arrival.index not in self.attempted
-        reuse = self.reuse
-        changed: list[tuple[DeviceRef, DeviceState]] = []
-        for request in variant.claim.requests:
-            alternatives = request.first_available or ((request.exactly,) if request.exactly else ())
-            failure: Rejection | None = None
-            for sub in alternatives:
-                failure = self.place_request(variant, sub, claim, changed, first_attempt)
-                if failure is None or failure.reason is Reason.CEL_EVALUATION_FAILURE:
-                    break
-            if failure is not None:
-                for ref, before in reversed(changed):
-                    self.change(ref, before)
-                self.reuse = reuse
-                self.attempted.add(arrival.index)
-                return failure
-        self.held[arrival.index] = sorted({ref for ref, _ in changed})
-        return None
+        result = self.run.place(Step(Action.ALLOCATE, _copy_name(variant, arrival)), variant.claim)
+        if result.placed:
+            return None
+        assert result.failure is not None
+        return result.failure
 
     def release(self, arrival: Arrival) -> list[DeviceRef]:
-        claim = _copy_name(self.variants[arrival.variant], arrival)
-        freed = self.held.pop(arrival.index, [])
-        for ref in freed:
-            self.change(ref, locks.release(self.states[ref], claim))
-        return freed
+        return self.run.states.release(_copy_name(self.variants[arrival.variant], arrival))
 
     # -- waiting claims ---------------------------------------------------------------------
 
@@ -588,10 +252,7 @@ class _Replay:
         keys: set[tuple[PoolRef, object]] = set()
         for request in variant.claim.requests:
             for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-                pools = self.candidate_pools(variant.template, sub)
-                if isinstance(pools, Rejection):
-                    continue
-                for pool in pools:
+                for pool in self.candidate_pools(sub):
                     verdict = self.verdict(variant, sub.name, pool)
                     if verdict.rejection is not None:
                         continue
@@ -626,14 +287,9 @@ class _Replay:
         return sorted(found, key=lambda v: self.waiting[v].queue[0])
 
 
-def _discard(positions: list[int], position: int) -> None:
-    del positions[bisect.bisect_left(positions, position)]
 
-
-def _count(lists: Sequence[Sequence[int]], before: int | None) -> int:
-    if before is None:
-        return sum(len(p) for p in lists)
-    return sum(bisect.bisect_left(p, before) for p in lists)
+def _matched(match: DeviceMatch | bool) -> bool:
+    return match if isinstance(match, bool) else match.matched
 
 
 def _copy_name(variant: Variant, arrival: Arrival) -> str:
@@ -695,10 +351,7 @@ def _waiting_demands(replay: _Replay) -> _Wanted:
         variant = replay.variants[v]
         for request in variant.claim.requests:
             for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-                pools = replay.candidate_pools(variant.template, sub)
-                if isinstance(pools, Rejection):
-                    continue
-                for pool in pools:
+                for pool in replay.candidate_pools(sub):
                     verdict = replay.verdict(variant, sub.name, pool)
                     if not verdict.tracked or verdict.rejection is not None:
                         continue
@@ -714,11 +367,14 @@ def _stranded(replay: _Replay, ref: DeviceRef, state: DeviceState, waiting: _Wan
     rows = waiting.get(ref.pool_ref)
     if not rows:
         return False
-    device = replay.run.devices[ref]
+    entry = replay.entry_of[ref]
+    device = entry.device
     held = lock_key(state.lock)
     blocked = False
-    for template, request, needed in rows:
-        amounts = replay.demand(template, request, device, ref)
+    for _, request, needed in rows:
+        if not _matched(replay.run.device_match(request, entry)):
+            continue
+        amounts = replay.run.demand(device, request)
         if isinstance(amounts, CapacityProblem) or fits(device, state.consumed, amounts) is not None:
             continue
         if held in needed:
@@ -745,25 +401,19 @@ def _raw_slots(replay: _Replay, variant: Variant) -> int:
     for request in variant.claim.requests:
         best = 0
         for sub in request.first_available or ((request.exactly,) if request.exactly else ()):
-            pools = replay.candidate_pools(variant.template, sub)
-            if isinstance(pools, Rejection):
-                continue
-            copies = 0
-            for pool in pools:
-                for device, ref, _ in replay.pool_devices[pool.ref]:
-                    copies += _copies(replay, variant.template, sub, device, ref)
+            copies = sum(_copies(replay, sub, e.device, e.ref) for e in replay.candidate_entries(sub))
             best = max(best, copies // max(sub.count or 1, 1))
         fewest = best if fewest is None else min(fewest, best)
     return fewest or 0
 
 
-def _copies(replay: _Replay, template: int, request: DeviceRequest, device: Device, ref: DeviceRef) -> int:
+def _copies(replay: _Replay, request: DeviceRequest, device: Device, ref: DeviceRef) -> int:
     state = replay.states[ref]
     if state.status is LockStatus.UNRECONSTRUCTABLE:
         return 0
     if not device.allow_multiple_allocations:
         return 0 if state.holders else 1
-    amounts = replay.demand(template, request, device, ref)
+    amounts = replay.run.demand(device, request)
     if isinstance(amounts, CapacityProblem):
         return 0
     most: int | None = None
@@ -820,9 +470,10 @@ def replay(
     arrival_list = arrivals(workload, index)
     limits = limits_for(kubernetes_version) if kubernetes_version else limits_for()
     run = new_run(slices, [c for c in claims if c.kind == "ResourceClaim"], mode=mode,
-                  feature_gate=feature_gate, limits=limits, pools=pools, classes=classes)
-    state = _Replay(run, variant_list, mode)
-    totals = _totals(run.devices, state.states)
+                  feature_gate=feature_gate, limits=limits, pools=pools, classes=classes,
+                  detail=Detail.COUNTS)
+    state = _Replay(run, variant_list)
+    totals = _totals(run.states.devices, state.states)
     capacity_total = _sums(totals.values())
     end = arrival_list[-1].time if arrival_list else 0.0
     step = end / samples if samples and end else 0.0
@@ -888,9 +539,10 @@ def replay(
         label = failure.reason.value if failure else Reason.NO_CANDIDATES.value
         reasons[label] = reasons.get(label, 0) + len(entry.queue)
     locked, unknown = locks.gauges(state.states)
-    metrics = LockMetrics(locked, unknown, state.evaluations_total, state.conflicts, state.no_keys,
-                          state.reuse)
-    devices = tuple(run.report(ref) for ref in run.devices)
+    counters = run.counters
+    metrics = LockMetrics(locked, unknown, counters.evaluations, counters.conflicts, counters.no_keys,
+                          counters.reuse)
+    devices = tuple(run.states.report(ref) for ref in run.states.devices)
     return ReplayReport(
         mode=mode, feature_gate=feature_gate, workload=workload.name, arrivals=len(arrival_list),
         duration=end, placed=len(placed_at), departed=departed, pending=pending,

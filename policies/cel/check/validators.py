@@ -64,6 +64,7 @@ __all__ = [
     "program_regex_errors",
     "validate_double_literals",
     "validate_duration_literals",
+    "validate_duration_overloads",
     "validate_format_calls",
     "validate_homogeneous_literals",
     "validate_regex_literals",
@@ -636,6 +637,24 @@ def validate_type_parameters(ast: CheckedAst) -> list[CompileProblem]:
         elif len(call.args) == 1 and set(ast.overload_ids(call.id)) <= _LIST_INDEX_OVERLOADS \
                 and not _assignable(receiver.elem, ast.type_of(call.args[0].id)):
             errors.append(_no_overload(ast, call))
+    return errors
+
+
+def validate_duration_overloads(ast: CheckedAst) -> list[CompileProblem]:
+    """`duration()` of an int or of null: cel-go declares the conversion on durations and
+    strings only, where cel-cpp also takes seconds as an int (`duration(0)`) and lets null
+    through as a duration; cel-go's checker finds no overload (null: `invalid duration
+    argument`)."""
+    errors: list[CompileProblem] = []
+    for call in _calls(ast, ("duration",)):
+        if call.target is not None or len(call.args) != 1:
+            continue
+        arg = ast.type_of(call.args[0].id)
+        if ast.overload_ids(call.id) == ("int64_to_duration",):
+            errors.append(_no_overload(ast, call))
+        elif arg.kind is TypeKind.NULL:
+            errors.append(_error_at(ast, call.args[0].id, "invalid duration argument",
+                                    ErrorStage.CHECK))
     return errors
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "Duration",
     "ErrorValue",
     "K8sJsonError",
+    "LiteralKey",
     "Opaque",
     "OptionalValue",
     "Timestamp",
@@ -228,6 +229,32 @@ class BoolKey:
     """A `bool` map key: Python would merge `true` with the key `1`, CEL does not."""
 
     value: bool
+
+
+class LiteralKey:
+    """A map-literal key of a kind no JSON object has: cel-go keeps any value as a key of its
+    Go map, a double, null, type, timestamp or duration by value (`1.0` apart from `1`), a
+    list, map or optional by reference: two equal lists are two keys, and so is one list of
+    `object` read twice (each read wraps the JSON value anew), so every such key is its own."""
+
+    __slots__ = ("by_ref", "value")
+
+    def __init__(self, value: object, *, by_ref: bool) -> None:
+        self.value = value
+        self.by_ref = by_ref
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LiteralKey):
+            return NotImplemented
+        if self.by_ref or other.by_ref:
+            return self is other
+        return type(self.value) is type(other.value) and bool(self.value == other.value)
+
+    def __hash__(self) -> int:
+        return id(self) if self.by_ref else hash((type(self.value), self.value))
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,8 @@ evaluation failed`. The caller decides `cel expression returned non-string` from
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     BoolKey,
     Duration,
     ErrorValue,
+    LiteralKey,
     Opaque,
     OptionalValue,
     Timestamp,
@@ -50,6 +53,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
 )
 from dra_affinity.policies.cel.common.wire import int_field, len_field
 from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
+from dra_affinity.policies.cel.eval.runtime_steps import literal_key_map_call
 from dra_affinity.policies.cel.k8s_library import python_parameter_kinds, type_values
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
 from dra_affinity.policies.core.cache import BoundedCache
@@ -159,7 +163,7 @@ def _walk_result(value: object, cost: int) -> EvalResult:
     """The cost walk's own value, when the program must not run (see `CostOutcome`)."""
     if isinstance(value, ErrorValue):
         return EvalResult(None, "", cost, translate_error(value.message, value))
-    return EvalResult(to_plain(value), interp_type_name(value), cost, None)
+    return EvalResult(to_plain(value, times=True), interp_type_name(value), cost, None)
 
 
 def _environment_of(compiled: CompiledLike, env: Any) -> Any:
@@ -197,7 +201,7 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
         if not isinstance(exc, RuntimeError):
             return _walk_value(interp_value)
         if not isinstance(interp_value, ErrorValue):
-            return to_plain(interp_value), interp_type_name(interp_value), None
+            return to_plain(interp_value, times=True), interp_type_name(interp_value), None
         return None, "", translate_error(str(exc), interp_value)
     name = result.type().name()
     if isinstance(interp_value, ErrorValue) and name != "ERROR":
@@ -207,9 +211,9 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
             message = result.value()
         except TypeError:
             # An opaque value (an optional, or an extension type) cel-expr-python cannot export.
-            return to_plain(interp_value), interp_type_name(interp_value), None
+            return _walk_value(interp_value)
         if not isinstance(interp_value, ErrorValue):
-            return to_plain(interp_value), interp_type_name(interp_value), None
+            return to_plain(interp_value, times=True), interp_type_name(interp_value), None
         return None, "", translate_error(str(message), interp_value)
     # cel-expr-python 0.1.3 cannot export an optional held in a list (RuntimeError
     # "Unimplemented type") and crashes the process on one held in a map: such values are
@@ -217,14 +221,14 @@ def _run_program(program: Any, variables: Mapping[str, object], interp_value: ob
     if name.startswith(("LIST", "MAP")) and not _exportable(result, name):
         if isinstance(interp_value, ErrorValue):
             return None, "", translate_error(interp_value.message, interp_value)
-        return to_plain(interp_value), interp_type_name(interp_value), None
+        return to_plain(interp_value, times=True), interp_type_name(interp_value), None
     try:
         plain = result.plain_value()
     except (RuntimeError, SystemError, TypeError):
         # any other value the engine cannot export: the walk's too
         if isinstance(interp_value, ErrorValue):
             return None, "", translate_error(interp_value.message, interp_value)
-        return to_plain(interp_value), interp_type_name(interp_value), None
+        return to_plain(interp_value, times=True), interp_type_name(interp_value), None
     if isinstance(plain, bytearray):
         plain = bytes(plain)
     if name == "TYPE":
@@ -246,7 +250,7 @@ def _walk_value(interp_value: object) -> tuple[object, str, EvalProblem | None]:
     """The cost walk's value as the result (it ran every call through cel-expr-python)."""
     if isinstance(interp_value, ErrorValue):
         return None, "", translate_error(interp_value.message, interp_value)
-    return to_plain(interp_value), interp_type_name(interp_value), None
+    return to_plain(interp_value, times=True), interp_type_name(interp_value), None
 
 
 def _exportable(value: Any, name: str) -> bool:
@@ -347,19 +351,37 @@ def interp_type_name(value: object) -> str:
     return "unknown"
 
 
-def to_plain(value: object) -> object:
-    """An interpreter value as cel-expr-python's `plain_value()` would present it."""
+def _plain_key(key: object, times: bool) -> object:
+    """A map key as `to_plain` presents it: a list or map key stays a `LiteralKey` (a Python
+    dict cannot hold it), anything else as its plain value."""
+    if isinstance(key, BoolKey):
+        return key.value
+    if isinstance(key, LiteralKey):
+        if key.by_ref and not isinstance(key.value, OptionalValue):
+            return key
+        key = key.value
+    return to_plain(key, times=times)
+
+
+def to_plain(value: object, *, times: bool = False) -> object:
+    """An interpreter value as cel-expr-python's `plain_value()` would present it; with
+    `times`, timestamps and durations as the `datetime` and `timedelta` it exports for a
+    result (else as their text, which is how an input value is handed to it)."""
     if isinstance(value, UInt):
         return int(value)
     if isinstance(value, list):
-        return [to_plain(v) for v in value]
+        return [to_plain(v, times=times) for v in value]
     if isinstance(value, dict):
-        return {(k.value if isinstance(k, BoolKey) else to_plain(k)): to_plain(v)
-                for k, v in value.items()}
+        return {_plain_key(k, times): to_plain(v, times=times) for k, v in value.items()}
+    if times and isinstance(value, Timestamp):
+        return datetime.datetime.fromisoformat(value.text)
+    if times and isinstance(value, Duration):
+        micros = decimal.Decimal(value.text.removesuffix("s")) * 1_000_000
+        return datetime.timedelta(microseconds=int(micros))
     if isinstance(value, Timestamp | Duration | TypeValue):
         return value.text if not isinstance(value, TypeValue) else value.name
     if isinstance(value, OptionalValue):
-        return to_plain(value.value) if value.has_value else None
+        return to_plain(value.value, times=times) if value.has_value else None
     if isinstance(value, Opaque):
         return value.token
     return value
@@ -507,6 +529,9 @@ class _PreparedCall:
         try:
             shapes = tuple(_encode(a, bindings) for a in args)
         except _Unencodable as exc:
+            answered = literal_key_map_call(site.function, args)
+            if answered is not None:
+                return answered
             return ErrorValue(f"cannot pass {exc} to {site.function}")
         result = self._bridge.run(site, shapes, bindings, False)
         if result is _OPAQUE:
@@ -571,6 +596,9 @@ def _finish(site: CallSite, result: object) -> object:
     tagged = _tagged_carrier(result)
     if tagged is not None:
         return tagged
+    if type(result) is list and any(type(v) is list for v in result):
+        # a list of library values (`versions.reverse()`): its elements are objects too
+        return [_tagged_carrier(v) or v for v in result]
     if site.result_kind == "optional":
         # An optional the call returned as a plain value is a library's carrier.
         return Opaque("optional_type", result)

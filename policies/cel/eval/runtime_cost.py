@@ -82,6 +82,10 @@ from dra_affinity.policies.cel.eval.runtime_conversions import (
     conversion_verdict,
     folds_conversion,
 )
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    guard_library_values,
+    nodes_reaching_library_values,
+)
 from dra_affinity.policies.cel.eval.runtime_steps import (
     FIELD,
     INDEX,
@@ -108,6 +112,8 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     Qual,
     RelBase,
     Run,
+    TrackerPanic,
+    UnsafeConst,
     Var,
     VarBase,
     WorkExceeded,
@@ -121,6 +127,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     native_includes,
     native_index_of,
     native_map_insert,
+    native_map_membership,
     native_size,
     optional_guard,
     scalar_equality,
@@ -128,6 +135,7 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
 )
 from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
 from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
+from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, MAX_INCLUDES_VALUES
 from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 from dra_affinity.policies.core.cache import BoundedCache
 
@@ -151,6 +159,15 @@ _PLAN_CACHE_SIZE = 256
 # The Kubernetes lists library's overloads of `indexOf` / `lastIndexOf` (the strings
 # extension has its own).
 _LIST_INDEX = frozenset({"list_a_index_of_int", "list_a_last_index_of_int"})
+
+
+def _native_dra_includes(values: list[object]) -> object | None:
+    """DRA's `includes` on values Python code cannot take, as `native_includes`; a list past
+    DRA's limit is left to the library, which reports the limit."""
+    target = values[0] if values else None
+    if isinstance(target, list) and len(target) > MAX_INCLUDES_VALUES:
+        return None
+    return native_includes(values)
 
 
 def _identity(values: list[object]) -> object | None:
@@ -233,20 +250,62 @@ def _index_of_offset(last: bool) -> Native:
     return native
 
 
+def _library_equality_guard(inner: tuple[Native | None, Guard | None]) -> Native:
+    """`lib == dyn(x)`: a Kubernetes library value's `Equal` answers `no such overload` for a
+    value of another kind (`cidr(c) == dyn(1)`). A string may be another library value's
+    carrier, so only values no carrier looks like are refused; the rest as before."""
+    native = inner[0]
+
+    def guarded(values: list[object]) -> object | None:
+        other = values[1]
+        if other is None or isinstance(other, bool | int | float | bytes | dict):
+            return ErrorValue("no such overload")
+        return native(values) if native is not None else None
+    return guarded
+
+
+def _split_empty(values: list[object]) -> object | None:
+    """`''.split('')` (with any limit but 0) is `[]` in cel-go, as Go's `strings.SplitN`
+    explodes an empty string into no parts; cel-cpp answers `['']`. Other splits go to the
+    engine (None)."""
+    if values[0] == "" and values[1] == "" and (len(values) < 3 or values[2] != 0):
+        return []
+    return None
+
+
+def _substring(values: list[object]) -> object | None:
+    """`s.substring(start, end)` within bounds, in code points as cel-go counts them (cel-cpp
+    refuses `'a'.substring(0, 1)`); None (the engine words the error) otherwise."""
+    text, start, end = values
+    if isinstance(text, str) and type(start) is int and type(end) is int \
+            and 0 <= start <= end <= len(text):
+        return text[start:end]
+    return None
+
+
 _STRING_OFFSET_SEARCHES: dict[str, Native] = {
+    "string_substring_int_int": _substring,
     "string_index_of_string_int": _index_of_offset(last=False),
     "string_last_index_of_string_int": _index_of_offset(last=True),
+    "string_split_string": _split_empty,
+    "string_split_string_int": _split_empty,
 }
 
 
 _GO_ZERO_TIME = re.compile(r"^0001-01-01T00:00:00(?:\.0+)?Z$")
 
 
-def _of_non_zero_timestamp(values: list[object]) -> object | None:
+def _of_non_zero(values: list[object]) -> object | None:
     """`optional.ofNonZeroValue` of a timestamp: cel-go's zero timestamp is Go's zero time,
-    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. Other
-    values go to the engine (None), whose zero values are cel-go's."""
+    0001-01-01T00:00:00Z (`Timestamp.IsZeroValue`), where cel-cpp takes the Unix epoch. An
+    optional has no zero value in cel-go (it is no `Zeroer`), so even `optional.none()` is
+    wrapped, where cel-cpp unwraps it; a map is zero when empty. Other values go to the engine
+    (None), whose zero values are cel-go's."""
     value = values[0]
+    if isinstance(value, OptionalValue):
+        return OptionalValue(value, True)
+    if isinstance(value, dict):  # also a map whose keys the engine cannot receive
+        return OptionalValue(value, True) if value else NONE
     if not isinstance(value, Timestamp):
         return None
     return NONE if _GO_ZERO_TIME.match(value.text) else OptionalValue(value, True)
@@ -334,6 +393,8 @@ def track_cost(checked: CheckedAst, variables: Mapping[str, object], bridge: Cal
         return CostOutcome("plan_error", 0, message=str(exc))
     except CostExceeded:
         return CostOutcome("cost_exceeded", run.cost, message=COST_LIMIT_EXCEEDED)
+    except TrackerPanic as exc:
+        return CostOutcome("ok", run.cost, ErrorValue(str(exc)), program_unsafe=True)
     except WorkExceeded as exc:
         return CostOutcome("work_exceeded", run.cost, message=str(exc))
     except RecursionError:
@@ -397,6 +458,9 @@ class _Planner:
         self.bridge = bridge
         self.optimize = optimize
         self.kubernetes = kubernetes
+        # calls that may meet a Semver or Quantity answer as cel-go (runtime_library_values)
+        self.reaching_library_values = nodes_reaching_library_values(ast) if kubernetes \
+            else frozenset()
 
     def plan(self, n: Node, scope: frozenset[str]) -> PlanStep:
         kind = n.kind
@@ -501,12 +565,14 @@ class _Planner:
             return Call(site, args, self.bridge.prepare(site), _STRING_OFFSET_SEARCHES[overload],
                         self.kubernetes, overrides=True)
         if overload == "optional_ofNonZeroValue":
-            return Call(site, args, self.bridge.prepare(site), _of_non_zero_timestamp,
+            return Call(site, args, self.bridge.prepare(site), _of_non_zero,
                         self.kubernetes, self._python_guard(fn), overrides=True)
         native, guard = self._native(n, fn, overload)
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
+        if self.kubernetes and any(a.id in self.reaching_library_values for a in arg_nodes):
+            native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
                     shallow=native in _SHALLOW_NATIVES)
 
@@ -544,6 +610,8 @@ class _Planner:
             return native_index_of(fn == "lastIndexOf"), optional_guard(signatures)
         if overload == "list_includes_dyn_dyn":
             return native_includes, self._python_guard(fn)
+        if overload == DRA_INCLUDES_ID:
+            return _native_dra_includes, self._python_guard(fn)
         if fn == MAP_INSERT:
             return native_map_insert, map_insert_unfaithful
         if fn == "type" and n.target is None and len(n.args) == 1:
@@ -552,6 +620,14 @@ class _Planner:
                 # As the program's renamed `type()`: the static library type, by name.
                 value = TypeValue(arg_type.name)
                 return (lambda _values: value), None
+        if fn == "_==_" and n.target is None and len(n.args) == 2:
+            left_type = self.ast.type_of(n.args[0].id)
+            if left_type.kind is TypeKind.ABSTRACT and left_type.name in LIBRARY_TYPES \
+                    and self.ast.type_of(n.args[1].id).kind is TypeKind.DYN:
+                return _library_equality_guard(self._native_equality(n, fn)), None
+        return self._native_equality(n, fn)
+
+    def _native_equality(self, n: Node, fn: str) -> tuple[Native | None, Guard | None]:
         if fn in ("_==_", "_!=_", "@in") and n.target is None and len(n.args) == 2:
             left = library_kind(self.ast.type_of(n.args[0].id))
             right_type = self.ast.type_of(n.args[1].id)
@@ -567,6 +643,8 @@ class _Planner:
                 return library_type_equality(fn == "_==_"), None
             if fn != "@in":
                 return scalar_equality(fn == "_==_"), None
+        if fn == "@in":
+            return native_map_membership, self._python_guard(fn)
         return None, self._python_guard(fn)
 
     def _python_guard(self, fn: str) -> Guard | None:
@@ -620,9 +698,9 @@ class _Planner:
             entries.append((self.plan(e.key, scope), self.plan(e.value, scope), e.optional_entry))
         if self.optimize and all(isinstance(k, Const) and isinstance(v, Const)
                                  for k, v, _ in entries):
-            value = build_map([(k.value, v.value, o) for k, v, o in entries
-                                if isinstance(k, Const) and isinstance(v, Const)])
-            return Const(value)  # an error value too, as for lists
+            value, pruned = build_map([(k.value, v.value, o) for k, v, o in entries
+                                       if isinstance(k, Const) and isinstance(v, Const)])
+            return UnsafeConst(value) if pruned else Const(value)  # an error value too, as for lists
         return MapStep(tuple(entries))
 
     def _comprehension(self, n: Node, scope: frozenset[str]) -> PlanStep:

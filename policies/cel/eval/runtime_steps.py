@@ -24,9 +24,12 @@ from dra_affinity.policies.cel.common.ast import Node
 from dra_affinity.policies.cel.common.jsonvalue import (
     NONE,
     BoolKey,
+    Duration,
     ErrorValue,
+    LiteralKey,
     Opaque,
     OptionalValue,
+    Timestamp,
     TypeValue,
     UInt,
 )
@@ -41,6 +44,14 @@ from dra_affinity.policies.cel.eval.runtime_bounds import (
     call_seconds,
     handled_size,
     output_bound,
+)
+from dra_affinity.policies.cel.eval.runtime_library_values import (
+    DefaultingMap,
+    go_type_name,
+    in_cel_go_words,
+    iteration_refusal,
+    lister_assertion_panic,
+    set_membership,
 )
 from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
 from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
@@ -65,6 +76,11 @@ class CostExceeded(Exception):
 
 class WorkExceeded(Exception):
     """Internal: a work budget of the evaluation is exhausted (the message says which)."""
+
+
+class TrackerPanic(Exception):
+    """Internal: a cel-go cost tracker panicked on an argument; cel-go's program recovers the
+    panic into an `internal error` that ends the whole evaluation (see `Call`)."""
 
 
 class PlanError(Exception):
@@ -240,6 +256,17 @@ class Const(PlanStep):
         return self.value
 
 
+class UnsafeConst(Const):
+    """A constant the program computes otherwise (see `build_map`): evaluating it marks the
+    run `unsafe`, so the walk's value stands."""
+
+    __slots__ = ()
+
+    def eval(self, rt: Run) -> object:
+        rt.unsafe = True
+        return self.value
+
+
 class Fail(PlanStep):
     """A construct the interpreter cannot evaluate; yields an error value."""
 
@@ -339,7 +366,7 @@ class CondBase(_Base):
             return self.falsy.resolve(rt)
         if isinstance(c, ErrorValue):
             return c
-        return ErrorValue("no such overload: _?_:_")
+        return ErrorValue("no such overload")  # cel-go's words for a condition that is no bool
 
 
 class Attr(PlanStep):
@@ -408,6 +435,12 @@ def _apply_qualifiers(rt: Run, obj: object, quals: tuple[Qual, ...]) -> object:
             if isinstance(value, ErrorValue):
                 return value
             if not found:
+                if quals[-1].kind == PRESENCE:
+                    return False  # `has()` at the end of an absent optional chain
+                # cel-cpp can answer an optional holding an error here (an index out of a list's
+                # range, a key of a scalar), where cel-go's `refQualify` finds nothing: the
+                # walk's none is the value.
+                rt.unsafe = True
                 return NONE
             rt.charge(1)
         else:
@@ -424,14 +457,26 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
     A map looks the key up; a list takes the key as an index (`IndexOrError`: a field name is
     an `unsupported index type 'string' in list`); any other value has no keys, so the key is
     absent (a presence test or an optional qualifier answers false / none, a plain one fails
-    with `no such key`).
+    with `no such key`). A key that is no string, number or bool is refused first, whatever
+    the operand (`invalid qualifier type`), as cel-go builds no qualifier for it.
     """
+    if not isinstance(key, str | int | float):
+        if isinstance(key, ErrorValue):
+            return False, key
+        return False, ErrorValue(f"invalid qualifier type: {_type_text(key)}")
     if isinstance(obj, dict):
+        if isinstance(key, float) and obj:
+            # a double key of a map literal first (cel-go's `refValMapAccessor.Find`)
+            exact = obj.get(LiteralKey(key, by_ref=False), _MISSING)
+            if exact is not _MISSING:
+                return True, exact
         mkey = _map_key(key)
         if isinstance(mkey, ErrorValue):
             return False, mkey
         if mkey in obj:
             return True, obj[mkey]
+        if type(obj) is DefaultingMap:
+            return obj.default_for(mkey)
         return False, None
     if isinstance(obj, list):
         index = _list_index(key)
@@ -501,7 +546,7 @@ def _go_float(value: float) -> str:
 
 
 def _key_text(key: object) -> str:
-    if isinstance(key, BoolKey):
+    if isinstance(key, BoolKey | LiteralKey):
         key = key.value
     if key is True:
         return "true"
@@ -552,11 +597,12 @@ class Logic(PlanStep):
 
 
 def _logic_error(left: object, right: object, op: str) -> ErrorValue:
-    if isinstance(left, ErrorValue):
-        return left
-    if isinstance(right, ErrorValue):
-        return right
-    return ErrorValue(f"no such overload: {op}")
+    """cel-go's `evalAnd`/`evalOr`: the first operand that is no bool decides, an error as
+    itself, any other value as `no such overload` (whatever the other operand is)."""
+    for value in (left, right):
+        if value is not True and value is not False:
+            return value if isinstance(value, ErrorValue) else ErrorValue("no such overload")
+    return ErrorValue(f"no such overload: {op}")  # unreachable: both operands are bools
 
 
 class NotStrictlyFalse(PlanStep):
@@ -591,7 +637,8 @@ class OptionalOr(PlanStep):
             right = self.rhs.eval(rt)
             return right if isinstance(right, ErrorValue) else self.fallback.call([left, right])
         if not isinstance(left, OptionalValue):
-            return left
+            # an error passes through; any other value is no optional (`MaybeNoSuchOverload`)
+            return left if isinstance(left, ErrorValue) else ErrorValue("no such overload")
         if left.has_value:
             return left.value if self.unwrap else left
         return self.rhs.eval(rt)
@@ -618,6 +665,76 @@ interpretables of their own, and those whose name-level binding is a binary one.
 
 
 _FUNCTION_BINDINGS = frozenset({"string_format"})
+_REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
+
+_CONVERSION_SOURCES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "int64": (int,), "uint64": (UInt,), "double": (float,), "bytes": (bytes,),
+    "bool": (bool,), "timestamp": (Timestamp,), "duration": (Duration,)}
+_CONVERSIONS = frozenset({"string", "int", "uint", "double", "bytes", "bool", "timestamp",
+                          "duration"})
+
+
+def _guarded_conversion(function: str, overload_ids: Sequence[str]) -> tuple[str, str] | None:
+    """(function, the argument kind its single checked overload declares: `int64` for
+    `int64_to_string`) of a conversion, or None. cel-go guards an overload's binding with its
+    declared argument types, so where the checker narrowed a `dyn` value to one overload (it
+    can, through a type parameter: `o.optMap(v, string(v)).orValue('')` types `v` as string)
+    another kind of value is `no such overload`, where cel-cpp dispatches on the value."""
+    if function not in _CONVERSIONS or len(overload_ids) != 1:
+        return None
+    source, sep, _ = overload_ids[0].partition("_to_")
+    return (function, source) if sep and source in _CONVERSION_SOURCES else None
+
+
+def _has_kind(value: object, kind: str) -> bool:
+    if isinstance(value, ErrorValue):
+        return True
+    if kind == "int64":
+        return isinstance(value, int) and not isinstance(value, bool | UInt)
+    if kind == "bool":
+        return value is True or value is False
+    return isinstance(value, _CONVERSION_SOURCES[kind])
+
+
+def _tracked_argument(overload: str) -> tuple[int, str] | None:
+    """(argument index, Go type asserted) of the ext.Lists cost trackers that assert their
+    argument's type: `distinct` and `sort` take the list, `@sortByAssociatedKeys` the keys,
+    `flatten(depth)` an int. cel-go's cost observer runs them after the call, with the
+    argument values, even an error, so any other value panics there."""
+    if overload == "list_distinct" or (overload.startswith("list_") and overload.endswith(
+            "_sort")):
+        return 0, "traits.Lister"
+    if overload.startswith("list_") and overload.endswith("_sortByAssociatedKeys"):
+        return 1, "traits.Lister"
+    if overload == "list_flatten_int":
+        return 1, "types.Int"
+    return None
+
+
+_GO_VALUE_TYPES = ((ErrorValue, "*types.Err"), (bool, "types.Bool"), (UInt, "types.Uint"),
+                   (int, "types.Int"), (float, "types.Double"), (str, "types.String"),
+                   (bytes, "types.Bytes"), (dict, "*types.baseMap"), (list, "*types.baseList"),
+                   (OptionalValue, "*types.Optional"), (type(None), "types.Null"))
+
+
+def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
+    """Raise `TrackerPanic` where the cost tracker's type assertion fails (`_tracked_argument`)."""
+    index, wanted = tracked
+    if index >= len(values):
+        return
+    value = values[index]
+    if wanted == "types.Int":
+        fits = isinstance(value, int) and not isinstance(value, bool | UInt)
+    else:
+        fits = isinstance(value, list)
+    if fits:
+        return
+    go_type = go_type_name(value) or next(
+        (name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
+    if wanted == "types.Int":  # a concrete type assertion: Go names both types
+        raise TrackerPanic(f"internal error: interface conversion: ref.Val is {go_type}, "
+                           "not types.Int")
+    raise TrackerPanic(lister_assertion_panic(value, go_type))
 """Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
 plans as `evalVarArgs` too."""
 
@@ -627,7 +744,8 @@ class Call(PlanStep):
     when its arguments must not reach the bridge's (and the program's) Python code."""
 
     __slots__ = ("args", "concat", "function", "guard", "native", "overrides", "precharge",
-                 "precheck", "prepared", "price", "shallow", "varargs")
+                 "precheck", "prepared", "price", "regex", "runtime_type", "shallow", "tracked",
+                 "varargs")
 
     def __init__(self, site: CallSite, args: tuple[PlanStep, ...], prepared: PreparedCall,
                  native: Native | None, kubernetes: bool, guard: Guard | None = None,
@@ -654,6 +772,13 @@ class Call(PlanStep):
             overload in _FUNCTION_BINDINGS
             or (len(site.overload_ids) != 1 and site.function not in _OWN_PLANS)))
         self.precheck = overload == "lists_range"
+        self.tracked = _tracked_argument(overload)
+        self.runtime_type = _guarded_conversion(site.function, site.overload_ids)
+        # `matches`, `find` and `findAll` with a constant pattern are planned by cel-go's regex
+        # optimisations as a call on the receiver alone: an erroneous receiver is passed on
+        # before the call is priced.
+        self.regex = site.function in _REGEX_FUNCTIONS and len(args) == 2 \
+            and isinstance(args[1], Const)
 
     def eval(self, rt: Run) -> object:
         args = self.args
@@ -678,8 +803,15 @@ class Call(PlanStep):
         rt.tick()
         result: object
         if error is not None:
+            if self.regex:
+                return error
             result = error
         else:
+            if self.runtime_type is not None and not _has_kind(values[0], self.runtime_type[1]):
+                mismatch = ErrorValue(f"no such overload: {self.runtime_type[0]}"
+                                      f"({_type_text(values[0])})")
+                rt.charge(self.price(values, mismatch))
+                return mismatch
             if self.precheck:
                 _precheck_range(rt, values)
                 refused = range_refusal(values)
@@ -714,6 +846,10 @@ class Call(PlanStep):
                 result = ErrorValue("no such overload")
             else:
                 result = self.prepared.call(values)
+                if type(result) is ErrorValue:
+                    result = in_cel_go_words(self.function, values, result)
+        if self.tracked is not None:
+            _tracker_check(self.tracked, values)
         rt.charge(self.price(values, result))
         return result
 
@@ -1065,6 +1201,10 @@ class ConstSetMembership(PlanStep):
             return value
         if bulky((value,)):
             rt.check_call("@in", [value])
+        looked_up = set_membership(value)
+        if looked_up is not None:
+            rt.unsafe = True  # the program would look the carrier up
+            return looked_up
         return self.prepared.call([value, self.items])
 
 
@@ -1139,36 +1279,87 @@ class MapStep(PlanStep):
                 break
             pairs.append((key, value, optional))
         else:
-            result = build_map(pairs)
+            result, pruned = build_map(pairs)
+            if pruned:
+                rt.unsafe = True
         rt.charge(MAP_CREATE_BASE_COST)
         return result
 
 
-def build_map(pairs: list[tuple[object, object, bool]]) -> object:
+def build_map(pairs: list[tuple[object, object, bool]]) -> tuple[object, bool]:
+    """cel-go's `evalMap`: entries go into a Go map in order, so a repeated key keeps its last
+    value (no error) and an absent optional entry removes an earlier one. Also whether one
+    was removed so (cel-cpp keeps it: the program must not run)."""
     out: dict[object, object] = {}
+    pruned = False
     for key, value, optional in pairs:
         mkey = _literal_key(key)
         if isinstance(mkey, ErrorValue):
-            return mkey
+            return mkey, False
         if optional:
             if not isinstance(value, OptionalValue):
                 return ErrorValue(f"cannot initialize optional entry '{_key_text(key)}' from "
-                                f"non-optional value")
+                                f"non-optional value"), False
             if not value.has_value:
+                pruned = pruned or out.pop(mkey, _MISSING) is not _MISSING
                 continue
             value = value.value
-        if mkey in out:
-            return ErrorValue("duplicate key in map")
         out[mkey] = value
-    return out
+    return out, pruned
+
+
+def literal_key_map_call(function: str, args: Sequence[object]) -> object | None:
+    """The calls the walk answers itself on a map holding a `LiteralKey` (cel-expr-python
+    cannot receive one): its size, type, equality and membership; None for any other."""
+    if function == "size" and len(args) == 1 and isinstance(args[0], dict):
+        return len(args[0])
+    if function == "type" and len(args) == 1 and isinstance(args[0], dict):
+        return TypeValue("map")
+    if function in ("_==_", "_!=_") and len(args) == 2:
+        same = walk_equal(args[0], args[1])
+        return None if same is None else same == (function == "_==_")
+    if function == "@in" and len(args) == 2 and isinstance(args[1], dict):
+        key = _literal_key(args[0])
+        if isinstance(key, ErrorValue):
+            return key
+        found, value = _qualify(args[1], args[0], INDEX) \
+            if isinstance(args[0], str | int | float) else (key in args[1], None)
+        return value if isinstance(value, ErrorValue) else found
+    return None
+
+
+def native_map_membership(values: list[object]) -> object | None:
+    """`k in m` for a key no JSON object holds (a list, map, null, ...): cel-go looks it up in
+    its Go map and finds nothing unless the very value is a key; None (the engine decides) for
+    any other operands."""
+    key, container = values
+    if not isinstance(container, dict) or isinstance(key, str | int | float | bytes):
+        return None
+    return literal_key_map_call("@in", values)
 
 
 def _literal_key(key: object) -> object:
+    """A value as a key of the walk's dict (`LiteralKey` for the kinds JSON has no key of);
+    bytes and library values are refused, as Go cannot hash them."""
     if isinstance(key, str) or (isinstance(key, int) and key is not True and key is not False):
         return key
     if key is True or key is False:
         return BoolKey(key)
+    if key is None or isinstance(key, float | TypeValue | Timestamp | Duration):
+        return LiteralKey(key, by_ref=False)
+    if isinstance(key, list | dict | OptionalValue):
+        return LiteralKey(key, by_ref=True)
+    if isinstance(key, Opaque) and isinstance(key.token, str):
+        # the library values Go can hash: IP and CIDR are values, URL and Quantity pointers
+        if key.type_name in _HASHED_BY_VALUE:
+            return LiteralKey(key, by_ref=False)
+        if key.type_name in _HASHED_BY_REFERENCE:
+            return LiteralKey(key, by_ref=True)
     return ErrorValue(f"Invalid map key type: '{_type_text(key)}'")
+
+
+_HASHED_BY_VALUE = frozenset({"net.IP", "net.CIDR"})
+_HASHED_BY_REFERENCE = frozenset({"kubernetes.URL", "kubernetes.Quantity"})
 
 
 # --- comprehensions ------------------------------------------------------------------------------
@@ -1189,6 +1380,10 @@ class Fold(PlanStep):
         if not isinstance(rng, list | dict):
             if isinstance(rng, ErrorValue):
                 return rng
+            refused = iteration_refusal(rng)
+            if refused is not None:
+                rt.unsafe = True  # the program would iterate a library value's carrier
+                return refused
             return ErrorValue("No matching overloads found : <iter_range>")
         names = (self.accu_var, self.iter_var, self.iter_var2)
         saved = [rt.vars.get(n, _MISSING) for n in names]
@@ -1230,7 +1425,7 @@ def _iterate(rng: list[object] | dict[object, object], two: bool
 
 
 def _key_value(key: object) -> object:
-    return key.value if isinstance(key, BoolKey) else key
+    return key.value if isinstance(key, BoolKey | LiteralKey) else key
 
 
 def _restore(scope: dict[str, object], names: Sequence[str], saved: Sequence[object]) -> None:

@@ -396,7 +396,8 @@ def _fixed(value: object, precision: int | None, clause: str) -> str | FormatPro
     if special is not None:
         return special
     digits = _DEFAULT_PRECISION if precision is None else precision
-    return f"{number:,.{digits}f}"
+    # cel-go's locale printer writes a negative zero without its sign (as `%e` does)
+    return f"{number + 0.0:,.{digits}f}"
 
 
 _SUPERSCRIPTS = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -409,6 +410,7 @@ def _scientific(value: object, precision: int | None, clause: str) -> str | Form
     width = _DEFAULT_PRECISION if precision is None else precision
     special = _special(number)
     if special is None:
+        number += 0.0  # no sign on a negative zero (see `_fixed`)
         mantissa, _, exponent_text = f"{number:.{_DEFAULT_PRECISION}e}".partition("e")
         exponent = int(exponent_text)
         sign = "-" if exponent < 0 else ""

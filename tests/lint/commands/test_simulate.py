@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 
 from tests.cli import REPO, run
@@ -338,3 +339,27 @@ def test_cel_evaluation_failure_and_no_keys_extracted_are_diagnosed_and_counted(
     assert bare["unschedulable"]["diagnostic"] == "no keys extracted"
     assert doc["metrics"]["sharing_affinity_no_keys_extracted_total"] == 1
     assert doc["metrics"]["sharing_affinity_extractor_evaluations_total"] == 1
+
+
+def test_every_view_is_the_same_with_the_speed_layers_off(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """`DRA_AFFINITY_SPEED_LAYERS=none` (no index, nothing remembered or shared) prints the
+    same bytes as the default, in every view of one run, and so do the workload replay and
+    `explain`, which run the same model."""
+    files = _cluster(tmp_path, 60, devices=4, pools=2)
+    cases = [(*STORY_1,), (*STORY_2,), (*STORY_3,), (*STORY_1, "--order",
+                                                     "training/pod-a,training/pod-c,-training/pod-a"),
+             (*files,), (*files, "--summary"), (*files, "--only-failing"), (*files, "--mode", "beta")]
+    commands = [("simulate", *args) for args in cases] + [
+        ("simulate", "--workload", "examples/capacity/nic-20-subnets.yaml", "examples/capacity/nic-pool.yaml",
+         "--compare"),
+        ("explain", "pod/web/frontend", "examples/cluster/dump.yaml"),
+        ("explain", "team-c/e", "examples/cluster/dump.yaml"),
+        ("explain", "team-a/a", "examples/cluster/dump.yaml")]
+    for command in commands:
+        for fmt in ("text", "json"):
+            monkeypatch.delenv("DRA_AFFINITY_SPEED_LAYERS", raising=False)
+            fast = run(*command, "--format", fmt)
+            monkeypatch.setenv("DRA_AFFINITY_SPEED_LAYERS", "none")
+            plain = run(*command, "--format", fmt)
+            assert (plain.code, plain.out, plain.err) == (fast.code, fast.out, fast.err), command

@@ -5,15 +5,19 @@ The reference is `shared/oracle/celoracle-1.36` in `"mode": "device"` (`shared/o
 DRAListTypeAttributes on, compiling and evaluating as the scheduler (stored) and the API server
 (new) do. The project's side is `dra_affinity.policies.analysis.device` with the same release
 and gates. Compared: compile verdict, output type, estimated maximum cost, then (when both
-compiled) match / runtime error. Error *texts* are not compared (1.37 adds a hint to `no such
-key`); which side failed is.
+compiled) match / runtime error; those decide agreement. Where both sides fail at run time, their
+texts are compared apart (`sameErrorText`), after removing the hint the project appends to `no
+such key` (Kubernetes' `EnhanceRuntimeError` wording), which 1.36's `DeviceMatches` does not
+return.
 
 The long campaign (minutes; ≥ 10,000 selectors):
 
     nice -n 10 .venv/bin/python -m tests.policies.cel.device_oracle --cases 10000 --seed 1
 
 prints one JSON line of figures and the first disagreements; the suite runs a bounded version
-(`test_device_oracle.py`).
+(`test_device_oracle.py`) and checks the corpus of fixed disagreements
+(`device_corpus.jsonl`, the oracle's answers recorded with `--record-corpus REQUESTS`) on every
+machine.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dra_affinity.policies.analysis.device import (
     selector_cost,
 )
 from dra_affinity.policies.cel.check.env import DeviceFeatures, EnvKey, EnvMode, dra_list_attributes
+from dra_affinity.policies.cel.eval.runtime import MISSING_FIELD_HINT
 from dra_affinity.policies.model.resources import Capacity, Device
 
 ORACLE = Path(__file__).resolve().parents[3].parent / "shared" / "oracle" / "celoracle-1.36"
@@ -150,18 +155,43 @@ class _Gen:
     def value(self, depth: int) -> str:
         r = self.rng
         choice = r.random()
-        if choice < 0.35:
+        if choice < 0.3:
             return self.attribute()
-        if choice < 0.45:
+        if choice < 0.38:
             return r.choice(("device.driver", "device.allowMultipleAllocations"))
-        if choice < 0.55:
+        if choice < 0.46:
             return self.capacity()
-        if choice < 0.65:
+        if choice < 0.54:
             items = ", ".join(self.scalar() for _ in range(r.randint(0, 3)))
             return f"[{items}]"
-        if choice < 0.7 and depth > 0:
+        if choice < 0.58 and depth > 0:
             return f"{self.value(depth - 1)}.size()"
+        if choice < 0.72 and depth > 0:
+            return self.call(depth - 1)
+        if choice < 0.76:
+            # a library value behind `dyn`: an attribute's fallback
+            return (f"{self.attribute().split('.?')[0].rsplit('.', 1)[0]}.?{r.choice(_NAMES)}"
+                    f".orValue({r.choice((self.capacity(), r.choice(_VERSIONS)))})")
+        if choice < 0.8:
+            return f'{{"k": {self.value(0)}}}'
         return self.scalar()
+
+    def call(self, depth: int) -> str:
+        """A function applied to a value of any type: the type is often wrong on purpose."""
+        r = self.rng
+        v = self.value(depth)
+        return r.choice((
+            f"string({v})", f"int({v})", f"type({v})", f"dyn({v})", f"-{v}", f"{v} + {v}",
+            f"{v} * 2", f'{v}.startsWith("a")', f'{v}.contains("a")', f"{v}.lowerAscii()",
+            f'{v}.split(".")', f"{v}.charAt(0)", f"{v}.sort()", f"{v}.reverse()",
+            f"{v}.indexOf({self.scalar()})", f"{v}.flatten()", f"{v}.join()", f"{v}.min()",
+            f"{v}.distinct()", f"{v}.slice(0, 1)", f"{v}[0]", f'{v}["model"]',
+            f'{v}.?model.orValue("z")', f"{v}.major()", f'{v}.compareTo(semver("1.0.0"))',
+            f'{v}.isGreaterThan(quantity("1"))', f"{v}.asInteger()", f"{v}.sign()",
+            f"{v}.map(x, x)", f'{v}.filter(x, x != "a")', f"cel.bind(b, {v}, [b, b])",
+            f"({self.predicate(0)} ? {v} : {self.value(0)})", f"optional.of({v})",
+            f"sets.contains({v}, [1])", f"{v}.isSorted()",
+        ))
 
     def predicate(self, depth: int) -> str:
         r = self.rng
@@ -186,9 +216,12 @@ class _Gen:
             return f"has({self.attribute().split('.?')[0]})"
         if choice < 0.88:
             return f'{self.capacity()}.isGreaterThan(quantity("{r.choice(("1", "4Gi", "1m"))}"))'
-        if choice < 0.92:
+        if choice < 0.9:
             return (f'cel.bind(a, device.attributes["{DRIVER}"], '
                     f'a.{r.choice(_NAMES)}.includes({self.scalar()}))')
+        if choice < 0.93:
+            op = r.choice(("==", "!=", "in"))
+            return f"{self.value(depth)} {op} {self.value(depth)}"
         if choice < 0.96:
             return r.choice(("device.allowMultipleAllocations", "!device.driver",
                              "device.driver <= 8", "device.driver.startsWith(\"dra\")",
@@ -290,17 +323,30 @@ class Figures:
     """Cases the oracle evaluated to a bool."""
     by_aspect: Counter[str] | None = None
     examples: list[dict[str, Any]] | None = None
+    both_failed: int = 0
+    """Cases where both sides report a runtime error (their texts are compared apart)."""
+    same_text: int = 0
+    text_examples: list[dict[str, Any]] | None = None
 
     def as_json(self) -> dict[str, Any]:
         rate = self.agreed / self.cases if self.cases else 1.0
         return {"cases": self.cases, "agreed": self.agreed, "agreement": round(rate, 6),
                 "oracleCompiled": self.compiled, "oracleMatchedOrNot": self.evaluated,
-                "disagreements": dict(self.by_aspect or {}), "examples": self.examples or []}
+                "disagreements": dict(self.by_aspect or {}), "examples": self.examples or [],
+                "runtimeErrorsOnBothSides": self.both_failed,
+                "sameErrorText": self.same_text, "errorTextExamples": self.text_examples or []}
+
+
+def error_text(text: str) -> str:
+    """A runtime error's text as 1.36's `DeviceMatches` returns it: without the hint the project
+    appends to `no such key` (see the module docstring)."""
+    return text.removesuffix(MISSING_FIELD_HINT)
 
 
 def compare(all_cases: Sequence[Case], batch_size: int = 500, keep: int = 20) -> Figures:
-    figures = Figures(by_aspect=Counter(), examples=[])
+    figures = Figures(by_aspect=Counter(), examples=[], text_examples=[])
     assert figures.by_aspect is not None and figures.examples is not None
+    assert figures.text_examples is not None
     for start in range(0, len(all_cases), batch_size):
         batch = all_cases[start:start + batch_size]
         for case, theirs in zip(batch, oracle_outcomes(batch), strict=True):
@@ -309,6 +355,13 @@ def compare(all_cases: Sequence[Case], batch_size: int = 500, keep: int = 20) ->
             figures.compiled += theirs.compiled
             figures.evaluated += theirs.matched is not None
             aspects = differences(ours, theirs)
+            if ours.compiled and theirs.compiled and ours.error and theirs.error:
+                figures.both_failed += 1
+                if error_text(ours.error) == theirs.error:
+                    figures.same_text += 1
+                elif len(figures.text_examples) < keep:
+                    figures.text_examples.append({"expr": case.expression, "ours": ours.error,
+                                                  "oracle": theirs.error})
             if not aspects:
                 figures.agreed += 1
                 continue
@@ -319,16 +372,62 @@ def compare(all_cases: Sequence[Case], batch_size: int = 500, keep: int = 20) ->
     return figures
 
 
+# ------------------------------------------------------------------------------------------------
+# The corpus: fixed disagreements with the oracle's recorded answers (runs without the oracle)
+# ------------------------------------------------------------------------------------------------
+
+CORPUS = Path(__file__).with_name("device_corpus.jsonl")
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    case: Case
+    oracle: Outcome
+
+
+def corpus(path: Path = CORPUS) -> list[CorpusEntry]:
+    """The recorded cases: one JSON line each, `{"case": <request>, "oracle": <outcome>}`."""
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        request = record["case"]
+        entries.append(CorpusEntry(Case(request["expr"], request["deviceEnv"], request["device"]),
+                                   Outcome(**record["oracle"])))
+    return entries
+
+
+def record_corpus(requests: Path, out: Path) -> int:
+    """Ask the oracle about each request of `requests` (JSON lines of `Case.request()`, or a
+    corpus, whose cases are asked again) and write the corpus to `out`."""
+    lines = [json.loads(line) for line in requests.read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    cases = [Case(r["expr"], r.get("deviceEnv", "stored"), r["device"])
+             for r in (line.get("case", line) for line in lines)]
+    with out.open("w", encoding="utf-8") as f:
+        for case, outcome in zip(cases, oracle_outcomes(cases), strict=True):
+            f.write(json.dumps({"case": case.request(), "oracle": outcome.__dict__},
+                               sort_keys=True) + "\n")
+    return len(cases)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--examples", type=int, default=20)
+    parser.add_argument("--record-corpus", type=Path, metavar="REQUESTS",
+                        help="record the oracle's answers to these requests (JSON lines) into "
+                             "the corpus file instead of running a campaign")
     args = parser.parse_args(argv)
     problem = oracle_problem()
     if problem is not None:
         print(problem, file=sys.stderr)
         return 2
+    if args.record_corpus is not None:
+        print(json.dumps({"recorded": record_corpus(args.record_corpus, CORPUS)}))
+        return 0
     figures = compare(list(cases(args.cases, args.seed)), keep=args.examples)
     print(json.dumps(figures.as_json()))
     return 0

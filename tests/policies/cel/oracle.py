@@ -55,8 +55,9 @@ class LineProcess:
             preexec_fn=(lambda: _limit_memory(memory)) if memory else None)
         return self._proc
 
-    def ask(self, request: dict[str, Any]) -> dict[str, Any] | None:
-        """The answer to `request`, or None when the child died or timed out on it."""
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+        """The answer to `request`, or None when the child died or timed out on it (`timeout`
+        seconds, by default the process's)."""
         proc = self._proc if self._proc is not None and self._proc.poll() is None \
             else self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -66,7 +67,8 @@ class LineProcess:
         except BrokenPipeError:
             self._kill()
             return None
-        ready, _, _ = select.select([proc.stdout], [], [], self._timeout)
+        ready, _, _ = select.select([proc.stdout], [], [],
+                                    self._timeout if timeout is None else timeout)
         line = proc.stdout.readline() if ready else ""
         if not line:
             self._kill()

@@ -36,10 +36,11 @@ from typing import Any
 
 from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
 from dra_affinity.policies.cel.common.errors import ErrorStage
-from dra_affinity.policies.cel.common.jsonvalue import decode_k8s_json
+from dra_affinity.policies.cel.common.jsonvalue import LiteralKey, decode_k8s_json
 from dra_affinity.policies.cel.compile import compile_expression
 from dra_affinity.policies.cel.cost.estimate import estimate_cost
-from dra_affinity.policies.cel.eval.runtime import evaluate, translate_error
+from dra_affinity.policies.cel.eval.runtime import evaluate, to_plain, translate_error
+from dra_affinity.policies.cel.k8s_library.quantity import STATE_MARK, native_string
 from dra_affinity.policies.core.limits import NEWEST_KUBERNETES_VERSION
 
 COST_LIMIT = 1_000_000
@@ -116,7 +117,8 @@ def oracle_plain(value: Mapping[str, Any]) -> Any:
     if t == "list":
         return ("l", tuple(oracle_plain(x) for x in v))
     if t == "map":
-        return ("m", tuple(sorted(((oracle_plain(k), oracle_plain(x)) for k, x in v), key=repr)))
+        return ("m", tuple(sorted(((_harness_key(oracle_plain(k)), oracle_plain(x)) for k, x in v),
+                                  key=repr)))
     if t == "optional_type":
         return oracle_plain(v) if v is not None else ("null",)
     if t in _UNCOMPARED_TYPES:
@@ -159,6 +161,8 @@ def project_plain(value: Any) -> Any:
     """The same canonical form for a project value (`EvalResult.value`)."""
     if value is None:
         return ("null",)
+    if isinstance(value, LiteralKey):
+        return project_plain(to_plain(value.value))
     if value is True or value is False:
         return ("b", value)
     if isinstance(value, int):
@@ -168,7 +172,7 @@ def project_plain(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return ("y", bytes(value).hex())
     if isinstance(value, str):
-        return ("s", value)
+        return ("s", native_string(value) if STATE_MARK in value else value)
     if isinstance(value, datetime.datetime):
         return ("s", _go_timestamp(value))
     if isinstance(value, datetime.timedelta):
@@ -180,9 +184,20 @@ def project_plain(value: Any) -> Any:
             return ("s", str(value[1]))  # a tagged library value: its text
         return ("l", tuple(project_plain(x) for x in value))
     if isinstance(value, dict):
-        return ("m", tuple(sorted(((project_plain(k), project_plain(x))
+        return ("m", tuple(sorted(((_harness_key(project_plain(k)), project_plain(x))
                                    for k, x in value.items()), key=repr)))
     return ("s", str(value))
+
+
+def _harness_key(plain: Any) -> Any:
+    """A map key as the oracle's harness prints it: it re-reads each key's JSON into a Go
+    `any`, so an integer key (or one inside a list key) keeps only float64 precision."""
+    if plain[0] == "n":
+        return ("n", int(float(plain[1])))
+    if plain[0] in ("l", "m"):
+        return (plain[0], tuple(_harness_key(x) if plain[0] == "l"
+                                else (_harness_key(x[0]), _harness_key(x[1])) for x in plain[1]))
+    return plain
 
 
 # ------------------------------------------------------------------------------------------------

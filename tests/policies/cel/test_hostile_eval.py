@@ -163,7 +163,8 @@ def test_a_huge_format_precision_is_refused_quickly() -> None:
     assert result.error is not None
     assert "%.999999999f" in result.error.message
     ok = evaluate(compile_expression("'%.1000f'.format([-0.0])", KEY), {"object": {}})
-    assert ok.error is None and isinstance(ok.value, str) and len(ok.value) == 1003
+    # "0." and 1,000 zeros: a negative zero is written without its sign, as cel-go writes it
+    assert ok.error is None and isinstance(ok.value, str) and len(ok.value) == 1002
 
 
 # Values only the engine can hold: optionals, nested or inside lists and

@@ -55,13 +55,12 @@ def _our_error(ours: Mapping[str, Any], text: str) -> bool:
 
 KNOWN_DIFFERENCES = (
     KnownDifference(
-        "map keys cel-cpp cannot hold",
-        "cel-go builds map literals with double, timestamp, duration, list, map, optional or "
-        "type keys; our engine (cel-cpp) refuses them ('Invalid map key type'). Such a map can "
-        "never be an extractor's string result, so the scheduler's outcome differs only in the "
-        "error class.",
+        "map keys Go cannot hash",
+        "a map literal with a bytes, Semver or format key makes cel-go panic (`hash of "
+        "unhashable type`), recovered as an internal error that ends the evaluation before the "
+        "map's cost is charged; here it is the same `cel evaluation failed` with the map's cost.",
         lambda upstream, ours: _our_error(ours, "Invalid map key type")
-        or _our_error(ours, "unsupported key type"),
+        and "unhashable" in str(upstream.get("evalError", "")),
     ),
 )
 

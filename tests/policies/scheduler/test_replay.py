@@ -249,3 +249,47 @@ def test_same_workload_same_report() -> None:
         two.series,
         two.metrics,
     )
+
+
+@pytest.mark.parametrize("mode", [Mode.ALPHA, Mode.BETA])
+def test_a_selector_that_splits_a_pool_is_applied_per_device_as_simulate_does(mode: Mode) -> None:
+    """A request selector that takes only some devices of each pool: every copy lands on a
+    device it selects (the allocator's per-device selectors), where and as `simulate` places it."""
+    docs = pool_slices(2, 4, 6)
+    for doc in docs:
+        for i, device in enumerate(doc["spec"].get("devices", ())):
+            device["attributes"] = {"nic.example.com/index": {"int": i}}
+    selector = {"cel": {"expression": 'device.attributes["nic.example.com"].index % 2 == 1'}}
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": "nic.example.com"},
+                    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]}}
+
+    def with_selector(doc: dict[str, Any]) -> dict[str, Any]:
+        spec = doc["spec"]["spec"] if doc["kind"] == "ResourceClaimTemplate" else doc["spec"]
+        spec["devices"]["requests"][0]["exactly"]["selectors"] = [selector]
+        return doc
+
+    parsed = [parse(d).obj for d in (*docs, device_class)]
+    slices = [o for o in parsed if isinstance(o, ResourceSlice)]
+    classes = [o for o in parsed if not isinstance(o, ResourceSlice)]
+    _, templates = model([with_selector(claim_doc())])
+    workload = nic_workload(12, ["s1", "s2"], Lifetime(LifetimeKind.NEVER))
+    got = done(replay(slices, templates, workload, mode=mode, classes=classes))  # type: ignore[arg-type]
+    built = variants(workload, {c.qualified_name: c for c in templates})
+    assert not isinstance(built, list)
+    found, index = built
+    _, claims = model([with_selector(claim_doc(f"nic-pod-{a.index + 1}", found[a.variant].values[0],
+                                               "ResourceClaim")) for a in arrivals(workload, index)])
+    want = simulate(slices, claims, [Step(Action.ALLOCATE, c.qualified_name) for c in claims], mode=mode,
+                    classes=classes)  # type: ignore[arg-type]
+    assert isinstance(want, SimulationReport)
+    held = [d for d in got.devices if d.state.holders]
+    assert held and all(int(d.ref.device.removeprefix("eth")) % 2 == 1 for d in held)
+
+    def seen(devices: Any) -> list[Any]:
+        return [(d.ref, d.state.status, d.state.lock, sorted(h.claim for h in d.state.holders))
+                for d in devices]
+
+    assert seen(got.devices) == seen(want.devices)
+    assert (got.placed, got.pending) == (12, 0) and not want.unplaced
+    assert got.metrics == want.metrics

@@ -8,10 +8,13 @@ rejections and end with the same states and metrics.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
+from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
 from dra_affinity.policies.scheduler.locks import Mode
 from dra_affinity.policies.scheduler.simulation import (
     Action,
@@ -20,7 +23,6 @@ from dra_affinity.policies.scheduler.simulation import (
     SimulationReport,
     Step,
     StepResult,
-    _Run,
     new_run,
     simulate,
 )
@@ -128,8 +130,17 @@ def test_counts_keep_the_walk_order_of_reasons() -> None:
     assert last.rejected == (RejectionCount("nic", capacity, 1), RejectionCount("nic", mismatch, 2))
 
 
-def _drive(run: _Run, steps: list[Step]) -> list[StepResult]:
-    return [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
+def _drive(run: ClaimSteps, steps: list[Step], speed_layers: str = "all") -> list[StepResult]:
+    """The steps run with `speed_layers` in effect (`DRA_AFFINITY_SPEED_LAYERS`)."""
+    before = os.environ.get(layers.ENV)
+    os.environ[layers.ENV] = speed_layers
+    try:
+        return [run.allocate(s) if s.action is Action.ALLOCATE else run.release(s) for s in steps]
+    finally:
+        if before is None:
+            del os.environ[layers.ENV]
+        else:
+            os.environ[layers.ENV] = before
 
 
 @settings(max_examples=100, deadline=None)
@@ -141,20 +152,8 @@ def test_remembered_failures_decide_as_a_fresh_filter(pools: list[dict[str, Any]
     """A claim that fails as an earlier one did, with no device changed since, reuses that
     outcome, and a device checked again in the same state reuses its check; both must be what
     Filter would decide again (the same devices looked at, reasons and metrics)."""
-    slices = _slices(pools)
     objects = [_claim(n, subnet, pods, None) for n, (subnet, pods, _) in enumerate(claims)]
-    names = [c.qualified_name for c in objects]
-    steps = [Step(Action.ALLOCATE, name) for name in names]
-    for r in releases:
-        if r < len(names):
-            steps += [Step(Action.RELEASE, names[r]), Step(Action.ALLOCATE, names[r])]
-    runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
-            for _ in range(2)]
-    runs[1].remember = False
-    remembered, fresh = (_drive(run, steps) for run in runs)
-    assert [(_outcome(s), s.evaluated) for s in remembered] == [(_outcome(s), s.evaluated) for s in fresh]
-    assert runs[0].counters == runs[1].counters
-    assert runs[0].states == runs[1].states
+    _same_without(_slices(pools), objects, releases, mode, detail, "-simulate-remembered-failures")
 
 
 def test_a_full_cluster_fails_each_further_claim_once() -> None:
@@ -173,3 +172,43 @@ def test_a_full_cluster_fails_each_further_claim_once() -> None:
     assert results[1].failure is results[2].failure  # the second failure reused the first
     assert results[1].rejected == (RejectionCount("nic", results[1].reasons[0], 1),)
     assert results[4].placements[0].device == results[0].placements[0].device
+
+
+_LAYERS = st.sampled_from(["none", "-simulate-count-index",
+                           "-simulate-shared-verdicts", "-simulate-remembered-failures",
+                           "-simulate-device-checks", "-simulate-selector-matches", "-simulate-demands",
+                           "-simulate-pool-prechecks"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(pools=st.lists(_pool, min_size=1, max_size=3), claims=_claims, mode=st.sampled_from(list(Mode)),
+       detail=st.sampled_from(list(Detail)), releases=st.lists(st.integers(0, 11), max_size=4),
+       speed_layers=_LAYERS)
+def test_the_plain_path_decides_as_the_speed_layers(pools: list[dict[str, Any]],
+                                                    claims: list[tuple[Any, ...]], mode: Mode, detail: Detail,
+                                                    releases: list[int], speed_layers: str) -> None:
+    """Every check computed again (layers off, or one of them off) places, fails, counts and
+    ends exactly as the speed layers do."""
+    objects = [_claim(n, subnet, pods, (0, 0) if bound and n % 4 == 0 else None)
+               for n, (subnet, pods, bound) in enumerate(claims)]
+    _same_without(_slices(pools), objects, releases, mode, detail, speed_layers)
+
+
+def _same_without(slices: list[ResourceSlice], objects: list[ResourceClaim], releases: list[int], mode: Mode,
+                  detail: Detail, speed_layers: str) -> None:
+    """Each free claim allocated, then the `releases` released and allocated again: the same
+    steps, outcomes, devices looked at, counters, states and notes with `speed_layers` as with
+    every layer on."""
+    free = [c.qualified_name for c in objects if not c.allocation]
+    steps = [Step(Action.ALLOCATE, name) for name in free]
+    for r in releases:
+        if r < len(free):
+            steps += [Step(Action.RELEASE, free[r]), Step(Action.ALLOCATE, free[r])]
+    runs = [new_run(slices, objects, mode=mode, feature_gate=True, limits=limits_for(), detail=detail)
+            for _ in range(2)]
+    fast = _drive(runs[0], steps)
+    plain = _drive(runs[1], steps, speed_layers)
+    assert [(_outcome(s), s.evaluated) for s in fast] == [(_outcome(s), s.evaluated) for s in plain]
+    assert runs[0].counters == runs[1].counters
+    assert runs[0].states.states == runs[1].states.states
+    assert runs[0].notes == runs[1].notes
