@@ -7,9 +7,11 @@ pre-commit run of `lint` never pay for Flask, gunicorn or the CEL engine.
 from __future__ import annotations
 
 import importlib
+import os
 
 import click
 from dra_affinity.lint.terminal import COLOR_CHOICES, Terminal, color_setting
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.gc_pause import gc_paused
 
 # name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
@@ -34,6 +36,21 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+LAYER_MODULES = (
+    "dra_affinity.policies.core.gc_pause",
+    "dra_affinity.policies.model.schema",
+    "dra_affinity.policies.scheduler.extraction",
+    "dra_affinity.policies.scheduler.dryrun",
+    "dra_affinity.policies.scheduler.claim_steps",
+    "dra_affinity.policies.scheduler.first_fit",
+    "dra_affinity.lint.commands.dryrun_cmd",
+    "dra_affinity.sources.loader",
+)
+"""Every module that declares a speed layer (`tests/test_speed_layers.py` checks the list is
+whole): imported before a non-default `DRA_AFFINITY_SPEED_LAYERS` is checked, so a name is
+unknown only when no module declares it."""
+
+
 class LazyGroup(click.Group):
     """A group whose commands live in modules imported on first use."""
 
@@ -44,6 +61,13 @@ class LazyGroup(click.Group):
         spec = _COMMANDS.get(cmd_name)
         if spec is None:
             return None
+        try:  # before any layer is asked: a misspelt layer is a usage error, not a traceback
+            if os.environ.get(layers.ENV):
+                for declaring in LAYER_MODULES:
+                    importlib.import_module(declaring)
+            layers.active_layers()
+        except layers.LayerSpecError as error:
+            raise click.UsageError(str(error)) from None
         with gc_paused(freeze=True):  # modules live as long as the process: nothing to collect
             module = importlib.import_module(f"dra_affinity.lint.commands.{spec[0]}")
         command = getattr(module, spec[1])

@@ -1,73 +1,24 @@
-"""`json.dumps(value, indent=2)`, twice as fast, and written out in pieces.
+"""JSON reports as `json.dumps(value, indent=2)` writes them, written out in pieces.
 
-The json module has no C encoder for indented output (CPython 3.11 falls back to a Python
-generator yielding one small chunk per token): for `locks --format json` of a 100,000-claim
-cluster (25 MB) that was 1.2 of its ~8 CPU seconds, and the joined chunks 170 MB of its peak
-RSS. Here each value is rendered by one recursive function that joins strings with the C
-string encoder, and the top-level lists are written element by element. The text is the
-json module's, byte for byte (ASCII-escaped strings, `NaN`/`Infinity`, keys of the types
-json converts; tuples are lists) — `tests/lint/test_json_text.py` compares the two.
+A report's top-level lists (a cluster's devices, dry-run's results) are written element by
+element, and a member whose value is an iterator is streamed as a list, so a command writes
+its results as it decides them and the whole text is never held (`locks` at 100,000 claims,
+`dry-run --format json` at 390 MB). Each element is `json.dumps`'s text, indented to its place
+(a JSON text holds no raw newline but its indentation's), so the whole is json's text byte for
+byte — `tests/lint/test_json_text.py` compares the two.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 
-_INF = float("inf")
-
-
-def _float(value: float) -> str:
-    if value != value:
-        return "NaN"
-    if value == _INF:
-        return "Infinity"
-    if value == -_INF:
-        return "-Infinity"
-    return float.__repr__(value)
-
-
-def _key(key: object) -> str:
-    """A dict key as the json module writes it: the scalar types it converts, as their JSON
-    text in quotes (none of those texts needs escaping); others raise."""
-    if isinstance(key, str):
-        return _string(key)
-    if key is None or isinstance(key, (int, float)):  # bool is an int
-        return '"' + _scalar(key) + '"'
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
-
-
-def _scalar(value: object) -> str:
-    if isinstance(value, str):
-        return _string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return int.__repr__(value)
-    if isinstance(value, float):
-        return _float(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
 
 def indented(value: Any, newline: str = "\n") -> str:
     """`value` as `json.dumps(value, indent=2)` renders it at the indentation of `newline`."""
-    if type(value) is str:
-        return _string(value)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        return "{" + newline + "  " + members_text(value.items(), newline) + newline + "}"
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return "[]"
-        inner = newline + "  "
-        return "[" + inner + ("," + inner).join([indented(v, inner) for v in value]) + newline + "]"
-    return _scalar(value)
+    return json.dumps(value, indent=2).replace("\n", newline)
 
 
 def members_text(members: Iterable[tuple[object, Any]], newline: str = "\n") -> str:
@@ -78,6 +29,14 @@ def members_text(members: Iterable[tuple[object, Any]], newline: str = "\n") -> 
     members its values share once and splice them (dry-run's results)."""
     inner = newline + "  "
     return ("," + inner).join([_key(k) + ": " + indented(v, inner) for k, v in members])
+
+
+def _key(key: object) -> str:
+    """A dict key as the json module writes it (it converts None, bool, int and float keys
+    to their JSON text, quoted; others raise)."""
+    if isinstance(key, str):
+        return _string(key)
+    return json.dumps({key: None})[1:-len(": null}")]
 
 
 ELEMENT_NEWLINE = "\n    "

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
 from dra_affinity.policies.core.gc_pause import gc_paused
 from dra_affinity.policies.core.source import FieldPath, Position, Source
@@ -344,10 +345,16 @@ class _JsonStream:
 
 _YAML_BREAKS = ("\x85", "\u2028", "\u2029")
 
+YAML_FAST = layers.declare(
+    "yaml-fast",
+    "libyaml composes a large `kubectl -o yaml` dump node by node, slower and larger than the "
+    "commands that read a whole cluster may take; rapidyaml parses it in C++ into the same values "
+    "(`lint/yaml_fast.py`), or refuses and libyaml composes it")
+
 FAST_YAML_CHARS = 512 * 1024
 """From this size on, the commands that keep every document (`lazy_positions`) try `yaml_fast`
-first: under it libyaml's composition costs little, and a small file's behaviour stays libyaml's
-by construction."""
+first (the `yaml-fast` layer): under it libyaml's composition costs little, and a small file's
+behaviour stays libyaml's by construction."""
 
 
 class _FilePositions:
@@ -771,7 +778,7 @@ class _Loader:
             if is_json_name:
                 self._file_finding(name, stream.message, stream.error)
                 return
-        if self._lazy and len(text) >= FAST_YAML_CHARS and self._load_fast_yaml(name, text):
+        if self._lazy and len(text) >= FAST_YAML_CHARS and YAML_FAST.on and self._load_fast_yaml(name, text):
             return
         self._positions = _FilePositions(name, text, json_numbers=False) if self._lazy else None
         try:

@@ -1,9 +1,11 @@
-"""One context manager for the bulk phases that build millions of acyclic objects.
+"""The `gc-pause` speed layer: the cyclic collector paused over bulk phases.
 
 Parsing a large file, reconstructing a cluster's locks and replaying a workload allocate
 objects that reference counting frees on its own; the generational collector would rescan the
-growing set of survivors again and again (measured at 2–3× a parse). The rare cycle waits for
-the next collection after the phase.
+growing set of survivors again and again. The rare cycle waits for the next collection after
+the phase. With the layer off the block runs with the collector as the process set it (the
+plain path: what a program that never thinks about the collector does); docs/speed-layers.md
+gives the figures.
 """
 
 from __future__ import annotations
@@ -12,6 +14,14 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
+from dra_affinity.policies.core import layers
+
+GC_PAUSE = layers.declare(
+    "gc-pause",
+    "bulk phases (parsing, modelling, reconstructing locks, replaying) build millions of acyclic "
+    "objects the generational collector would rescan again and again; paused, and what lives as "
+    "long as the command frozen out of its reach")
+
 
 @contextlib.contextmanager
 def gc_paused(*, freeze: bool = False) -> Iterator[None]:
@@ -19,10 +29,12 @@ def gc_paused(*, freeze: bool = False) -> Iterator[None]:
 
     `freeze`: what the block built lives as long as the process (a command's model of a whole
     cluster), so on exit it is moved out of the collector's reach (`gc.freeze`) — otherwise the
-    first collections after the block walk all of it (measured: 5 of the 13 CPU seconds of
-    `locks` at 100,000 claims). Its cycles, if any, are never collected: only for input that
-    is kept anyway.
+    first collections after the block walk all of it. Its cycles, if any, are never collected:
+    only for input that is kept anyway.
     """
+    if not GC_PAUSE.on:
+        yield
+        return
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -16,17 +16,28 @@ named and opt-in in the same spirit).
 * `name,other`: only those.
 
 An unknown name is an error naming the known ones, so a typo never silently measures the
-wrong thing. The variable is read at each question, never cached: a test or a child process
-sets it and the next call follows it, and there is no module state to reset.
+wrong thing. The variable is read at each question: a test or a child process sets it and the
+next call follows it (a spec's parse is kept in a registered cache, by its text). A layer asked
+per item of a large run (per extraction, per result written) is asked once per run instead, so
+a non-default spec costs what the default does and figures measured with it are fair.
+
+Modules are imported on use (a command imports only what it runs), so a layer a spec names may
+not be declared yet when a layer is asked: asking ignores names it does not know, and the front
+end checks the whole spec once at start (`active_layers`), after importing every module that
+declares a layer — the front end knows those modules; this one, at the bottom, names none.
+`docs/speed-layers.md` lists every layer with its reason and figures; a test checks it against
+`LAYERS` and runs the commands end to end with every layer on, with none, and with each one off.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
-ENV = "DRA_AFFINITY_SPEED_LAYERS"
+from dra_affinity.policies.core.cache import BoundedCache
 
+ENV = "DRA_AFFINITY_SPEED_LAYERS"
 
 @dataclass(frozen=True, slots=True)
 class SpeedLayer:
@@ -34,6 +45,8 @@ class SpeedLayer:
 
     name: str
     why: str
+    module: str = ""
+    """The module that declared it."""
 
     @property
     def on(self) -> bool:
@@ -41,7 +54,9 @@ class SpeedLayer:
         spec = os.environ.get(ENV)
         if not spec or spec == "all":  # the default, asked on hot paths: no parsing
             return True
-        return self.name in parse_spec(spec, frozenset(LAYERS))
+        if spec == "none":
+            return False
+        return self.name in _selected(spec)
 
 
 LAYERS: dict[str, SpeedLayer] = {}
@@ -53,7 +68,7 @@ def declare(name: str, why: str) -> SpeedLayer:
     """Declare a layer (once per name, at module import) and return its handle."""
     if name in LAYERS:
         raise ValueError(f"speed layer {name!r} is declared twice")
-    layer = SpeedLayer(name, why)
+    layer = SpeedLayer(name, why, sys._getframe(1).f_globals.get("__name__", ""))
     LAYERS[name] = layer
     return layer
 
@@ -62,8 +77,11 @@ class LayerSpecError(ValueError):
     """`DRA_AFFINITY_SPEED_LAYERS` names a layer that does not exist."""
 
 
-def parse_spec(spec: str, known: frozenset[str]) -> frozenset[str]:
-    """The layers `spec` leaves on, out of `known` (see the module doc for the syntax)."""
+def parse_spec(spec: str, known: frozenset[str], *, strict: bool = True) -> frozenset[str]:
+    """The layers `spec` leaves on, out of `known` (see the module doc for the syntax).
+
+    `strict`: a name outside `known` is an error; otherwise it is left for a layer declared
+    later (asked again then: the cache key counts the declared layers)."""
     spec = spec.strip()
     if spec in ("", "all"):
         return known
@@ -75,14 +93,28 @@ def parse_spec(spec: str, known: frozenset[str]) -> frozenset[str]:
     if negative and positive:
         raise LayerSpecError(f"{ENV}: mix of 'name' and '-name' in {spec!r}; use one form")
     unknown = sorted(set(negative or positive) - known)
-    if unknown:
+    if unknown and strict:
         raise LayerSpecError(f"{ENV}: unknown speed layer(s) {', '.join(unknown)}; "
                              f"known: {', '.join(sorted(known)) or '(none)'}")
     if negative:
         return known - frozenset(negative)
-    return frozenset(positive)
+    return frozenset(positive) & known
+
+
+_SPECS: BoundedCache[tuple[str, int], frozenset[str]] = BoundedCache("core.layers.specs", 64, lru=False)
+"""A spec's layers by (its text, how many layers were declared then): `LAYERS` only grows."""
+
+
+def _selected(spec: str) -> frozenset[str]:
+    key = (spec, len(LAYERS))
+    found = _SPECS.get(key)
+    if found is None:
+        found = parse_spec(spec, frozenset(LAYERS), strict=False)
+        _SPECS.put((spec, len(LAYERS)), found)
+    return found
 
 
 def active_layers() -> frozenset[str]:
-    """Names of the layers in effect now."""
+    """Names of the layers in effect now, out of those declared so far; a name no declared
+    layer has is a `LayerSpecError` (import the declaring modules first)."""
     return parse_spec(os.environ.get(ENV, ""), frozenset(LAYERS))

@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.clip import clip_value
 from dra_affinity.policies.core.source import FieldPath, render_path
 
@@ -310,6 +311,33 @@ def _error_path(error: ValidationError) -> FieldPath:
     return path
 
 
+def structural(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
+    """Yield every structural violation of `document`, deepest-first order irrelevant."""
+    if SCHEMA_PRECHECK.on and _CHECKS[kind](document):
+        return
+    errors = _validator(kind).iter_errors(document)
+    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+        if error.validator in ("minimum", "maximum") and type(error.instance) is not int:
+            continue  # a float there is already "must be of type integer"
+        yield SchemaViolation(_error_path(error), _describe(error))
+
+
+def validate(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
+    """`structural`, then every field name the kind does not have and every metadata value of
+    the wrong type (`unknown_fields`)."""
+    yield from structural(kind, document)
+    yield from unknown_fields(kind, document)
+
+
+# -- speed layer: schema-precheck --------------------------------------------------------------
+
+SCHEMA_PRECHECK = layers.declare(
+    "schema-precheck",
+    "nearly every object conforms, and jsonschema both costs a large part of a one-file lint's "
+    "start-up to import and interprets the schema for every object of a large dump; a check "
+    "compiled from the same schema answers 'certainly conforms' and leaves every other object "
+    "to jsonschema, which words the violations")
+
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
@@ -336,9 +364,7 @@ def _never(value: object) -> bool:
 def _compile(schema: Mapping[str, Any]) -> Check:
     """A function that is True only when a value certainly satisfies `schema`.
 
-    Why: importing jsonschema is a large part of a one-file lint's start-up, and nearly every
-    object conforms; and a walk interpreting the schema for every object dominates reading a
-    large claims dump. The schema is turned once into nested closures that test exact types,
+    The schema is turned once into nested closures that test exact types,
     look up only the properties the schema names and recurse only into those. False means
     "ask jsonschema", which then words the violations; a keyword outside `_KEYWORDS` always
     does, so this can only ever skip work, never a violation.
@@ -394,23 +420,6 @@ def _compile(schema: Mapping[str, Any]) -> Check:
 _CHECKS: Mapping[str, Check] = {kind: _compile(schema) for kind, schema in SCHEMAS.items()}
 """One compiled check per kind, built at import (a few hundred closures, well under 1 ms)."""
 
-
-def structural(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
-    """Yield every structural violation of `document`, deepest-first order irrelevant."""
-    if _CHECKS[kind](document):
-        return
-    errors = _validator(kind).iter_errors(document)
-    for error in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
-        if error.validator in ("minimum", "maximum") and type(error.instance) is not int:
-            continue  # a float there is already "must be of type integer"
-        yield SchemaViolation(_error_path(error), _describe(error))
-
-
-def validate(kind: str, document: Mapping[str, Any]) -> Iterator[SchemaViolation]:
-    """`structural`, then every field name the kind does not have and every metadata value of
-    the wrong type (`unknown_fields`)."""
-    yield from structural(kind, document)
-    yield from unknown_fields(kind, document)
 
 
 # -- field names ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
+from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.findings import PoolRef
 from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
 from dra_affinity.policies.model.resources import ClaimConfig, DeviceRequest, Extractor, ResourceClaim
@@ -261,21 +262,35 @@ def pool_key(pool: ExtractionPool) -> tuple[Hashable, ...]:
             pool.incomplete_reason, pool.duplicate_keys, pool.total_cost)
 
 
-class ExtractionMemo:
-    """`extract`, memoised by (pool extractors, request, in-scope config contents).
+EXTRACTION_MEMO = layers.declare(
+    "extraction-memo",
+    "a cluster's pools usually publish the same extractors and its claims come from a few "
+    "templates, so most (claim, request, pool) triples repeat an extraction already done: one "
+    "result per (pool extractors, request, in-scope config contents), relabelled for the asking "
+    "claim and pool")
 
-    Why: a cluster's pools usually publish the same extractors and its claims come from a
-    few templates, so most (claim, request, pool) triples repeat an extraction already done.
-    A hit is relabelled with the asking claim and pool (`extract`; `shared` gives it as memoised,
-    for callers that read only its outcome and map); a slice error names its pool and
-    generation, so it is only shared within one pool. Entries are few (distinct contents), and
-    the memo lives as long as the dry run, simulation or `LockBook` that owns it. `misses`:
-    extractions run; `evaluations`: the CEL evaluations they ran.
+
+class ExtractionMemo:
+    """`extract` for the scheduler model's runs, memoised by (pool extractors, request, in-scope
+    config contents) while the `extraction-memo` layer is on.
+
+    A hit is relabelled with the asking claim and pool (`extract`; `shared` gives it as
+    memoised, for callers that read only its outcome and map); a slice error names its pool
+    and generation, so it is only shared within one pool. Entries are few (distinct contents),
+    and the memo lives as long as the dry run, simulation or `LockBook` that owns it.
+
+    `misses`: the distinct extractions (by that key) the run needed; `evaluations`: the CEL
+    evaluations they hold. Both count the same with the layer off, where every call runs
+    `extract`: they are figures of the input, not of the memo. The layer is asked once, when
+    the memo is made (a memo serves one run).
     """
 
     def __init__(self, kubernetes_version: KubernetesVersion | None = None) -> None:
         self._version = kubernetes_version
+        self._memoised = EXTRACTION_MEMO.on
         self._results: dict[tuple[Hashable, ...], ExtractionResult] = {}
+        self._counted: set[tuple[Hashable, ...]] = set()
+        """Keys of the extractions counted with the layer off (where `_results` stays empty)."""
         self._scopes: dict[tuple[str, str], tuple[Hashable, ...] | None] = {}
         """(request, driver) -> content, for the claim `_scoped` only."""
         self._scoped: ResourceClaim | None = None
@@ -316,6 +331,8 @@ class ExtractionMemo:
             keyed = (pool, pool_key(pool))
             self._pools[pool.ref] = keyed
         key: tuple[Hashable, ...] = (keyed[1], request, content)
+        if not self._memoised:
+            return self._counted_run(key, claim, request, pool)
         hit = self._results.get(key)
         if hit is not None and hit.outcome is Outcome.SLICE_ERROR:
             # its message names the pool and generation: shared by that pool at that generation only
@@ -333,6 +350,19 @@ class ExtractionMemo:
         self.misses += 1
         result = extract(claim, request, pool, kubernetes_version=self._version)
         self.evaluations += len(result.evaluations)
+        return result
+
+    def _counted_run(self, key: tuple[Hashable, ...], claim: ResourceClaim, request: str,
+                     pool: ExtractionPool) -> ExtractionResult:
+        """`extract`, counted as the memo counts it: once per key (with the pool and generation
+        for a slice error, whose message names them)."""
+        result = extract(claim, request, pool, kubernetes_version=self._version)
+        if result.outcome is Outcome.SLICE_ERROR:
+            key = (*key, pool.ref, pool.generation)
+        if key not in self._counted:
+            self._counted.add(key)
+            self.misses += 1
+            self.evaluations += len(result.evaluations)
         return result
 
 
