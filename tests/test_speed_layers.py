@@ -46,8 +46,8 @@ def declared() -> dict[str, tuple[str, str]]:
     """Every layer the package declares (name -> module, why), read in a fresh process that
     imports every module: this process may hold layers a test declared."""
     env = {k: v for k, v in os.environ.items() if k != ENV}
-    out = subprocess.run([sys.executable, "-c", _DECLARED, *FOLDERS], capture_output=True, text=True, check=True,
-                         env=env, timeout=120).stdout
+    out = subprocess.run([sys.executable, "-c", _DECLARED, *FOLDERS], capture_output=True,
+                         text=True, check=True, env=env, timeout=120).stdout
     return {name: (module, why) for name, (module, why) in json.loads(out).items()}
 
 
