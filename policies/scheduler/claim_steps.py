@@ -27,6 +27,7 @@ again, with the same outcome.
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -265,6 +266,8 @@ class ClaimSteps:
     (and counts) fewer devices than the first branch's walk in beta mode."""
     active_layers: frozenset[str] = field(init=False, default=frozenset())
     """Every speed layer in effect at the step's start (`core.layers.active_layers`)."""
+    layers_spec: tuple[str, int] | None = field(init=False, default=None)
+    """`DRA_AFFINITY_SPEED_LAYERS` and the number of declared layers `active_layers` was read under."""
     remember_matches: bool = field(init=False, default=True)
     remember_checks: bool = field(init=False, default=True)
     remember_demands: bool = field(init=False, default=True)
@@ -278,8 +281,13 @@ class ClaimSteps:
         self.pool_bits = {ref: 1 << n for n, ref in enumerate(self.states.pools)}
 
     def asked_layers(self) -> None:
-        """The speed layers in effect, asked once per step: the checks below run per device."""
+        """The speed layers in effect, asked once per step: the checks below run per device.
+        The variable is read at every step; it is parsed again only when it reads differently."""
+        spec = (os.environ.get(layers.ENV, ""), len(layers.LAYERS))
+        if spec == self.layers_spec:
+            return
         active = layers.active_layers()
+        self.layers_spec = spec
         self.active_layers = active
         self.remember_matches = SELECTOR_MATCHES.name in active
         self.remember_checks = DEVICE_CHECKS.name in active
@@ -418,10 +426,12 @@ class ClaimSteps:
         left as it is, with a note)."""
         return self.place(step, self.claims[step.claim])
 
-    def place(self, step: Step, claim: ResourceClaim) -> StepResult:
+    def place(self, step: Step, claim: ResourceClaim, *, ask_layers: bool = True) -> StepResult:
         """`allocate` of `claim`'s spec under the step's name (a workload's copy is its
-        variant's spec, held and counted under the copy's own name)."""
-        self.asked_layers()
+        variant's spec, held and counted under the copy's own name). `ask_layers` False: the
+        caller asked the speed layers (`asked_layers`) once for a run of steps (the replay)."""
+        if ask_layers:
+            self.asked_layers()
         if self.states.held.get(step.claim):
             self.notes.append(f"allocate {step.claim}: the claim is already allocated; step skipped")
             return StepResult(step, True)

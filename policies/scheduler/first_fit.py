@@ -8,7 +8,7 @@ preferred one among every viable device, then Reserve. A claim of several reques
 first fit cannot place goes to the search after all (`FirstFitIndex.allocate` returns None),
 which may backtrack.
 
-Three speed layers answer the same questions without the walk (with the layer off, the walk):
+Four speed layers answer the same questions without the walk (with the layer off, the walk):
 
 * `simulate-count-index`: per pool, each device's *kind* for one capacity demand (exclusively
   held, full, unknown, free, locked to each value) and, per candidate list, the kinds' sorted
@@ -18,7 +18,9 @@ Three speed layers answer the same questions without the walk (with the layer of
 * `simulate-shared-verdicts`: the pools' verdicts shared by the claims whose in-scope
   configs read the same;
 * `simulate-remembered-failures`: a failed request's outcome and the devices' checks,
-  reused while no device changed.
+  reused while no device changed;
+* `simulate-claim-plans`: a claim spec placed under other names (the workload replay's
+  copies) finds its shared verdicts by the spec's identity, without reading its configs again.
 """
 
 from __future__ import annotations
@@ -79,6 +81,11 @@ REMEMBERED_FAILURES = layers.declare(
     "once a cluster is full every further claim of a template fails alike: with no device "
     "changed since, the failure and the devices' checks are reused instead of walking every "
     "device again")
+CLAIM_PLANS = layers.declare(
+    "simulate-claim-plans",
+    "one claim spec placed again and again under other names (the workload replay's copies of "
+    "a variant) finds its requests' shared verdicts by the spec's identity instead of reading "
+    "its in-scope configs again for every copy (the evaluations still counted per copy)")
 
 _IN_USE = ("in-use",)
 _CAPACITY = ("capacity",)
@@ -344,6 +351,9 @@ _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceStat
 _CHECKS_KEPT = 256
 """Distinct (verdicts, request, demand) whose device checks are kept at once."""
 
+_PLANS_KEPT = 4096
+"""(claim spec, request, candidate list) whose shared verdicts `CLAIM_PLANS` keeps at once."""
+
 _FAILURES_KEPT = 64
 """Distinct failed requests remembered at once: with `Detail.DEVICES` each keeps every device
 Filter looked at, so a workload of all-distinct values must not keep one per claim."""
@@ -390,7 +400,10 @@ class FirstFitIndex:
         self.failures_at = 0
         self.checked: dict[tuple[int, str, str], _Checked] = {}
         """(id(verdicts), request, demand) -> those verdicts and their devices' checks (`_checked`)."""
-        self.remember = self.count_index = self.share = True
+        self.plans: dict[tuple[int, str, int], tuple[ResourceClaim, list[Pool], _SharedVerdicts]] = {}
+        """`CLAIM_PLANS`: (id(claim spec), request, id(cached candidate list)) -> that spec, the
+        list and the request's shared verdicts; at most `_PLANS_KEPT` entries."""
+        self.remember = self.count_index = self.share = self.plan = True
         self.states.followers.append(self.follow)
 
     def allocate(self, step: Step, claim: ResourceClaim) -> StepResult | None:
@@ -403,6 +416,7 @@ class FirstFitIndex:
         self.remember = REMEMBERED_FAILURES.name in active
         self.count_index = COUNT_INDEX.name in active
         self.share = SHARED_VERDICTS.name in active
+        self.plan = CLAIM_PLANS.name in active
         counters = self.steps.counters
         conflicts, no_keys = counters.conflicts, counters.no_keys
         first = self._first_fit(step, claim)
@@ -433,6 +447,11 @@ class FirstFitIndex:
         assert self.steps.memo is not None
         if not shared:
             return {pool.ref: self.steps.verdict(claim, request, pool, name=name) for pool in pools}
+        planned = None
+        if self.plan and name != claim.qualified_name:  # a copy of a spec placed before
+            planned = self.plans.get((id(claim), request, id(pools)))
+        if planned is not None and planned[0] is claim and planned[1] is pools:
+            return self._counted(name, request, planned[2])
         drivers = self.drivers.get(id(pools))
         if drivers is None:
             drivers = tuple(dict.fromkeys(p.ref.driver for p in pools))
@@ -461,6 +480,15 @@ class FirstFitIndex:
             entry = (verdicts, mask, sum(n for _, n in extracted), tuple(extracted))
             self.shared_verdicts[key] = entry
             self.stable.add(id(verdicts))
+        if self.plan and name != claim.qualified_name:
+            if len(self.plans) >= _PLANS_KEPT:
+                self.plans.clear()
+            self.plans[(id(claim), request, id(pools))] = (claim, pools, entry)
+        return self._counted(name, request, entry)
+
+    def _counted(self, name: str, request: str, entry: _SharedVerdicts
+                 ) -> Mapping[PoolRef, PoolFilterVerdict]:
+        """The shared verdicts, their evaluations counted for the claim `name` (once per pool)."""
         verdicts, mask, total, extracted_ = entry
         counted = (name, request)
         seen = self.steps.counted.get(counted, 0)

@@ -225,9 +225,11 @@ class _Replay:
     # -- one copy -------------------------------------------------------------------------------
 
     def try_place(self, arrival: Arrival) -> Rejection | None:
-        """Place every request of one copy through the allocator, or nothing."""
+        """Place every request of one copy through the allocator, or nothing (the speed layers
+        as asked when the run was built: the replay is one question, not one per copy)."""
         variant = self.variants[arrival.variant]
-        result = self.run.place(Step(Action.ALLOCATE, _copy_name(variant, arrival)), variant.claim)
+        result = self.run.place(Step(Action.ALLOCATE, _copy_name(variant, arrival)), variant.claim,
+                                ask_layers=False)
         if result.placed:
             return None
         assert result.failure is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -293,3 +294,21 @@ def test_a_selector_that_splits_a_pool_is_applied_per_device_as_simulate_does(mo
     assert seen(got.devices) == seen(want.devices)
     assert (got.placed, got.pending) == (12, 0) and not want.unplaced
     assert got.metrics == want.metrics
+
+
+@pytest.mark.parametrize("mode", [Mode.ALPHA, Mode.BETA])
+@pytest.mark.parametrize("speed_layers", ["-simulate-claim-plans", "none"])
+def test_the_copies_plans_change_nothing(mode: Mode, speed_layers: str,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies that wait, retry on departures and are refused for their lock report the same
+    placements, waits, series, devices and counters (the evaluations counted per copy) whether
+    a copy finds its spec's shared verdicts by identity (`simulate-claim-plans`) or reads its
+    configs again, and with every speed layer off."""
+    slices, templates = model([*pool_slices(2, 2, 3), claim_doc()])
+    workload = nic_workload(120, ["a", "b", "c"], Lifetime(LifetimeKind.EXPONENTIAL, 9.0))
+    monkeypatch.delenv("DRA_AFFINITY_SPEED_LAYERS", raising=False)
+    fast = done(replay(slices, templates, workload, mode=mode))
+    monkeypatch.setenv("DRA_AFFINITY_SPEED_LAYERS", speed_layers)
+    plain = done(replay(slices, templates, workload, mode=mode))
+    assert fast.pending and fast.metrics.lock_conflict_total and fast.waits.max > 0  # the case is exercised
+    assert dataclasses.replace(plain, elapsed=0.0) == dataclasses.replace(fast, elapsed=0.0)
