@@ -102,6 +102,11 @@ MAX_CPU_SECONDS = 1.0
 """CPU time (of the evaluating thread) one evaluation may use: the last resort behind the cost
 limit and the step and copy budgets, for whatever else turns out slow."""
 
+_CPU_STOP_MARGIN = 0.05
+"""How much earlier than `MAX_CPU_SECONDS` the evaluation is stopped: the clock is read only
+every `_CPU_CHECK_EVERY` steps, and the steps between two reads, plus unwinding, must still end
+within the ceiling the evaluation promises."""
+
 _CPU_CHECK_EVERY = 256
 """Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
 
@@ -123,7 +128,7 @@ class Run:
         self.iterations = 0
         self.measured = False
         self.unsafe = False
-        self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS
+        self.cpu_deadline = time.thread_time() + MAX_CPU_SECONDS - _CPU_STOP_MARGIN
         self.next_cpu_check = _CPU_CHECK_EVERY
 
     def cpu_used(self) -> float:
@@ -133,7 +138,7 @@ class Run:
         microsecond, a tenth of a typical extractor's evaluation)."""
         if self.steps < _CPU_CHECK_EVERY and not self.measured:
             return 0.0
-        return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS)
+        return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS + _CPU_STOP_MARGIN)
 
     def charge(self, amount: int) -> None:
         self.cost += amount
