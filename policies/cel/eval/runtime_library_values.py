@@ -121,13 +121,14 @@ def nodes_reaching_library_values(checked: CheckedAst) -> frozenset[int]:
         node = stack.pop()
         order.append(node)
         stack.extend(node.children())
+    from_json = _read_from_claim_json(order)
     tainted_names: set[str] = set()
     reaching: set[int] = set()
     changed = True
     while changed:  # comprehension variables feed back into the nodes that read them
         changed = False
         for node in reversed(order):  # children before parents
-            if node.id in reaching:
+            if node.id in reaching or node.id in from_json:
                 continue
             hit = may_hold_library_value(checked.type_of(node.id)) or (
                 node.kind is NodeKind.IDENT and node.name in tainted_names) or any(
@@ -144,6 +145,36 @@ def nodes_reaching_library_values(checked: CheckedAst) -> frozenset[int]:
                             tainted_names |= new
                             changed = True
     return frozenset(reaching)
+
+
+_CLAIM_JSON = "object"
+"""The extractor's variable: the claim's opaque config, decoded from JSON."""
+
+_JSON_READS = frozenset({"_[_]", "_[?_]", "_?._"})
+
+
+def _read_from_claim_json(order: Sequence[Node]) -> frozenset[int]:
+    """Ids of the nodes that only read the claim's JSON (`object`, its fields and elements,
+    plain or optional): JSON decodes to null, bools, numbers, strings, lists and maps, never to
+    a Semver or Quantity, so these nodes cannot reach one whatever their `dyn` type says (the
+    common extractor is then planned without the library-value checks). Empty when a
+    comprehension binds the name `object` (a variable of the same name may hold anything)."""
+    binds = {name for n in order if n.kind is NodeKind.COMPREHENSION
+             for name in (n.iter_var, n.iter_var2, n.accu_var) if name}
+    if _CLAIM_JSON in binds:
+        return frozenset()
+    found: set[int] = set()
+    for node in reversed(order):  # children before parents
+        if node.kind is NodeKind.IDENT:
+            if node.name == _CLAIM_JSON:
+                found.add(node.id)
+        elif node.kind is NodeKind.SELECT:
+            if node.operand is not None and node.operand.id in found:
+                found.add(node.id)
+        elif node.kind is NodeKind.CALL and node.function in _JSON_READS and node.args \
+                and node.args[0].id in found:
+            found.add(node.id)
+    return frozenset(found)
 
 
 _PLAIN_TYPES = frozenset({int, float, str, bool, bytes, type(None)})
