@@ -47,8 +47,8 @@ LAYER_MODULES = (
     "dra_affinity.sources.loader",
 )
 """Every module that declares a speed layer (`tests/test_speed_layers.py` checks the list is
-whole): imported before a non-default `DRA_AFFINITY_SPEED_LAYERS` is checked, so a name is
-unknown only when no module declares it."""
+whole): imported before `DRA_AFFINITY_SPEED_LAYERS` is checked when it names a layer not
+declared yet, so a name is unknown only when no module declares it."""
 
 
 class LazyGroup(click.Group):
@@ -62,7 +62,8 @@ class LazyGroup(click.Group):
         if spec is None:
             return None
         try:  # before any layer is asked: a misspelt layer is a usage error, not a traceback
-            if os.environ.get(layers.ENV):
+            named = {word.strip().lstrip("-") for word in os.environ.get(layers.ENV, "").split(",")}
+            if not named - {"", "all", "none"} <= layers.LAYERS.keys():
                 for declaring in LAYER_MODULES:
                     importlib.import_module(declaring)
             layers.active_layers()

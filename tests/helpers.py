@@ -43,3 +43,20 @@ def model(doc: dict[str, Any]) -> ResourceSlice:
     result = parse(doc)
     assert isinstance(result.obj, ResourceSlice), result.findings
     return result.obj
+
+
+def requires_layers(*names: str) -> Any:
+    """Mark a test that checks what a speed layer itself does (a memo shared, a library left
+    unimported): it has nothing to check when `DRA_AFFINITY_SPEED_LAYERS` turns that layer off,
+    as the suite does when it runs the plain path."""
+    import os
+
+    import pytest
+    from dra_affinity.policies.core import layers
+
+    spec = os.environ.get(layers.ENV, "")
+    off = sorted(n for n in names
+                 if n not in layers.parse_spec(spec, frozenset(names) | frozenset(layers.LAYERS),
+                                               strict=False))
+    return pytest.mark.skipif(bool(off), reason=f"speed layer(s) {', '.join(off)} off "
+                                                f"({layers.ENV}={spec})")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import REPO, SCRIPT
+from tests.helpers import requires_layers
 
 HEAVY = frozenset({
     "jsonschema", "kubernetes", "flask", "werkzeug", "gunicorn", "prometheus_client", "cryptography",
@@ -75,6 +76,7 @@ def test_version_reads_the_metadata_and_nothing_else() -> None:
     assert names & (NO_WORK - {"importlib.metadata"}) == set()
 
 
+@requires_layers("schema-precheck")
 @pytest.mark.parametrize("example", ["examples/single-subnet-nic.yaml", "examples/broken-slice.yaml"])
 def test_one_file_lint_imports_no_schema_library_webhook_or_cluster_client(example: str) -> None:
     names = imported("lint", example)

@@ -29,6 +29,8 @@ from dra_affinity.policies.scheduler.simulation import (
     simulate,
 )
 
+from tests.helpers import requires_layers
+
 DRIVER = "nic.example.com"
 
 
@@ -70,6 +72,7 @@ def _steps(detail: Detail) -> tuple[StepResult, ...]:
     return report.steps
 
 
+@requires_layers("simulate-remembered-failures")
 def test_the_fixture_has_alike_failures_placements_and_releases() -> None:
     steps = _steps(Detail.DEVICES)
     failed = [s for s in steps if s.step.action is Action.ALLOCATE and not s.placed]

@@ -22,6 +22,8 @@ from dra_affinity.policies.scheduler.workload import (
     variants,
 )
 
+from tests.helpers import requires_layers
+
 EXPRESSION = 'object.?kind.orValue("") == "NICConfig" ? "%s".format([object.?subnetID.orValue("")]) : ""'
 
 
@@ -191,6 +193,7 @@ def test_nothing_is_stranded_while_nothing_waits() -> None:
     assert got.final.in_use_percent == pytest.approx(100 * 10 / 32)
 
 
+@requires_layers("extraction-memo", "simulate-claim-plans", "simulate-shared-verdicts")
 def test_copies_never_extract_or_compile_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Extraction runs once per (value combination, request, extractor set), whatever the arrivals;
     no copy compiles anything."""
