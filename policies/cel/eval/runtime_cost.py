@@ -323,7 +323,8 @@ _OPTIONAL_NATIVES: dict[str, Native] = {
 
 PROGRAM_MAX_ITERATIONS = 1000
 """Comprehension iterations after which the planned program is not run (`CostOutcome`): the
-engine then spends about 20 MB and 25 ms on them; the walk's value is the result."""
+engine's comprehensions copy their list on every iteration, so its time and memory grow with
+the square of the iterations; past this the walk's value is the result."""
 
 _SHALLOW_NATIVES: frozenset[Native] = frozenset({_identity, native_size,
                                                  *_OPTIONAL_NATIVES.values()})
