@@ -1,13 +1,13 @@
 """The map from import names to folders: `dra_affinity.<folder>` is the folder `<folder>/` here.
 
 The repository keeps the product's layout — `policies/`, `kube/`, `sources/`, `exporter/`,
-`lint/`, `webhook/` at the top — while every import says `dra_affinity.<folder>`, the installed
-name (`setup.py` maps the folders; the wheel has no other top-level name). This package makes
-the same mapping hold without installing: from a clone's root, `python -c "import
-dra_affinity.policies"` finds `./policies/` through `__path__` below, and so does an editor or
-an import-graph tool that has no virtual environment. It is never installed: an installed
-`dra_affinity` is the namespace package the folders make, and the imports resolve to the same
-files either way.
+`lint/`, `webhook/` at the top — while the installed name of each is `dra_affinity.<folder>`
+(`setup.py` maps the folders; the wheel has no other top-level name). This package makes the
+same name hold without installing: from a clone's root, `python -c "import
+dra_affinity.policies"` finds `./policies/` through `__path__` below. Inside the folders the
+imports are relative, so they need no map (the root's own `__init__.py` says why). It is never
+installed: an installed `dra_affinity` is the namespace package the folders make, and the
+imports resolve to the same files either way.
 """
 
 from pathlib import Path as _Path

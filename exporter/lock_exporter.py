@@ -37,18 +37,19 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from dra_affinity.exporter.lock_metrics import LockCollector
-from dra_affinity.kube.listwatch import ListWatch, ResourceClient
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler.lock_book import LockBook
-from dra_affinity.policies.scheduler.lock_report import LockFilters, LockReport, lock_report
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
+
+from ..kube.listwatch import ListWatch, ResourceClient
+from ..policies.core.api import RESOURCE_GROUP
+from ..policies.core.gc_pause import gc_paused
+from ..policies.core.limits import KubernetesVersion
+from ..policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+from ..policies.scheduler.lock_book import LockBook
+from ..policies.scheduler.lock_report import LockFilters, LockReport, lock_report
+from .lock_metrics import LockCollector
 
 _log = logging.getLogger("dra_affinity.exporter")
 GROUP, VERSION = RESOURCE_GROUP, "v1"

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 
-from dra_affinity.policies.scheduler.capacity import amount
-from dra_affinity.policies.scheduler.lock_report import LockReport
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
+
+from ..policies.scheduler.capacity import amount
+from ..policies.scheduler.lock_report import LockReport
 
 LOCKED = "sharing_affinity_locked_devices"
 UNRECONSTRUCTABLE = "sharing_affinity_unreconstructable_devices"

@@ -17,8 +17,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from dra_affinity.kube.listwatch import Expired, ListWatchError, iter_lines
-from dra_affinity.policies.core.api import RESOURCE_GROUP
+from ..policies.core.api import RESOURCE_GROUP
+from .listwatch import Expired, ListWatchError, iter_lines
 
 VERSION = "v1"
 DEFAULT_TIMEOUT = 30.0

@@ -10,9 +10,10 @@ import importlib
 import os
 
 import click
-from dra_affinity.lint.terminal import COLOR_CHOICES, Terminal, color_setting
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.gc_pause import gc_paused
+
+from ..policies.core import layers
+from ..policies.core.gc_pause import gc_paused
+from .terminal import COLOR_CHOICES, Terminal, color_setting
 
 # name -> (module in dra_affinity.lint.commands, attribute, one-line help shown without importing it)
 _COMMANDS: dict[str, tuple[str, str, str]] = {

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.core.limits import VersionError, parse_kubernetes_version
-from dra_affinity.policies.core.source import FieldPath, Position, Source, render_path
+from ..policies.core.findings import Severity
+from ..policies.core.limits import VersionError, parse_kubernetes_version
+from ..policies.core.source import FieldPath, Position, Source, render_path
 
 YAML_NAMES = (".dra-affinity.yaml", ".dra-affinity.yml")
 PYPROJECT = "pyproject.toml"
@@ -206,7 +206,7 @@ def _load_toml(path: Path) -> Config | ConfigProblem:
 
 
 def _load_yaml(path: Path) -> Config | ConfigProblem:
-    from dra_affinity.sources.loader import load_paths
+    from ..sources.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:
@@ -252,7 +252,7 @@ class _Parser:
             raise self.fail(path, "must be a mapping")
         for key in value:
             if key not in allowed:
-                from dra_affinity.policies.model.schema import unknown_field_message
+                from ..policies.model.schema import unknown_field_message
 
                 where = self.source.locate((*path, key))
                 at = f"{self.file}:{where.line}:{where.column}" if where else self.file
@@ -306,7 +306,7 @@ class _Parser:
         return tuple(value)
 
     def _rule_patterns(self, value: Any, path: FieldPath) -> tuple[str, ...]:
-        from dra_affinity.policies.rules.catalog import catalog
+        from ..policies.rules.catalog import catalog
 
         patterns = tuple(p.upper() for p in self._strings(value, path))
         known = list(catalog())
@@ -316,7 +316,7 @@ class _Parser:
         return patterns
 
     def _severities(self, value: Any, path: FieldPath) -> dict[str, Severity]:
-        from dra_affinity.policies.rules.catalog import catalog
+        from ..policies.rules.catalog import catalog
 
         if value is None:
             return {}

@@ -17,19 +17,19 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dra_affinity.lint.inputs import Objects, model_document
-from dra_affinity.lint.suppressions import ANNOTATION, MARKER, document_ref, has_annotation
-from dra_affinity.policies.core.findings import Finding, ObjectRef
-from dra_affinity.policies.core.source import FieldPath, Position, Source
-from dra_affinity.policies.model.resources import Device, ResourceSlice
-from dra_affinity.policies.rules.engine import check_slice
+from ..policies.core.findings import Finding, ObjectRef
+from ..policies.core.source import FieldPath, Position, Source
+from ..policies.model.resources import Device, ResourceSlice
+from ..policies.rules.engine import check_slice
+from .inputs import Objects, model_document
+from .suppressions import ANNOTATION, MARKER, document_ref, has_annotation
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.report import Summary
-    from dra_affinity.lint.suppressions import Written
-    from dra_affinity.policies.rules.engine import EngineOptions
-    from dra_affinity.sources.loader import FileTask, LoadedDocument, LoadResult, Plan
-    from dra_affinity.sources.walk import SkipReason
+    from ..policies.rules.engine import EngineOptions
+    from ..sources.loader import FileTask, LoadedDocument, LoadResult, Plan
+    from ..sources.walk import SkipReason
+    from .report import Summary
+    from .suppressions import Written
 
 POOL_PATHS: tuple[FieldPath, ...] = (
     ("spec", "pool", "resourceSliceCount"), ("spec", "pool", "generation"), ("spec", "sharingAffinity"),
@@ -91,7 +91,7 @@ def lint_file(task: FileTask, job: LintJob, on_document: Callable[[], None] | No
     comment marker, the annotation's name): their spans need every object of the file. If an
     annotation turns up anyway (written with escapes), the file is checked again keeping all.
     """
-    from dra_affinity.sources.loader import load_task
+    from ..sources.loader import load_task
 
     checker = _Checker(job, keep=False)
     sink = checker.add
@@ -162,8 +162,8 @@ class _Checker:
             self.missed_annotation = True
 
     def finish(self, loaded: LoadResult) -> FileLinted:
-        from dra_affinity.lint.suppressions import written
-        from dra_affinity.sources.scalar_positions import resolve_inner_positions
+        from ..sources.scalar_positions import resolve_inner_positions
+        from .suppressions import written
 
         out = self.out
         out.input_findings = list(loaded.findings)
@@ -299,8 +299,8 @@ class Linted:
 def merge(results: Iterable[FileLinted], job: LintJob, *, complete_pools: bool,
           not_walked: dict[SkipReason, int] | None = None) -> Linted:
     """The run's findings (the pool rules run here, over every file's pool entries) and counts."""
-    from dra_affinity.lint.report import Summary
-    from dra_affinity.policies.rules.engine import check_pools
+    from ..policies.rules.engine import check_pools
+    from .report import Summary
 
     inputs: list[Finding] = []
     model: list[Finding] = []

@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from dra_affinity.lint.options import cluster_options, exclude_option
-from dra_affinity.policies.core.findings import Finding
-from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+
+from ..policies.core.findings import Finding
+from ..policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+from .options import cluster_options, exclude_option
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.config import Config
-    from dra_affinity.sources.cluster import ClusterTarget
-    from dra_affinity.sources.loader import LoadedDocument
-    from dra_affinity.sources.walk import ExcludePatterns, SkipReason, WalkFilter
+    from ..sources.cluster import ClusterTarget
+    from ..sources.loader import LoadedDocument
+    from ..sources.walk import ExcludePatterns, SkipReason, WalkFilter
+    from .config import Config
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,7 +92,7 @@ def load_input(
     finding asks for one (`load_paths(lazy_positions=True)`); `lint` reads files one by one
     instead (`dra_affinity.lint.file_lint`)."""
     if cluster is not None:
-        from dra_affinity.sources.cluster import read_resource_slices
+        from ..sources.cluster import read_resource_slices
 
         read = read_resource_slices(cluster)
         if read.error is not None:
@@ -99,7 +100,7 @@ def load_input(
         return Input(documents=list(read.documents), notes=list(read.notes))
     if stdin_is_terminal(paths):
         return Input(usage_errors=[NO_PATH_TERMINAL])
-    from dra_affinity.sources.loader import load_paths
+    from ..sources.loader import load_paths
 
     loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk, lazy_positions=True)
     if paths:
@@ -117,7 +118,7 @@ def load_input(
 def exclude_patterns(excludes: Sequence[str], config: Config | None = None) -> tuple[ExcludePatterns, ...]:
     """`--exclude` patterns (relative to the working directory) plus the config file's
     `exclude:` (relative to the file's directory)."""
-    from dra_affinity.sources.walk import ExcludePatterns
+    from ..sources.walk import ExcludePatterns
 
     patterns = [ExcludePatterns(tuple(excludes), ".")] if excludes else []
     if config is not None and config.exclude:
@@ -127,7 +128,7 @@ def exclude_patterns(excludes: Sequence[str], config: Config | None = None) -> t
 
 def walk_filter(excludes: Sequence[str], config: Config | None = None) -> WalkFilter:
     """The walk policy of one run (it counts what it skipped): see `exclude_patterns`."""
-    from dra_affinity.sources.walk import WalkFilter
+    from ..sources.walk import WalkFilter
 
     return WalkFilter(excludes=exclude_patterns(excludes, config))
 
@@ -196,7 +197,7 @@ def load_objects(
 def load_cluster_input(target: ClusterTarget) -> Input:
     """Every ResourceSlice, DeviceClass and ResourceClaim of the cluster (read-only, paginated),
     as documents; the first read that fails ends the reading with its usage error."""
-    from dra_affinity.sources.cluster import read_device_classes, read_resource_claims, read_resource_slices
+    from ..sources.cluster import read_device_classes, read_resource_claims, read_resource_slices
 
     combined = Input()
     for read in (read_resource_slices(target), read_device_classes(target), read_resource_claims(target)):
@@ -237,14 +238,14 @@ def cluster_target(
         return None
     if paths:
         raise click.UsageError("--cluster reads the cluster instead of PATHs; give one or the other")
-    from dra_affinity.sources.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
+    from ..sources.cluster import DEFAULT_PAGE_SIZE, ClusterTarget
 
     return ClusterTarget(kubeconfig=kubeconfig, context=context, page_size=chunk_size or DEFAULT_PAGE_SIZE)
 
 
 def report_problems(command: str, inputs: Input) -> None:
     """Notes and usage errors go to stderr, prefixed like every CLI message."""
-    from dra_affinity.lint.terminal import warn
+    from .terminal import warn
 
     for note in inputs.notes:
         warn(command, note)

@@ -8,14 +8,14 @@ from typing import Any, TypeVar
 
 import click
 from click.core import ParameterSource
-from dra_affinity.lint.config import Config, ConfigProblem, OutputSpec, load_config
-from dra_affinity.policies.core.features import (
+
+from ..policies.core.features import (
     KNOWN_GATES,
     FeatureGateError,
     FeatureGates,
     parse_feature_gate,
 )
-from dra_affinity.policies.core.limits import (
+from ..policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     NEWEST_KUBERNETES_VERSION,
     NEWEST_PUBLISHED_KUBERNETES_VERSION,
@@ -25,6 +25,7 @@ from dra_affinity.policies.core.limits import (
     format_kubernetes_version,
     parse_kubernetes_version,
 )
+from .config import Config, ConfigProblem, OutputSpec, load_config
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -280,7 +281,7 @@ def rule_selection_options(func: F) -> F:
 def load_settings(config_path: str | None) -> Config:
     """The config file in force (`--config`, else discovered, else defaults), or exit 2."""
 
-    from dra_affinity.lint.terminal import verbose
+    from .terminal import verbose
 
     loaded = load_config(config_path)
     if isinstance(loaded, ConfigProblem):
@@ -348,7 +349,7 @@ def output_specs(
     duplicates = sorted({f for f in files if files.count(f) > 1 and f is not None})
     if duplicates:
         raise click.UsageError(f"two reports would be written to {duplicates[0]}")
-    from dra_affinity.lint.terminal import verbose
+    from .terminal import verbose
 
     for spec in specs:
         where = spec.output if spec.output not in (None, "-") else "standard output"

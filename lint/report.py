@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dra_affinity.policies.core.findings import Finding, Severity
+from ..policies.core.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from dra_affinity.sources.walk import SkipReason
+    from ..sources.walk import SkipReason
 
 
 @dataclass(frozen=True, slots=True)

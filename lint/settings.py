@@ -16,14 +16,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
-from dra_affinity.lint.config import Config, OutputSpec
-from dra_affinity.lint.options import given, load_settings, output_specs, pick
-from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.core.limits import (
+
+from ..policies.core.findings import Severity
+from ..policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     parse_kubernetes_version,
 )
+from .config import Config, OutputSpec
+from .options import given, load_settings, output_specs, pick
 
 S = TypeVar("S")
 

@@ -67,14 +67,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dra_affinity.policies.core.features import KNOWN_GATES, SHARING_AFFINITY
+from ..policies.core.features import KNOWN_GATES, SHARING_AFFINITY
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from dra_affinity.lint.workload_expect import Expectation
-    from dra_affinity.lint.workload_file import WorkloadFile
-    from dra_affinity.policies.core.findings import Finding
+    from ..policies.core.findings import Finding
+    from .workload_expect import Expectation
+    from .workload_file import WorkloadFile
 
 OUTCOMES = ["ok", "not-satisfied", "claim-inconsistent", "slice-error", "not-applicable",
             "pool-incomplete", "no-matching-device", "selector-error"]
@@ -292,7 +292,7 @@ def unreadable_resources(suite_path: Path, findings: Iterable[Finding], usage_er
     Why an error and not a hint: a suite whose slice file is unreadable checks fewer objects
     than it names, and a case that then passes proves nothing; kubectl would not apply it.
     """
-    from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
+    from ..policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
 
     problems = list(usage_errors)
     for finding in findings:
@@ -308,8 +308,9 @@ def unreadable_resources(suite_path: Path, findings: Iterable[Finding], usage_er
 
 def load_suite(path: Path) -> Suite:
     """Read and validate one suite file; raises `SuiteError` with a located message."""
-    from dra_affinity.sources.loader import load_paths
     from jsonschema import Draft202012Validator
+
+    from ..sources.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:
@@ -325,7 +326,7 @@ def load_suite(path: Path) -> Suite:
     errors = sorted(Draft202012Validator(SUITE_SCHEMA).iter_errors(doc.data),
                     key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        from dra_affinity.policies.model.schema import unknown_property
+        from ..policies.model.schema import unknown_property
 
         # an unknown key first: a misspelt one is usually why a required one is missing
         error = next((e for e in errors if unknown_property(e) is not None), errors[0])
@@ -377,8 +378,8 @@ def load_suite(path: Path) -> Suite:
 
 
 def _workload_case(path: Path, source: Any, i: int, data: dict[str, Any], line: int | None) -> WorkloadCase:
-    from dra_affinity.lint.workload_expect import ExpectationError, parse_expectation
-    from dra_affinity.lint.workload_file import WorkloadFileError, load_workload
+    from .workload_expect import ExpectationError, parse_expectation
+    from .workload_file import WorkloadFileError, load_workload
 
     def located(field_path: tuple[str | int, ...], message: str) -> SuiteError:
         pos = source.locate(field_path)

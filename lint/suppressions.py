@@ -32,15 +32,15 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dra_affinity.lint.config import Config, Ignore
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
-from dra_affinity.policies.core.source import FieldPath, Position, Source
-from dra_affinity.policies.rules.catalog import catalog
-from dra_affinity.policies.rules.input.sa001_suppression_without_reason import RULE as NO_REASON
-from dra_affinity.policies.rules.input.sa002_unused_suppression import RULE as UNUSED
+from ..policies.core.findings import Finding, Location, ObjectRef
+from ..policies.core.source import FieldPath, Position, Source
+from ..policies.rules.catalog import catalog
+from ..policies.rules.input.sa001_suppression_without_reason import RULE as NO_REASON
+from ..policies.rules.input.sa002_unused_suppression import RULE as UNUSED
+from .config import Config, Ignore
 
 if TYPE_CHECKING:
-    from dra_affinity.sources.loader import LoadedDocument
+    from ..sources.loader import LoadedDocument
 
 MARKER = "dra-affinity:"
 ANNOTATION = "dra-affinity.io/ignore"

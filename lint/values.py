@@ -13,7 +13,7 @@ from typing import Any
 def json_value(value: object) -> Any:
     """A result as users know it (`k8s_library.display_value`), then JSON-friendly: bytes as
     UTF-8 text (invalid sequences replaced), anything else unknown as its string."""
-    from dra_affinity.policies.cel.k8s_library import display_value
+    from ..policies.cel.k8s_library import display_value
 
     return _json_friendly(display_value(value))
 

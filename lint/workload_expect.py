@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dra_affinity.policies.scheduler.locks import METRIC_NAMES, Mode
-from dra_affinity.policies.scheduler.replay import ReplayReport
+from ..policies.scheduler.locks import METRIC_NAMES, Mode
+from ..policies.scheduler.replay import ReplayReport
 
 METRICS: dict[str, Callable[[ReplayReport], float]] = {
     "placed": lambda r: r.placed,

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dra_affinity.policies.core.source import FieldPath, Source
-from dra_affinity.policies.scheduler.workload import (
+from ..policies.core.source import FieldPath, Source
+from ..policies.scheduler.workload import (
     Lifetime,
     LifetimeKind,
     TemplateSpec,
@@ -146,9 +146,10 @@ def _error(path: Path, source: Source, field_path: FieldPath, message: str) -> W
 
 def load_workload(path: Path) -> WorkloadFile:
     """Read and validate one workload file; raises `WorkloadFileError` with a located message."""
-    from dra_affinity.policies.model.schema import unknown_property
-    from dra_affinity.sources.loader import load_paths
     from jsonschema import Draft202012Validator
+
+    from ..policies.model.schema import unknown_property
+    from ..sources.loader import load_paths
 
     loaded = load_paths([str(path)])
     if loaded.usage_errors:

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.kube.client import (
+from ..kube.client import (
     DEFAULT_TIMEOUT,
     PAGE_SIZE,
     KubeconfigError,
@@ -35,10 +35,10 @@ from dra_affinity.kube.client import (
     host,
     status_message,
 )
-from dra_affinity.kube.listwatch import Expired, Listed, ListWatchError, list_all
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.source import Source
-from dra_affinity.sources.loader import LoadedDocument
+from ..kube.listwatch import Expired, Listed, ListWatchError, list_all
+from ..policies.core.api import RESOURCE_GROUP
+from ..policies.core.source import Source
+from .loader import LoadedDocument
 
 GROUP_VERSION = f"{RESOURCE_GROUP}/v1"
 DEFAULT_PAGE_SIZE = PAGE_SIZE

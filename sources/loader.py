@@ -33,15 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import yaml
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.source import FieldPath, Position, Source
-from dra_affinity.policies.model.schema import SCHEMAS
-from dra_affinity.policies.rules.input.sa000_input_error import RULE as INPUT_ERROR
-from dra_affinity.sources.walk import SkipReason, WalkFilter
-from dra_affinity.sources.yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..policies.core import layers
+from ..policies.core.findings import Finding, Location, ObjectRef
+from ..policies.core.gc_pause import gc_paused
+from ..policies.core.problems import INPUT_ERROR
+from ..policies.core.source import FieldPath, Position, Source
+from ..policies.model.schema import SCHEMAS
+from .walk import SkipReason, WalkFilter
+from .yaml_positions import Built, Issue, NodeBuilder, go_tag, sent_number
 
 STDIN_NAME = "<stdin>"
 EXTENSIONS = (".yaml", ".yml", ".json")
@@ -823,7 +824,7 @@ class _Loader:
         """A large YAML file through `yaml_fast`, if it vouches for the values and they hold
         nothing to report (as `_JsonStream.plain` decides for JSON); positions composed by
         libyaml on first use. False: nothing was loaded, compose the file."""
-        from dra_affinity.sources import yaml_fast
+        from . import yaml_fast
 
         fast = yaml_fast.documents(text)
         if fast is None:

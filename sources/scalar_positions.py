@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 
-from dra_affinity.policies.core.findings import Finding, Location
-from dra_affinity.policies.core.source import Position
+from ..policies.core.findings import Finding, Location
+from ..policies.core.source import Position
 
 _BLOCK = ("|", ">")
 

@@ -42,8 +42,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from dra_affinity.policies.core.source import Position
-from dra_affinity.sources.yaml_positions import go_tag, plain_key, plain_scalar
+from ..policies.core.source import Position
+from .yaml_positions import go_tag, plain_key, plain_scalar
 
 try:
     import ryml

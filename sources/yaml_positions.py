@@ -48,9 +48,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from dra_affinity.policies.core.source import FieldPath, Position, render_path
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..policies.core.source import FieldPath, Position, render_path
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"

@@ -209,3 +209,31 @@ def test_no_old_top_level_import_names() -> None:
                 if name.split(".")[0] in FOLDERS:
                     offenders.append(f"{path.relative_to(REPO)}:{node.lineno} imports {name}")
     assert not offenders, offenders
+
+
+LOADED_BY_PATH = {
+    "webhook/gunicorn_conf.py": "`gunicorn -c webhook/gunicorn_conf.py` executes it outside any package",
+}
+"""Files a program runs by path: a relative import there has no package to climb to."""
+
+
+def test_the_folders_import_the_product_relatively() -> None:
+    """Inside the folders an import of the product is relative: it names the same module installed
+    or not, and a reader, an editor or an import-graph tool with no environment resolves it by
+    walking folders (the root's `__init__.py` is the package it climbs to). `dra_affinity.…` is
+    the name for code outside the package: tests, benchmarks, entry points, and a file that is
+    loaded by its path rather than imported."""
+    offenders = []
+    for path in sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py")):
+        if path.relative_to(REPO).as_posix() in LOADED_BY_PATH:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offenders += [f"{path.relative_to(REPO)}:{node.lineno} imports {name}" for name in names
+                          if name == NAMESPACE or name.startswith(f"{NAMESPACE}.")]
+    assert not offenders, offenders
+    assert (REPO / "__init__.py").is_file(), "the root is the package the relative imports climb to"

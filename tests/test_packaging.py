@@ -75,7 +75,7 @@ def test_a_fresh_clone_resolves_the_installed_names_without_installing(tmp_path:
     root, with no site-packages at all (`-S`: no install, no editable link), the imports resolve
     to the clone's own files."""
     clone = snapshot(tmp_path / "clone")
-    code = ("import dra_affinity.policies.core.findings as f, dra_affinity.sources, dra_affinity.kube; "
+    code = ("import dra_affinity.policies.core.findings as f, dra_affinity.sources.scalar_positions; "
             "print(f.__file__); print(f.Severity.ERROR.name)")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH")}
     proc = subprocess.run([sys.executable, "-S", "-c", code], cwd=clone, env=env, capture_output=True,

@@ -22,17 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dra_affinity.policies.analysis.slice_cost import analysable
-from dra_affinity.policies.core.cache import BoundedCache, text_weight
-from dra_affinity.policies.core.clip import clip_text, clip_value
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
-from dra_affinity.policies.rules.catalog import slice_rules
-from dra_affinity.policies.rules.engine import EngineOptions, check_slice
-from dra_affinity.policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
-from dra_affinity.policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
-from dra_affinity.webhook.budget import HEAVY_BYTES, ON_BUDGET_ALLOW, Deadline, HeavyGate
-from dra_affinity.webhook.render import (
+from ..policies.analysis.slice_cost import analysable
+from ..policies.core.cache import BoundedCache, text_weight
+from ..policies.core.clip import clip_text, clip_value
+from ..policies.core.findings import Finding, Severity
+from ..policies.model.resources import SLICE_VERSIONS, ResourceSlice, parse
+from ..policies.rules.catalog import slice_rules
+from ..policies.rules.engine import EngineOptions, check_slice
+from ..policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
+from ..policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
+from .budget import HEAVY_BYTES, ON_BUDGET_ALLOW, Deadline, HeavyGate
+from .render import (
     MAX_WARNING_CHARS,
     SLICE_GROUP,
     SLICE_KIND,
@@ -42,7 +42,7 @@ from dra_affinity.webhook.render import (
     invalid_status,
     warning_text,
 )
-from dra_affinity.webhook.settings import WebhookSettings
+from .settings import WebhookSettings
 
 MAX_LOGGED_ID = 128
 """Characters of a uid in a log line (the API server's are 36-character UUIDs)."""

@@ -30,10 +30,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.policies.core.cache import REGISTRY
-from dra_affinity.policies.core.clip import clip_text
-from dra_affinity.webhook import logs, tls
-from dra_affinity.webhook.admission import (
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+from werkzeug.wsgi import get_content_length
+
+from ..policies.core.cache import REGISTRY
+from ..policies.core.clip import clip_text
+from . import logs, tls
+from .admission import (
     MAX_LOGGED_ID,
     Admitter,
     PoolChecker,
@@ -41,16 +45,13 @@ from dra_affinity.webhook.admission import (
     Verdict,
     parse_review,
 )
-from dra_affinity.webhook.body import decode as decode_body
-from dra_affinity.webhook.budget import Deadline, timeout_seconds
-from dra_affinity.webhook.events import EventRecorder, ReviewEvent
-from dra_affinity.webhook.metrics import CACHE_SOURCES, Metrics
-from dra_affinity.webhook.poolcache import cluster_pool_checker
-from dra_affinity.webhook.settings import WebhookSettings, from_env_or_exit
-from dra_affinity.webhook.throttle import ThrottledLog
-from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException
-from werkzeug.wsgi import get_content_length
+from .body import decode as decode_body
+from .budget import Deadline, timeout_seconds
+from .events import EventRecorder, ReviewEvent
+from .metrics import CACHE_SOURCES, Metrics
+from .poolcache import cluster_pool_checker
+from .settings import WebhookSettings, from_env_or_exit
+from .throttle import ThrottledLog
 
 JSON = "application/json"
 METRICS_ENDPOINTS = frozenset({"metrics", "healthz", "readyz"})
@@ -80,8 +81,8 @@ class Readiness:
 def warm_up(settings: WebhookSettings) -> Readiness:
     """Build the CEL environment and load every rule now, not on the first request."""
     try:
-        from dra_affinity.policies.cel.check.env import EnvKey, EnvMode, get_env
-        from dra_affinity.policies.rules.catalog import catalog
+        from ..policies.cel.check.env import EnvKey, EnvMode, get_env
+        from ..policies.rules.catalog import catalog
 
         catalog()
         get_env(EnvKey(settings.kubernetes_version, EnvMode.NEW_EXPRESSIONS))

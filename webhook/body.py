@@ -24,7 +24,7 @@ import sys
 import threading
 from itertools import accumulate
 
-from dra_affinity.policies.cel.common.jsonvalue import loads_strict
+from ..policies.cel.common.jsonvalue import loads_strict
 
 GO_MAX_DEPTH = 10_000
 """`maxNestingDepth` of Go's `encoding/json` scanner."""

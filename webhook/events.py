@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.webhook import logs
-from dra_affinity.webhook.metrics import Metrics
+from . import logs
+from .metrics import Metrics
 
 FLUSH_INTERVAL = 0.05
 """Seconds a batch collects before it is written."""

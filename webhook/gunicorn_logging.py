@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dra_affinity.webhook.logs import use_json_for_gunicorn
-from dra_affinity.webhook.settings import from_env
 from gunicorn.glogging import Logger
+
+from .logs import use_json_for_gunicorn
+from .settings import from_env
 
 _LISTENING = "Listening at: %s (%s)"
 """gunicorn's arbiter line naming the listeners."""

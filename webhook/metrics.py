@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dra_affinity.policies.core.cache import REGISTRY, CacheInfo
-from dra_affinity.webhook.multiproc import multiprocess_dir
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from ..policies.core.cache import REGISTRY, CacheInfo
+from .multiproc import multiprocess_dir
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 

@@ -35,19 +35,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_affinity.kube.client import KubernetesResource, connect, connect_in_cluster
-from dra_affinity.kube.listwatch import ListWatch, ResourceClient
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.findings import Finding, PoolRef
-from dra_affinity.policies.model.resources import ResourceSlice, parse
-from dra_affinity.policies.rules.catalog import pool_rules
-from dra_affinity.policies.rules.engine import EngineOptions, check_pool
-from dra_affinity.policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
-from dra_affinity.policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
-from dra_affinity.policies.scheduler.pools import build_pools
-from dra_affinity.webhook.admission import PoolVerdict
-from dra_affinity.webhook.logs import LOGGER_NAME
-from dra_affinity.webhook.settings import WebhookSettings
+from ..kube.client import KubernetesResource, connect, connect_in_cluster
+from ..kube.listwatch import ListWatch, ResourceClient
+from ..policies.core.api import RESOURCE_GROUP
+from ..policies.core.findings import Finding, PoolRef
+from ..policies.model.resources import ResourceSlice, parse
+from ..policies.rules.catalog import pool_rules
+from ..policies.rules.engine import EngineOptions, check_pool
+from ..policies.rules.pool.sp301_duplicate_key import RULE as DUPLICATE_KEY
+from ..policies.rules.pool.sp302_cost_budget import RULE as POOL_COST_BUDGET
+from ..policies.scheduler.pools import build_pools
+from .admission import PoolVerdict
+from .logs import LOGGER_NAME
+from .settings import WebhookSettings
 
 _log = logging.getLogger(LOGGER_NAME)
 GROUP, VERSION, PLURAL = RESOURCE_GROUP, "v1", "resourceslices"

@@ -18,10 +18,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.catalog import catalog
+from ..policies.core.api import RESOURCE_GROUP
+from ..policies.core.cache import cached
+from ..policies.core.findings import Finding, Severity
+from ..policies.rules.catalog import catalog
 
 MAX_WARNING_CHARS = 120
 MAX_WARNINGS_BYTES = 4096

@@ -20,7 +20,7 @@ class WebhookServer(BaseApplication):  # gunicorn ships no type hints: a subclas
         super().__init__()
 
     def load_config(self) -> None:
-        from dra_affinity.webhook import gunicorn_conf
+        from . import gunicorn_conf
 
         for key, value in vars(gunicorn_conf).items():
             if key in self.cfg.settings and value is not None:
@@ -29,6 +29,6 @@ class WebhookServer(BaseApplication):  # gunicorn ships no type hints: a subclas
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from dra_affinity.webhook.app import create_app
+        from .app import create_app
 
         return create_app()

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.limits import (
+from ..policies.core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     VersionError,

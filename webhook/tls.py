@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cryptography import x509
-from dra_affinity.policies.core.cache import BoundedCache
-from dra_affinity.webhook.logs import LOGGER_NAME
+
+from ..policies.core.cache import BoundedCache
+from .logs import LOGGER_NAME
 
 TlsVersion = Literal["1.2", "1.3"]
 _VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}

@@ -65,11 +65,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from dra_affinity.webhook.settings import from_env_or_exit
-from dra_affinity.webhook.throttle import ThrottledLog
-from dra_affinity.webhook.tls import TlsLoadError, WorkerTls
 from gunicorn import http
 from gunicorn.workers.gthread import TConn, ThreadWorker
+
+from .settings import from_env_or_exit
+from .throttle import ThrottledLog
+from .tls import TlsLoadError, WorkerTls
 
 HANDSHAKE_TIMEOUT = float(os.environ.get("DRA_AFFINITY_HANDSHAKE_TIMEOUT", "5"))
 """Seconds a connection has to finish TLS and send a request's head (from accept, or from
@@ -326,7 +327,7 @@ class BoundedThreadWorker(ThreadWorker):  # gunicorn ships no type hints
 
     def init_process(self) -> None:
         # After the fork: prometheus_client's multiprocess files are per process.
-        from dra_affinity.webhook.metrics import ConnectionMetrics
+        from .metrics import ConnectionMetrics
 
         self.attacks = ThrottledLog(self.log, ConnectionMetrics(), ATTACK_LOG_INTERVAL)
         super().init_process()

@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import click
-from dra_affinity.lint.options import format_option, kubernetes_version_option
-from dra_affinity.lint.reporters.json_reporter import kubernetes_to_json
-from dra_affinity.lint.reporters.output import emit
-from dra_affinity.lint.values import json_value
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
+
+from ...policies.core.limits import KubernetesVersion, limits_for
+from ..options import format_option, kubernetes_version_option
+from ..reporters.json_reporter import kubernetes_to_json
+from ..reporters.output import emit
+from ..values import json_value
 
 
 @click.group("cel")
@@ -54,8 +55,8 @@ def _read_object(spec: str) -> object:
     duplicate keys as Kubernetes does, instead of expanding them. What decodes to something
     other than an object is a usage error: opaque parameters are always objects.
     """
-    from dra_affinity.policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
-    from dra_affinity.sources.loader import load_text
+    from ...policies.cel.common.jsonvalue import K8sJsonError, decode_k8s_json
+    from ...sources.loader import load_text
 
     text = spec
     source = "inline text"
@@ -109,16 +110,17 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
     so ids and messages are lint's, word for word.
     """
     import yaml
-    from dra_affinity.policies.core.api import RESOURCE_GROUP
-    from dra_affinity.policies.model.resources import ResourceSlice, parse
-    from dra_affinity.policies.rules.engine import EngineOptions, check_slice
-    from dra_affinity.policies.rules.slice import (
+
+    from ...policies.core.api import RESOURCE_GROUP
+    from ...policies.model.resources import ResourceSlice, parse
+    from ...policies.rules.engine import EngineOptions, check_slice
+    from ...policies.rules.slice import (
         sa105_expression_too_long,
         sa106_compile_error,
         sa107_output_type,
         sa108_cost_budget,
     )
-    from dra_affinity.sources.loader import load_text
+    from ...sources.loader import load_text
 
     # the slice rules that decide whether the API server accepts an extractor
     verdict_rules = {m.RULE.id for m in (sa105_expression_too_long, sa106_compile_error,
@@ -142,9 +144,9 @@ def lint_verdicts(expression: str, version: KubernetesVersion) -> list[dict[str,
 def check_expression(expression: str, version: KubernetesVersion, obj: object | None,
                      stored: bool) -> tuple[dict[str, Any], str]:
     """The `cel check --format json` document, and the errors as cel-go prints them."""
-    from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
-    from dra_affinity.policies.cel.compile import compile_expression
-    from dra_affinity.policies.cel.cost.estimate import estimate_cost
+    from ...policies.cel.check.env import EnvKey, EnvMode
+    from ...policies.cel.compile import compile_expression
+    from ...policies.cel.cost.estimate import estimate_cost
 
     mode = EnvMode.STORED_EXPRESSIONS if stored else EnvMode.NEW_EXPRESSIONS
     compiled = compile_expression(expression, EnvKey(version, mode))
@@ -171,10 +173,10 @@ def check_expression(expression: str, version: KubernetesVersion, obj: object | 
                 for c in cost.unbounded
             ]
         if obj is not None:
-            from dra_affinity.policies.cel.eval.runtime import evaluate
+            from ...policies.cel.eval.runtime import evaluate
 
             limit = limits_for(version).runtime_cost_per_evaluation
-            from dra_affinity.policies.scheduler.extraction import classify
+            from ...policies.scheduler.extraction import classify
 
             result = evaluate(compiled, {"object": obj}, cost_limit=limit)
             kind, detail, _ = classify(result)

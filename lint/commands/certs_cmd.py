@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from dra_affinity.webhook.certs import CertSet
+    from ...webhook.certs import CertSet
 
 _KEY_TYPES = ("ecdsa-p256", "rsa-2048")
 
@@ -44,7 +44,7 @@ def _ip_addresses(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _emit(cert_set: object, secret: str | None, namespace: str) -> None:
-    from dra_affinity.webhook.certs import CertSet, secret_manifest
+    from ...webhook.certs import CertSet, secret_manifest
 
     assert isinstance(cert_set, CertSet)
     if secret:
@@ -56,7 +56,7 @@ def _emit(cert_set: object, secret: str | None, namespace: str) -> None:
 
 def _write(command: str, cert_set: CertSet, out_dir: Path) -> list[Path]:
     """`write_dir`, a directory that cannot be written being the user's to fix (exit 2)."""
-    from dra_affinity.webhook import certs as c
+    from ...webhook import certs as c
 
     try:
         return c.write_dir(cert_set, out_dir)
@@ -109,7 +109,7 @@ def generate(service: str, namespace: str, out_dir: Path | None, secret: str | N
 
     Exit code 0; 2 on usage errors or files that cannot be written.
     """
-    from dra_affinity.webhook import certs as c
+    from ...webhook import certs as c
 
     if out_dir is None and not secret:
         raise click.UsageError("give --out-dir, --secret, or both")
@@ -152,7 +152,7 @@ def rotate(out_dir: Path, new_ca: bool, secret: str | None, namespace: str | Non
 
     Exit code 0; 2 on usage errors or a directory that cannot be read or written.
     """
-    from dra_affinity.webhook import certs as c
+    from ...webhook import certs as c
 
     current = c.read_dir(out_dir)
     if isinstance(current, c.CertProblem):

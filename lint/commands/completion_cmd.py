@@ -28,7 +28,7 @@ def completion(shell: str) -> None:
 
     Exit code 0; 2 on usage errors.
     """
-    from dra_affinity.lint.cli import main
+    from ..cli import main
 
     cls = get_completion_class(shell)
     assert cls is not None  # every name in SHELLS is one click ships

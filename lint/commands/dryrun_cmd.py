@@ -10,7 +10,18 @@ from json.encoder import encode_basestring_ascii as _string
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.inputs import (
+
+from ...policies.core import layers
+from ...policies.core.cache import BoundedCache, text_weight
+from ...policies.core.findings import Finding, Location, PoolRef, Severity
+from ...policies.core.gc_pause import gc_paused
+from ...policies.rules.base import Scope
+from ...policies.rules.catalog import catalog
+from ...policies.scheduler.diagnostics import describe
+from ...policies.scheduler.dryrun import DryRun, Filters
+from ...policies.scheduler.extraction import ExtractionResult, Outcome
+from ...sources.walk import WalkFilter
+from ..inputs import (
     cluster_target,
     exclude_patterns,
     load_cluster_input,
@@ -18,8 +29,8 @@ from dra_affinity.lint.inputs import (
     model_objects,
     report_problems,
 )
-from dra_affinity.lint.json_text import ELEMENT_NEWLINE, members_text
-from dra_affinity.lint.options import (
+from ..json_text import ELEMENT_NEWLINE, members_text
+from ..options import (
     FormatCommand,
     ci_options,
     cluster_options,
@@ -28,34 +39,24 @@ from dra_affinity.lint.options import (
     report_options,
     suppression_options,
 )
-from dra_affinity.lint.report import position_order
-from dra_affinity.lint.reporters import render_ci
-from dra_affinity.lint.reporters.json_reporter import finding_to_json, kubernetes_to_json, suppressed_to_json
-from dra_affinity.lint.reporters.output import emit, to_stdout, write_reports
-from dra_affinity.lint.reporters.run import ExtraRule, Notification, RunResult, TestCase
-from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
-from dra_affinity.lint.suppressions import audit
-from dra_affinity.lint.values import json_value
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.cache import BoundedCache, text_weight
-from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.rules.base import Scope
-from dra_affinity.policies.rules.catalog import catalog
-from dra_affinity.policies.scheduler.diagnostics import describe
-from dra_affinity.policies.scheduler.dryrun import DryRun, Filters
-from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
-from dra_affinity.sources.walk import WalkFilter
+from ..report import position_order
+from ..reporters import render_ci
+from ..reporters.json_reporter import finding_to_json, kubernetes_to_json, suppressed_to_json
+from ..reporters.output import emit, to_stdout, write_reports
+from ..reporters.run import ExtraRule, Notification, RunResult, TestCase
+from ..settings import Params, ReportSettings, config_for, report_settings, resolved
+from ..suppressions import audit
+from ..values import json_value
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.config import Config
-    from dra_affinity.lint.inputs import Input, Objects
-    from dra_affinity.lint.reporters.run import RunResult
-    from dra_affinity.lint.suppressions import Audit, Suppressed
-    from dra_affinity.policies.model.resources import ResourceClaim
-    from dra_affinity.policies.scheduler.pools import Pool
-    from dra_affinity.sources.cluster import ClusterTarget
-    from dra_affinity.sources.walk import ExcludePatterns
+    from ...policies.model.resources import ResourceClaim
+    from ...policies.scheduler.pools import Pool
+    from ...sources.cluster import ClusterTarget
+    from ...sources.walk import ExcludePatterns
+    from ..config import Config
+    from ..inputs import Input, Objects
+    from ..reporters.run import RunResult
+    from ..suppressions import Audit, Suppressed
 
 FAILING = frozenset({Outcome.SLICE_ERROR, Outcome.CLAIM_INCONSISTENT, Outcome.SELECTOR_ERROR})
 """Authoring errors: a slice, a claim or a DeviceClass must change. `not-satisfied` and
@@ -475,7 +476,7 @@ def _report_unmatched(settings: DryRunSettings, inputs: Objects, pools: Mapping[
 
 def _audited(config: Config, found: list[Finding], loaded: Input) -> tuple[Audit, list[Finding]]:
     """The run's findings after the config and suppressions, in position order, echoed to stderr."""
-    from dra_affinity.lint.reporters.text_reporter import finding_line
+    from ..reporters.text_reporter import finding_line
 
     disabled = config.disabled_rules(_rule_ids())
     checked = audit(found, loaded.documents, config, texts=loaded.texts,
@@ -508,7 +509,7 @@ def _stream_json(settings: DryRunSettings, loaded: Input, inputs: Objects,
     """`dry-run --format json`, streamed: the document json.dumps would give, the results
     written one by one as `drained` gives them and the findings (`found`, complete once the
     results are) after them. Returns the exit code, decided as for the other formats."""
-    from dra_affinity.lint.json_text import Rendered, write_members
+    from ..json_text import Rendered, write_members
 
     config, spec = settings.report.config, settings.report.outputs[0]
     failed = False
@@ -565,7 +566,7 @@ def dry_run_result(
     usage_errors: Sequence[str] = (),
 ) -> RunResult:
     """The dry-run as the CI formats see it: failing outcomes as located results, a case per result."""
-    from dra_affinity.lint.reporters.junit_reporter import object_cases
+    from ..reporters.junit_reporter import object_cases
 
     by_name = {c.qualified_name: c for c in claims}
     outcome_findings = [_outcome_finding(r, by_name.get(r.claim), pools.get(r.pool))

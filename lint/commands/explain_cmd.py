@@ -7,19 +7,20 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.commands.locks_cmd import build_book, lock_input_options, read_lock_input
-from dra_affinity.lint.options import GateSettings, format_option, load_settings
-from dra_affinity.lint.reporters.output import emit
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.scheduler.locks import Mode, render_map
+
+from ...policies.core.limits import KubernetesVersion
+from ...policies.scheduler.locks import Mode, render_map
+from ..options import GateSettings, format_option, load_settings
+from ..reporters.output import emit
+from .locks_cmd import build_book, lock_input_options, read_lock_input
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.inputs import Objects
-    from dra_affinity.policies.scheduler.explain import Explanation, PoolStep
+    from ...policies.scheduler.explain import Explanation, PoolStep
+    from ..inputs import Objects
 
 
 def explanation_json(e: Explanation) -> dict[str, Any]:
-    from dra_affinity.lint.commands.simulate_cmd import device_to_json, step_to_json
+    from .simulate_cmd import device_to_json, step_to_json
 
     out: dict[str, Any] = {"claim": e.claim, "allocated": e.allocated, "schedulable": e.schedulable,
                            "verdict": e.verdict}
@@ -150,9 +151,9 @@ def explain(target: str, paths: tuple[str, ...], excludes: tuple[str, ...], conf
     (the JSON's `schedulable` says which); 1 when an input object is invalid; 2 on usage
     errors (unknown claim or pod) or unreadable input.
     """
-    from dra_affinity.lint.inputs import walk_filter
-    from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.explain import explain_pod, pod_claims
+    from ...policies.core.findings import Severity
+    from ...policies.scheduler.explain import explain_pod, pod_claims
+    from ..inputs import walk_filter
 
     pod_ref = _pod_target(target)
     objects, cluster_target = read_lock_input("explain", paths, cluster, kubeconfig, kube_context,
@@ -213,7 +214,7 @@ def _pod_target(target: str) -> tuple[str, str] | None:
 
 def _find_pod(objects: Objects, target: Any, namespace: str, name: str) -> dict[str, Any]:
     if target is not None:
-        from dra_affinity.sources.cluster import read_pod
+        from ...sources.cluster import read_pod
 
         pod, error = read_pod(namespace, name, target)
         if error is not None or pod is None:

@@ -9,14 +9,15 @@ import threading
 from types import FrameType
 
 import click
-from dra_affinity.lint.options import (
+
+from ...policies.core.features import SHARING_AFFINITY
+from ...policies.core.limits import KubernetesVersion
+from ..options import (
     GateSettings,
     feature_gate_option,
     feature_gates,
     kubernetes_version_option,
 )
-from dra_affinity.policies.core.features import SHARING_AFFINITY
-from dra_affinity.policies.core.limits import KubernetesVersion
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -53,8 +54,8 @@ def exporter(kubeconfig: str | None, kube_context: str | None, listen: str, watc
     Exit code 0 when stopped by SIGTERM or SIGINT; 2 when no kubeconfig or context can be
     used, or the address cannot be listened on (a failing cluster is retried, never an exit).
     """
-    from dra_affinity.exporter.lock_exporter import LockExporter, serve
-    from dra_affinity.kube.client import KubeconfigError, KubernetesResource, connect
+    from ...exporter.lock_exporter import LockExporter, serve
+    from ...kube.client import KubeconfigError, KubernetesResource, connect
 
     sharing_affinity = feature_gates(kubernetes_version, gate).enabled(SHARING_AFFINITY)
     host, port = _listen(listen)

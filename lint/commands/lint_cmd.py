@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import click
-from dra_affinity.lint.file_lint import (
+
+from ...policies.core.findings import Finding, Severity
+from ...policies.rules.base import Scope
+from ...policies.rules.catalog import catalog
+from ...policies.rules.engine import EngineOptions
+from ...sources.walk import ExcludePatterns, WalkFilter
+from ..file_lint import (
     FileLinted,
     Linted,
     LintJob,
@@ -25,7 +31,7 @@ from dra_affinity.lint.file_lint import (
     merge,
     pool_siblings,
 )
-from dra_affinity.lint.inputs import (
+from ..inputs import (
     NO_PATH_EMPTY,
     Input,
     cluster_target,
@@ -36,7 +42,7 @@ from dra_affinity.lint.inputs import (
     stdin_is_terminal,
     warn_empty,
 )
-from dra_affinity.lint.options import (
+from ..options import (
     FormatCommand,
     ci_options,
     complete_pools_option,
@@ -45,25 +51,20 @@ from dra_affinity.lint.options import (
     rule_selection_options,
     suppression_options,
 )
-from dra_affinity.lint.report import Report, Summary
-from dra_affinity.lint.reporters import LINT_FORMATS, render_ci
-from dra_affinity.lint.reporters.output import write_reports
-from dra_affinity.lint.reporters.text_reporter import render as render_text
-from dra_affinity.lint.reporters.text_reporter import summary_line
-from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
-from dra_affinity.lint.suppressions import audit_written
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.base import Scope
-from dra_affinity.policies.rules.catalog import catalog
-from dra_affinity.policies.rules.engine import EngineOptions
-from dra_affinity.sources.walk import ExcludePatterns, WalkFilter
+from ..report import Report, Summary
+from ..reporters import LINT_FORMATS, render_ci
+from ..reporters.output import write_reports
+from ..reporters.text_reporter import render as render_text
+from ..reporters.text_reporter import summary_line
+from ..settings import Params, ReportSettings, config_for, report_settings, resolved
+from ..suppressions import audit_written
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.config import OutputSpec
-    from dra_affinity.lint.reporters.run import RunResult
-    from dra_affinity.lint.suppressions import Audit
-    from dra_affinity.sources.cluster import ClusterTarget
-    from dra_affinity.sources.loader import FileTask, Plan
+    from ...sources.cluster import ClusterTarget
+    from ...sources.loader import FileTask, Plan
+    from ..config import OutputSpec
+    from ..reporters.run import RunResult
+    from ..suppressions import Audit
 
 @dataclass(frozen=True, slots=True)
 class Layers:
@@ -149,7 +150,7 @@ def check_input(
 ) -> tuple[list[Finding], Summary]:
     """Check loaded input (one batch, as `lint` checks one file): input errors always, then the
     selected layers; positions inside expressions are mapped to the file from the text kept."""
-    from dra_affinity.sources.loader import LoadResult
+    from ...sources.loader import LoadResult
 
     job = LintJob(options, layers.slices, layers.pools)
     loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
@@ -173,7 +174,7 @@ def lint_input(
     usage errors included. Only what the report and the audit need is kept of any file.
     With `pools_from`, the pools of the files given are completed from those directories
     (`file_lint.pool_siblings`)."""
-    from dra_affinity.sources.loader import LoadResult, plan_paths
+    from ...sources.loader import LoadResult, plan_paths
 
     if cluster is not None or stdin_is_terminal(paths):
         inputs = load_input(paths, cluster, walk)
@@ -183,7 +184,7 @@ def lint_input(
                        complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted
-    from dra_affinity.lint.terminal import Progress, verbose
+    from ..terminal import Progress, verbose
 
     plan = plan_paths(list(paths) or ["-"], stdin=sys.stdin, walk=walk)
     yielded: dict[str, int] = {}
@@ -212,7 +213,7 @@ def lint_input(
 
 def _other_files(given: Plan, directories: Sequence[str], walk: WalkFilter | None) -> list[FileTask]:
     """The files a walk of `directories` finds (skipping what `walk` skips), minus the given ones."""
-    from dra_affinity.sources.loader import plan_paths
+    from ...sources.loader import plan_paths
 
     def identity(path: str) -> tuple[int, int] | None:
         try:
@@ -311,7 +312,7 @@ def write_lint_reports(
         if name == "text":
             return render_text(report, checked.suppressed, show_suppressed)
         if name == "json":
-            from dra_affinity.lint.reporters.json_reporter import render as render_json
+            from ..reporters.json_reporter import render as render_json
 
             return render_json(report, checked.suppressed, show_suppressed)
         if not run:
@@ -326,8 +327,8 @@ def lint_run(
     report: Report, checked: Audit, inputs: Linted, *, threshold: Severity, show_suppressed: bool
 ) -> RunResult:
     """The lint run as the CI formats see it: one JUnit case per slice, findings, notes."""
-    from dra_affinity.lint.reporters.junit_reporter import object_cases
-    from dra_affinity.lint.reporters.run import Notification, RunResult
+    from ..reporters.junit_reporter import object_cases
+    from ..reporters.run import Notification, RunResult
 
     findings = report.sorted()
     return RunResult(

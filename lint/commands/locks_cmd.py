@@ -8,8 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from dra_affinity.lint.json_text import write_indented
-from dra_affinity.lint.options import (
+
+from ...policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
+from ...policies.core.gc_pause import gc_paused
+from ...policies.core.limits import KubernetesVersion
+from ...policies.scheduler.locks import render_map
+from ..json_text import write_indented
+from ..options import (
     GateSettings,
     cluster_options,
     config_option,
@@ -20,19 +25,15 @@ from dra_affinity.lint.options import (
     kubernetes_version_option,
     load_settings,
 )
-from dra_affinity.lint.reporters.output import emit, report_stream
-from dra_affinity.lint.terminal import warn
-from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.scheduler.locks import render_map
+from ..reporters.output import emit, report_stream
+from ..terminal import warn
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.inputs import Objects
-    from dra_affinity.policies.core.findings import Finding
-    from dra_affinity.policies.scheduler.lock_book import LockBook
-    from dra_affinity.policies.scheduler.lock_report import DeviceLocks, LockReport, PoolLocks
-    from dra_affinity.sources.walk import WalkFilter
+    from ...policies.core.findings import Finding
+    from ...policies.scheduler.lock_book import LockBook
+    from ...policies.scheduler.lock_report import DeviceLocks, LockReport, PoolLocks
+    from ...sources.walk import WalkFilter
+    from ..inputs import Objects
 
 F = TypeVar("F", bound=Callable[..., Any])
 STATE_CHOICES = ("clean", "locked", "unreconstructable", "untracked")
@@ -74,7 +75,7 @@ def load_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
 def build_book(objects: Objects, gate: GateSettings, kubernetes_version: KubernetesVersion,
                focus: Collection[str] = ()) -> LockBook:
     """The reconstruction (`LockBook.build`; `focus`: only what explaining those claims reads)."""
-    from dra_affinity.policies.scheduler.lock_book import LockBook
+    from ...policies.scheduler.lock_book import LockBook
 
     gates = feature_gates(kubernetes_version, gate)
     with gc_paused(freeze=True):  # the book lives until the command exits
@@ -89,7 +90,7 @@ def read_lock_input(command: str, paths: tuple[str, ...], cluster: bool, kubecon
                     keep_pods: bool = False, walk: WalkFilter | None = None) -> tuple[Objects, Any]:
     """The modelled objects and the cluster target (None for PATHs); usage errors (exit 2) and
     input findings go to stderr here."""
-    from dra_affinity.lint.inputs import cluster_target, load_cluster_state
+    from ..inputs import cluster_target, load_cluster_state
 
     target = cluster_target(paths, cluster, kubeconfig, kube_context, chunk_size)
     with gc_paused(freeze=True):  # the model lives until the command exits
@@ -112,8 +113,8 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool, walk: WalkFilter | None
     Positions cost minutes at 100,000 objects and matter only for findings: when there is
     one, the input is loaded again with positions so it names its line.
     """
-    from dra_affinity.lint.inputs import Input, model_objects, warn_empty
-    from dra_affinity.sources.loader import load_paths
+    from ...sources.loader import load_paths
+    from ..inputs import Input, model_objects, warn_empty
 
     def load(json_positions: bool) -> Objects:
         loaded = load_paths(list(paths) or ["-"], stdin=sys.stdin, json_positions=json_positions,
@@ -132,7 +133,7 @@ def _load_files(paths: tuple[str, ...], keep_pods: bool, walk: WalkFilter | None
 
 def echo_finding(finding: Finding) -> None:
     """An input finding on stderr, as `lint` prints it."""
-    from dra_affinity.lint.reporters.text_reporter import finding_line
+    from ..reporters.text_reporter import finding_line
 
     click.echo(finding_line(finding), err=True)
 
@@ -142,8 +143,8 @@ def echo_finding(finding: Finding) -> None:
 
 def device_json(d: DeviceLocks) -> dict[str, Any]:
     """A device state in the shape `simulate --format json` uses, plus node, left and consumption."""
-    from dra_affinity.lint.commands.simulate_cmd import state_to_json
-    from dra_affinity.policies.scheduler.capacity import render
+    from ...policies.scheduler.capacity import render
+    from .simulate_cmd import state_to_json
 
     out = state_to_json(d.ref, d.state, d.shareable, d.capacity, d.consumed)
     out["node"] = d.node
@@ -164,7 +165,7 @@ def pool_json(p: PoolLocks) -> dict[str, Any]:
 
 
 def report_json(report: LockReport, findings: list[Finding]) -> dict[str, Any]:
-    from dra_affinity.lint.reporters.json_reporter import finding_to_json
+    from ..reporters.json_reporter import finding_to_json
 
     t = report.totals
     return {
@@ -246,7 +247,7 @@ def render_html(report: LockReport) -> str:
     Devices of pools that keep no lock are neither shown nor counted unless `--all` lists them:
     a total that counts devices the page never shows cannot be checked against it.
     """
-    from dra_affinity.lint.reporters.html_page import Grid, Page, Table, device_cells
+    from ..reporters.html_page import Grid, Page, Table, device_cells
 
     t = report.totals
     shows_untracked = any(p.untracked for p in report.pools)
@@ -320,9 +321,9 @@ def locks(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | 
     Exit code 0 when the report is written (unreconstructable devices are a state, shown, not
     a failure); 1 when an input object is invalid; 2 on usage errors or unreadable input.
     """
-    from dra_affinity.lint.inputs import walk_filter
-    from dra_affinity.policies.core.findings import Severity
-    from dra_affinity.policies.scheduler.lock_report import LockFilters, lock_report
+    from ...policies.core.findings import Severity
+    from ...policies.scheduler.lock_report import LockFilters, lock_report
+    from ..inputs import walk_filter
 
     loaded = load_lock_input("locks", paths, cluster, kubeconfig, kube_context, chunk_size, gate,
                              kubernetes_version, walk_filter(excludes, load_settings(config_path)))
@@ -333,7 +334,7 @@ def locks(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str | 
     if fmt == "json":
         echo_json(report_json(report, findings), "locks", output)
     elif fmt == "prometheus":
-        from dra_affinity.exporter.lock_metrics import exposition
+        from ...exporter.lock_metrics import exposition
 
         emit("locks", exposition(report), output)
     elif fmt == "html":

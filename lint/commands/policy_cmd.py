@@ -15,8 +15,9 @@ import tempfile
 from pathlib import Path
 
 import click
-from dra_affinity.lint.options import kubernetes_version_option, output_option
-from dra_affinity.policies.core.limits import KubernetesVersion
+
+from ...policies.core.limits import KubernetesVersion
+from ..options import kubernetes_version_option, output_option
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -34,8 +35,8 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _cost_lines(version: KubernetesVersion) -> list[str]:
-    from dra_affinity.policies.cel.cost.estimate import UNBOUNDED_THRESHOLD
-    from dra_affinity.policies.rules.vap import (
+    from ...policies.cel.cost.estimate import UNBOUNDED_THRESHOLD
+    from ...policies.rules.vap import (
         VAP_PER_CALL_LIMIT,
         VAP_RUNTIME_BUDGET,
         estimate_policy_cost,
@@ -82,7 +83,7 @@ def export(output: str | None, actions: tuple[str, ...], name: str | None, show_
 
     Exit code 0; 2 on usage errors or a file that cannot be written.
     """
-    from dra_affinity.policies.rules.vap import (
+    from ...policies.rules.vap import (
         POLICY_NAME,
         check_policy,
         render_policy,

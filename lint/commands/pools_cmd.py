@@ -14,25 +14,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-from dra_affinity.lint.inputs import cluster_target, input_options, load_input, report_problems, walk_filter
-from dra_affinity.lint.options import (
+
+from ...policies.cel.cost.estimate import MAX_UINT64
+from ...policies.core.findings import Finding, Severity
+from ...policies.core.limits import KubernetesVersion
+from ...policies.model.resources import ResourceSlice, parse
+from ...policies.rules.engine import EngineOptions, check_pool
+from ...policies.scheduler.pool_report import PoolReport, SliceSummary, pool_report
+from ...policies.scheduler.pools import build_pools
+from ..inputs import cluster_target, input_options, load_input, report_problems, walk_filter
+from ..options import (
     complete_pools_option,
     config_option,
     format_option,
     kubernetes_version_option,
     load_settings,
 )
-from dra_affinity.lint.report import position_order
-from dra_affinity.lint.reporters.json_reporter import finding_to_json
-from dra_affinity.lint.reporters.output import emit
-from dra_affinity.lint.reporters.text_reporter import finding_line
-from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.model.resources import ResourceSlice, parse
-from dra_affinity.policies.rules.engine import EngineOptions, check_pool
-from dra_affinity.policies.scheduler.pool_report import PoolReport, SliceSummary, pool_report
-from dra_affinity.policies.scheduler.pools import build_pools
+from ..report import position_order
+from ..reporters.json_reporter import finding_to_json
+from ..reporters.output import emit
+from ..reporters.text_reporter import finding_line
 
 REPORT_FORMATS = ("text", "json")
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import click
-from dra_affinity.lint.options import format_option
-from dra_affinity.lint.reporters.output import emit
-from dra_affinity.policies.rules.base import Rule
-from dra_affinity.policies.rules.catalog import UnknownRuleError, catalog, get_rule
-from dra_affinity.policies.rules.context import SliceRule
+
+from ...policies.rules.base import Rule
+from ...policies.rules.catalog import UnknownRuleError, catalog, get_rule
+from ...policies.rules.context import SliceRule
+from ..options import format_option
+from ..reporters.output import emit
 
 
 def _ratchets(rule: Rule) -> bool:

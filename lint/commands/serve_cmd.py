@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import click
-from dra_affinity.lint.options import kubernetes_version_option
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.webhook.settings import ENV_METRICS_BIND, WebhookSettings
+
+from ...policies.core.limits import KubernetesVersion
+from ...webhook.settings import ENV_METRICS_BIND, WebhookSettings
+from ..options import kubernetes_version_option
 
 
 def _tls_paths(cert_file: str | None, key_file: str | None, cert_dir: str | None) -> tuple[str, str]:
@@ -84,7 +85,7 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
     unreadable certificates, a port that cannot be listened on); gunicorn's own 3 or 4
     when its workers cannot boot or load the application.
     """
-    from dra_affinity.webhook import tls
+    from ...webhook import tls
 
     cert, key = _tls_paths(cert_file, key_file, cert_dir)
     files = tls.TlsFiles(cert, key, client_ca_file, "1.3" if tls_min_version == "1.3" else "1.2")
@@ -113,7 +114,7 @@ def serve(cert_file: str | None, key_file: str | None, cert_dir: str | None, cli
             sys.exit(2)
     binds = [f"[{a}]:{n}" if ":" in a else f"{a}:{n}" for a, n in listeners]
     os.environ[ENV_METRICS_BIND] = binds[1] if metrics_port else "off"
-    from dra_affinity.webhook.server import WebhookServer
+    from ...webhook.server import WebhookServer
 
     overrides: dict[str, object] = {
         "bind": binds,

@@ -16,8 +16,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-from dra_affinity.lint.inputs import cluster_target, load_cluster_state, load_objects, walk_filter
-from dra_affinity.lint.options import (
+
+from ...policies.core.cache import BoundedCache, text_weight
+from ...policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
+from ...policies.core.findings import Severity
+from ...policies.core.gc_pause import gc_paused
+from ...policies.core.limits import KubernetesVersion
+from ...policies.scheduler.claims import missing_class_problems
+from ...policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
+from ...policies.scheduler.simulation import (
+    Action,
+    Detail,
+    DeviceReport,
+    Evaluated,
+    SimulationRun,
+    StepResult,
+    parse_order,
+    start,
+)
+from ..inputs import cluster_target, load_cluster_state, load_objects, walk_filter
+from ..options import (
     GateSettings,
     cluster_options,
     config_option,
@@ -28,33 +46,16 @@ from dra_affinity.lint.options import (
     kubernetes_version_option,
     load_settings,
 )
-from dra_affinity.lint.reporters.json_reporter import finding_to_json
-from dra_affinity.lint.reporters.output import emit, report_stream
-from dra_affinity.lint.terminal import warn
-from dra_affinity.policies.core.cache import BoundedCache, text_weight
-from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINITY
-from dra_affinity.policies.core.findings import Severity
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.scheduler.claims import missing_class_problems
-from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
-from dra_affinity.policies.scheduler.simulation import (
-    Action,
-    Detail,
-    DeviceReport,
-    Evaluated,
-    SimulationRun,
-    StepResult,
-    parse_order,
-    start,
-)
+from ..reporters.json_reporter import finding_to_json
+from ..reporters.output import emit, report_stream
+from ..terminal import warn
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.inputs import Objects
-    from dra_affinity.lint.workload_file import WorkloadFile
-    from dra_affinity.policies.core.findings import Finding
-    from dra_affinity.sources.cluster import ClusterTarget
-    from dra_affinity.sources.walk import WalkFilter
+    from ...policies.core.findings import Finding
+    from ...sources.cluster import ClusterTarget
+    from ...sources.walk import WalkFilter
+    from ..inputs import Objects
+    from ..workload_file import WorkloadFile
 
 
 def device_to_json(ref: DeviceRef) -> dict[str, str]:
@@ -432,7 +433,7 @@ def simulate(paths: tuple[str, ...], excludes: tuple[str, ...], config_path: str
         _usage("--summary and --only-failing shorten step output; a workload report has no steps")
     workload_file = None
     if workload_path is not None:
-        from dra_affinity.lint.workload_file import WorkloadFileError, load_workload
+        from ..workload_file import WorkloadFileError, load_workload
 
         try:
             workload_file = load_workload(workload_path)
@@ -502,8 +503,8 @@ def _load(paths: tuple[str, ...], target: ClusterTarget | None, walk: WalkFilter
 
 def _print_findings(findings: Sequence[Finding]) -> None:
     """Input findings as `lint` prints them (with the object), in file/line/column order."""
-    from dra_affinity.lint.report import position_order
-    from dra_affinity.lint.reporters.text_reporter import finding_line
+    from ..report import position_order
+    from ..reporters.text_reporter import finding_line
 
     for finding in sorted(findings, key=position_order):
         click.echo(finding_line(finding), err=True)
@@ -512,8 +513,8 @@ def _print_findings(findings: Sequence[Finding]) -> None:
 def _replay(workload_file: WorkloadFile, inputs: Objects, modes: Sequence[Mode], feature_gate: bool,
             pools: tuple[str, ...], fmt: str, output: str | None,
             kubernetes_version: KubernetesVersion) -> None:
-    from dra_affinity.lint.reporters import workload_reporter
-    from dra_affinity.policies.scheduler.replay import ReplayReport, replay
+    from ...policies.scheduler.replay import ReplayReport, replay
+    from ..reporters import workload_reporter
 
     templates = {t.claim for t in workload_file.workload.templates}
     # a template naming an absent DeviceClass never places: an input error, as dry-run reports it

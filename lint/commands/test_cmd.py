@@ -9,13 +9,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from dra_affinity.lint.inputs import load_objects
-from dra_affinity.lint.options import FormatCommand, report_options
-from dra_affinity.lint.reporters import render_ci
-from dra_affinity.lint.reporters.output import write_reports
-from dra_affinity.lint.reporters.run import ExtraRule, RunResult, TestCase
-from dra_affinity.lint.settings import Params, ReportSettings, config_for, report_settings, resolved
-from dra_affinity.lint.suite import (
+
+from ...policies.core.features import SHARING_AFFINITY, FeatureGateError, FeatureGates
+from ...policies.core.findings import Finding, Location, Severity
+from ...policies.core.limits import (
+    DEFAULT_KUBERNETES_VERSION,
+    KubernetesVersion,
+    parse_kubernetes_version,
+)
+from ...policies.core.source import Position, Source
+from ...policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+from ...policies.scheduler.dryrun import Filters, dry_run
+from ...policies.scheduler.extraction import ExtractionResult
+from ..inputs import load_objects
+from ..options import FormatCommand, report_options
+from ..reporters import render_ci
+from ..reporters.output import write_reports
+from ..reporters.run import ExtraRule, RunResult, TestCase
+from ..settings import Params, ReportSettings, config_for, report_settings, resolved
+from ..suite import (
     Case,
     SimulationCase,
     SimulationStep,
@@ -25,21 +37,10 @@ from dra_affinity.lint.suite import (
     load_suite,
     unreadable_resources,
 )
-from dra_affinity.policies.core.features import SHARING_AFFINITY, FeatureGateError, FeatureGates
-from dra_affinity.policies.core.findings import Finding, Location, Severity
-from dra_affinity.policies.core.limits import (
-    DEFAULT_KUBERNETES_VERSION,
-    KubernetesVersion,
-    parse_kubernetes_version,
-)
-from dra_affinity.policies.core.source import Position, Source
-from dra_affinity.policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler.dryrun import Filters, dry_run
-from dra_affinity.policies.scheduler.extraction import ExtractionResult
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.reporters.run import RunResult
-    from dra_affinity.policies.scheduler.simulation import SimulationReport, StepResult
+    from ...policies.scheduler.simulation import SimulationReport, StepResult
+    from ..reporters.run import RunResult
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,8 @@ def _case_gates(case: SimulationCase | WorkloadCase, version: KubernetesVersion 
 
 def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) -> list[str]:
     """Run one lock simulation and compare every step, device and metric with the case."""
-    from dra_affinity.policies.scheduler.locks import Mode
-    from dra_affinity.policies.scheduler.simulation import Action, SimulationReport, Step, simulate
+    from ...policies.scheduler.locks import Mode
+    from ...policies.scheduler.simulation import Action, SimulationReport, Step, simulate
 
     steps = [Step(Action.RELEASE if s.release else Action.ALLOCATE, s.claim) for s in case.steps]
     gates = _case_gates(case, version)
@@ -138,8 +139,8 @@ def _simulation_failures(case: SimulationCase, objects: _Objects, version: Any) 
 
 def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> list[str]:
     """Replay the case's workload in each of its modes and check every expectation."""
-    from dra_affinity.policies.scheduler.locks import Mode
-    from dra_affinity.policies.scheduler.replay import ReplayReport, replay
+    from ...policies.scheduler.locks import Mode
+    from ...policies.scheduler.replay import ReplayReport, replay
 
     extra = load_objects([str(p) for p in case.workload.resources]) if case.workload.resources else None
     if extra is not None:
@@ -168,7 +169,7 @@ def _workload_failures(case: WorkloadCase, objects: _Objects, version: Any) -> l
 
 
 def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
-    from dra_affinity.policies.scheduler.simulation import device_matches
+    from ...policies.scheduler.simulation import device_matches
 
     if want.release:
         return []
@@ -194,7 +195,7 @@ def _step_failures(n: int, want: SimulationStep, got: StepResult) -> list[str]:
 
 
 def _device_failures(name: str, want: dict[str, Any], report: SimulationReport) -> list[str]:
-    from dra_affinity.policies.scheduler.simulation import device_matches
+    from ...policies.scheduler.simulation import device_matches
 
     found = [d for d in report.devices if device_matches(d.ref, name)]
     if len(found) != 1:
@@ -289,7 +290,7 @@ def test_run(results: list[CaseResult]) -> RunResult:
 
 def _text(results: list[CaseResult]) -> str:
     """A line per case and the count; with -q, only the failing cases."""
-    from dra_affinity.lint.terminal import current
+    from ..terminal import current
 
     quiet = current().quiet
     lines = []

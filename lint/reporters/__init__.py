@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dra_affinity.lint.report import Report
-    from dra_affinity.lint.reporters.run import RunResult
+    from ..report import Report
+    from .run import RunResult
 
 FORMATS = ("text", "json")
 """The lint report formats of `get_reporter` (SPEC §7)."""
@@ -30,10 +30,10 @@ _CI_MODULES = {
 
 def get_reporter(name: str) -> Callable[[Report], str]:
     if name == "json":
-        from dra_affinity.lint.reporters.json_reporter import render as render_json
+        from .json_reporter import render as render_json
 
         return render_json
-    from dra_affinity.lint.reporters.text_reporter import render as render_text
+    from .text_reporter import render as render_text
 
     return render_text
 

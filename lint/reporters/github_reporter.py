@@ -10,10 +10,10 @@ early or start another one. Files are named relative to `$GITHUB_WORKSPACE`.
 
 from __future__ import annotations
 
-from dra_affinity.lint.reporters.paths import PathNamer
-from dra_affinity.lint.reporters.run import RunResult
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.catalog import catalog
+from ...policies.core.findings import Finding, Severity
+from ...policies.rules.catalog import catalog
+from .paths import PathNamer
+from .run import RunResult
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -68,7 +68,7 @@ def render(run: RunResult) -> str:
             why = item.by.reason or "no reason"
             reason = f" [suppressed by {item.by.kind.value} at {item.by.where()}: {why}]"
             lines.append(annotation(item.finding, namer, command="notice", prefix="suppressed ", note=reason))
-    from dra_affinity.lint.terminal import current
+    from ..terminal import current
 
     if run.summary and not current().quiet:  # -q: the annotations alone
         lines.append(run.summary)

@@ -25,7 +25,7 @@ import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, render_map
+from ...policies.scheduler.locks import DeviceRef, DeviceState, render_map
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 

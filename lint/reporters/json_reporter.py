@@ -6,16 +6,16 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from dra_affinity.lint.report import Report
-from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.policies.core.findings import Finding, Location
-from dra_affinity.policies.core.limits import (
+from ...policies.core.findings import Finding, Location
+from ...policies.core.limits import (
     NEWEST_PUBLISHED_KUBERNETES_VERSION,
     KubernetesVersion,
     cel_environment_note,
     format_kubernetes_version,
 )
-from dra_affinity.sources.walk import SkipReason
+from ...sources.walk import SkipReason
+from ..report import Report
+from ..suppressions import Suppressed
 
 
 def _location(loc: Location) -> dict[str, Any]:

@@ -15,9 +15,9 @@ import re
 from collections.abc import Iterable, Sequence
 from xml.etree import ElementTree as ET
 
-from dra_affinity.lint.reporters.run import RunResult, TestCase
-from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.policies.core.findings import Finding, ObjectRef, Severity
+from ...policies.core.findings import Finding, ObjectRef, Severity
+from ..suppressions import Suppressed
+from .run import RunResult, TestCase
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TextIO
 
 import click
-from dra_affinity.lint.config import OutputSpec
+
+from ..config import OutputSpec
 
 
 def to_stdout(spec: OutputSpec) -> bool:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.policies.core.findings import Finding, Severity
+from ...policies.core.findings import Finding, Severity
+from ..suppressions import Suppressed
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from dra_affinity.lint.reporters.paths import PathNamer
-from dra_affinity.lint.reporters.run import ExtraRule, RunResult
-from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.policies.core.findings import Finding, Location, Severity
-from dra_affinity.policies.rules.base import Rule
-from dra_affinity.policies.rules.catalog import catalog
+from ...policies.core.findings import Finding, Location, Severity
+from ...policies.rules.base import Rule
+from ...policies.rules.catalog import catalog
+from ..suppressions import Suppressed
+from .paths import PathNamer
+from .run import ExtraRule, RunResult
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import click
-from dra_affinity.lint.report import Report
-from dra_affinity.lint.suppressions import Suppressed
-from dra_affinity.policies.core.findings import Finding, Location, Severity
-from dra_affinity.sources.walk import describe
+
+from ...policies.core.findings import Finding, Location, Severity
+from ...sources.walk import describe
+from ..report import Report
+from ..suppressions import Suppressed
 
 _COLOURS = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 
@@ -124,7 +125,7 @@ def render(
 ) -> str:
     """Findings, then (with `show_suppressed`) suppressed findings, then the summary line (not
     with -q)."""
-    from dra_affinity.lint.terminal import current
+    from ..terminal import current
 
     findings = report.sorted()
     tail = [] if current().quiet else [summary_line(report, suppressed)]

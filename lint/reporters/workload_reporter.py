@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dra_affinity.lint.reporters.html_page import (
+from ...policies.scheduler.locks import METRIC_NAMES
+from ...policies.scheduler.replay import ReplayReport, Snapshot
+from .html_page import (
     OTHER_COLOUR,
     Chart,
     Grid,
@@ -19,8 +21,6 @@ from dra_affinity.lint.reporters.html_page import (
     device_cells,
     grid_colours,
 )
-from dra_affinity.policies.scheduler.locks import METRIC_NAMES
-from dra_affinity.policies.scheduler.replay import ReplayReport, Snapshot
 
 Row = tuple[str, Callable[[ReplayReport], float], str]
 """(label, value, format): one line of the side-by-side table."""

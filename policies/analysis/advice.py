@@ -16,13 +16,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
-from dra_affinity.policies.cel.common.jsonvalue import try_decode_k8s_json
-from dra_affinity.policies.cel.common.unparse import source_span, unparse
-from dra_affinity.policies.cel.k8s_library.strings_format import oversized_clauses
+from ..cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
+from ..cel.common.jsonvalue import try_decode_k8s_json
+from ..cel.common.unparse import source_span, unparse
+from ..cel.k8s_library.strings_format import oversized_clauses
 
 if TYPE_CHECKING:  # the evaluator is loaded only when an advisory has an outcome to reproduce
-    from dra_affinity.policies.cel.eval.runtime import CompiledLike
+    from ..cel.eval.runtime import CompiledLike
 
 OBJECT = "object"
 GUARD_FIELDS = frozenset({"apiVersion", "kind"})
@@ -457,7 +457,7 @@ def _put(config: dict[str, object], path: Path, value: object) -> None:
 
 def run_extractor(compiled: CompiledLike, config: Mapping[str, object], cost_limit: int) -> Reproduced:
     """The extractor on one config, decoded as the scheduler decodes opaque parameters."""
-    from dra_affinity.policies.cel.eval.runtime import evaluate
+    from ..cel.eval.runtime import evaluate
 
     value, problem = try_decode_k8s_json(json.dumps(config))
     if problem is not None:

@@ -65,7 +65,8 @@ from types import MappingProxyType
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.check.env import (
+
+from ..cel.check.env import (
     ENV_KINDS,
     CelEnvironment,
     DeviceDeclaration,
@@ -74,11 +75,11 @@ from dra_affinity.policies.cel.check.env import (
     dra_device_declaration,
     get_env,
 )
-from dra_affinity.policies.cel.check.validators import format_go_type
-from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
-from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage, render_errors
-from dra_affinity.policies.cel.common.jsonvalue import ErrorValue, Opaque, OptionalValue
-from dra_affinity.policies.cel.common.types import (
+from ..cel.check.validators import format_go_type
+from ..cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, Reference
+from ..cel.common.errors import CompileProblem, ErrorStage, render_errors
+from ..cel.common.jsonvalue import ErrorValue, Opaque, OptionalValue
+from ..cel.common.types import (
     ANY,
     BOOL,
     DYN,
@@ -88,9 +89,9 @@ from dra_affinity.policies.cel.common.types import (
     TypeKind,
     map_of,
 )
-from dra_affinity.policies.cel.common.wire import field_spans, int_field, len_field
-from dra_affinity.policies.cel.compile import CompileResult, compile_in
-from dra_affinity.policies.cel.cost.estimate import (
+from ..cel.common.wire import field_spans, int_field, len_field
+from ..cel.compile import CompileResult, compile_in
+from ..cel.cost.estimate import (
     CallEstimate,
     CostEstimate,
     CostReport,
@@ -100,24 +101,24 @@ from dra_affinity.policies.cel.cost.estimate import (
     estimate_cost,
     estimate_size,
 )
-from dra_affinity.policies.cel.cost.k8s import KubernetesCallEstimator
-from dra_affinity.policies.cel.eval.runtime import (
+from ..cel.cost.k8s import KubernetesCallEstimator
+from ..cel.eval.runtime import (
     bridge_for,
     cel_type_name,
     interp_type_name,
     to_plain,
     translate_error,
 )
-from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, track_cost
-from dra_affinity.policies.cel.eval.runtime_library_values import DefaultingMap
-from dra_affinity.policies.cel.k8s_library import quantity
-from dra_affinity.policies.cel.k8s_library._resource import QuantityError, parse_quantity
-from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER
-from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
-from dra_affinity.policies.cel.k8s_library.semver import SemverError
-from dra_affinity.policies.cel.k8s_library.semver import parse as parse_semver
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.model.resources import Device
+from ..cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, track_cost
+from ..cel.eval.runtime_library_values import DefaultingMap
+from ..cel.k8s_library import quantity
+from ..cel.k8s_library._resource import QuantityError, parse_quantity
+from ..cel.k8s_library._types import TAG_SEMVER
+from ..cel.k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
+from ..cel.k8s_library.semver import SemverError
+from ..cel.k8s_library.semver import parse as parse_semver
+from ..core.cache import cached
+from ..model.resources import Device
 
 __all__ = [
     "DEVICE_ATTRIBUTE_MAX_VALUE_LENGTH",

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from dra_affinity.policies.analysis.advice import (
+from ..cel.check.env import EnvKey, EnvMode
+from ..cel.compile import CACHE_BYTES, CompileResult, compile_expression, result_weight
+from ..cel.cost.estimate import CostReport, estimate_cost
+from ..core.cache import cached
+from ..core.limits import KubernetesVersion, limits_for
+from .advice import (
     EVALUATIONS_PER_EXPRESSION,
     OversizedFormat,
     Path,
@@ -26,11 +31,6 @@ from dra_affinity.policies.analysis.advice import (
     run_extractor,
     unguarded_selects,
 )
-from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
-from dra_affinity.policies.cel.compile import CACHE_BYTES, CompileResult, compile_expression, result_weight
-from dra_affinity.policies.cel.cost.estimate import CostReport, estimate_cost
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
 
 ANALYSIS_CACHE_SIZE = 4096
 

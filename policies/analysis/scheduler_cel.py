@@ -7,11 +7,11 @@ API server's view (new expressions at n−1) is `dra_affinity.policies.analysis.
 
 from __future__ import annotations
 
-from dra_affinity.policies.cel.check.env import EnvKey, EnvMode
-from dra_affinity.policies.cel.compile import CompileResult, compile_expression
-from dra_affinity.policies.cel.cost.estimate import estimate_cost
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.limits import KubernetesVersion
+from ..cel.check.env import EnvKey, EnvMode
+from ..cel.compile import CompileResult, compile_expression
+from ..cel.cost.estimate import estimate_cost
+from ..core.cache import cached
+from ..core.limits import KubernetesVersion
 
 
 @cached("analysis.scheduler_compile", 4096)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.model.resources import ResourceSlice
+from ..core.limits import Limits
+from ..model.resources import ResourceSlice
 
 if TYPE_CHECKING:  # the CEL engine loads on the first expression, not on `--help`
-    from dra_affinity.policies.analysis.expression import ExpressionAnalysis
+    from .expression import ExpressionAnalysis
 
 
 def analysable(expression: str | None, limits: Limits) -> ExpressionAnalysis | None:
@@ -25,7 +25,7 @@ def analysable(expression: str | None, limits: Limits) -> ExpressionAnalysis | N
         return None
     if len(expression.encode("utf-8")) > limits.max_expression_bytes:
         return None
-    from dra_affinity.policies.analysis.expression import analyse
+    from .expression import analyse
 
     return analyse(expression, limits.kubernetes_version)
 
@@ -35,7 +35,7 @@ def slice_cost(slice_: ResourceSlice, limits: Limits) -> int:
 
     No ratcheting: the scheduler re-costs every stored expression.
     """
-    from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
+    from ..cel.cost.estimate import MAX_UINT64
 
     total = 0
     for extractor in slice_.sharing_affinity:

@@ -32,8 +32,10 @@ from typing import Any, NamedTuple
 
 import yaml
 from cel_expr_python import cel
-from dra_affinity.policies.cel import k8s_library
-from dra_affinity.policies.cel.check.env import (
+
+from ..core.cache import BoundedCache, CacheInfo, text_weight
+from . import k8s_library
+from .check.env import (
     BASE_OPTIONS,
     CelEnvironment,
     EnvKey,
@@ -42,7 +44,7 @@ from dra_affinity.policies.cel.check.env import (
     _cross_numeric_extension,
     get_env,
 )
-from dra_affinity.policies.cel.check.validators import (
+from .check.validators import (
     format_go_type,
     program_plan_errors,
     program_regex_errors,
@@ -56,17 +58,16 @@ from dra_affinity.policies.cel.check.validators import (
     validate_type_identifiers,
     validate_type_parameters,
 )
-from dra_affinity.policies.cel.common.ast import CheckedAst, NodeKind
-from dra_affinity.policies.cel.common.ast_decode import decode_checked_expr
-from dra_affinity.policies.cel.common.errors import (
+from .common.ast import CheckedAst, NodeKind
+from .common.ast_decode import decode_checked_expr
+from .common.errors import (
     CompileProblem,
     ErrorStage,
     parse_engine_errors,
     render_errors,
     split_status,
 )
-from dra_affinity.policies.cel.eval.runtime_conversions import CONVERSION_FUNCTIONS
-from dra_affinity.policies.core.cache import BoundedCache, CacheInfo, text_weight
+from .eval.runtime_conversions import CONVERSION_FUNCTIONS
 
 __all__ = [
     "CEL_GO_MAX_CODE_POINTS",
@@ -842,8 +843,8 @@ def compile_in(env: CelEnvironment, expression: str) -> CompileResult:
     conversions = checked.index.calls_of(CONVERSION_FUNCTIONS)
     folded = None
     if conversions:  # else nothing can fail to fold: the evaluator's modules stay unimported
-        from dra_affinity.policies.cel.eval.runtime import bridge_for
-        from dra_affinity.policies.cel.eval.runtime_cost import plan_error
+        from .eval.runtime import bridge_for
+        from .eval.runtime_cost import plan_error
 
         folded = plan_error(checked, bridge_for(env.runtime), nodes=conversions)
     if folded is not None:

@@ -15,10 +15,10 @@ import difflib
 import re
 from collections.abc import Iterable
 
-from dra_affinity.policies.cel import k8s_library
-from dra_affinity.policies.cel.check.env import get_env
-from dra_affinity.policies.cel.common.errors import CompileProblem
-from dra_affinity.policies.cel.compile import CompileResult, compile_in
+from . import k8s_library
+from .check.env import get_env
+from .common.errors import CompileProblem
+from .compile import CompileResult, compile_in
 
 _UNDECLARED = re.compile(r"^undeclared reference to '([A-Za-z_][A-Za-z0-9_.]*)' \(in container '[^']*'\)$")
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from dra_affinity.policies.core.limits import KubernetesVersion
+from .limits import KubernetesVersion
 
 __all__ = [
     "CONSUMABLE_CAPACITY",

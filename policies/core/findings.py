@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from dra_affinity.policies.core.source import FieldPath, Position, Source, render_path
+from .source import FieldPath, Position, Source, render_path
 
 
 class Severity(enum.IntEnum):

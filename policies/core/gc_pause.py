@@ -14,7 +14,7 @@ import contextlib
 import gc
 from collections.abc import Iterator
 
-from dra_affinity.policies.core import layers
+from . import layers
 
 GC_PAUSE = layers.declare(
     "gc-pause",

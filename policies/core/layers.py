@@ -35,7 +35,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.cache import BoundedCache
+from .cache import BoundedCache
 
 ENV = "DRA_AFFINITY_SPEED_LAYERS"
 

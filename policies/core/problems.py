@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
+from .findings import Finding, Location, PoolRef, Severity
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,15 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.cache import cached, text_weight
-from dra_affinity.policies.core.clip import clip_value
-from dra_affinity.policies.core.findings import Finding, Location, ObjectRef, PoolRef
-from dra_affinity.policies.core.k8s_names import go_string, utf8_len
-from dra_affinity.policies.core.limits import limits_for
-from dra_affinity.policies.core.problems import INPUT_ERROR
-from dra_affinity.policies.core.source import FieldPath, Source, render_path
-from dra_affinity.policies.model import schema
+from ..core.api import RESOURCE_GROUP
+from ..core.cache import cached, text_weight
+from ..core.clip import clip_value
+from ..core.findings import Finding, Location, ObjectRef, PoolRef
+from ..core.k8s_names import go_string, utf8_len
+from ..core.limits import limits_for
+from ..core.problems import INPUT_ERROR
+from ..core.source import FieldPath, Source, render_path
+from . import schema
 
 SLICE_VERSIONS = frozenset({"v1", "v1beta2"})
 CLAIM_VERSIONS = frozenset({"v1"})

@@ -24,9 +24,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.clip import clip_value
-from dra_affinity.policies.core.source import FieldPath, render_path
+from ..core import layers
+from ..core.clip import clip_value
+from ..core.source import FieldPath, render_path
 
 if TYPE_CHECKING:  # jsonschema costs ~100 ms to import; `--help` must not pay it
     from jsonschema import Draft202012Validator

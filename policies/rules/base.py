@@ -45,9 +45,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.findings import Finding, Location, PoolRef, Severity
-from dra_affinity.policies.core.problems import ProblemKind
+from ..core.api import RESOURCE_GROUP
+from ..core.findings import Finding, Location, PoolRef, Severity
+from ..core.problems import ProblemKind
 
 
 class Scope(enum.Enum):

@@ -13,8 +13,8 @@ import pkgutil
 from collections.abc import Mapping
 from functools import cache
 
-from dra_affinity.policies.rules.base import InputRule, Rule
-from dra_affinity.policies.rules.context import PoolRule, SliceRule
+from .base import InputRule, Rule
+from .context import PoolRule, SliceRule
 
 _SCOPES = ("input", "slice", "pool")
 

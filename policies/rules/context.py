@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar
 
-from dra_affinity.policies.analysis.slice_cost import analysable
-from dra_affinity.policies.core.findings import Finding, Location, Severity
-from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.core.source import FieldPath, Position, render_path
-from dra_affinity.policies.model.resources import Extractor, ResourceSlice
-from dra_affinity.policies.rules.base import Rule, Scope
-from dra_affinity.policies.rules.vap_cel import VapCel
-from dra_affinity.policies.scheduler.pools import Pool
+from ..analysis.slice_cost import analysable
+from ..core.findings import Finding, Location, Severity
+from ..core.limits import Limits
+from ..core.source import FieldPath, Position, render_path
+from ..model.resources import Extractor, ResourceSlice
+from ..scheduler.pools import Pool
+from .base import Rule, Scope
+from .vap_cel import VapCel
 
 if TYPE_CHECKING:  # the CEL engine loads on the first expression, not on `--help`
-    from dra_affinity.policies.analysis.expression import ExpressionAnalysis
+    from ..analysis.expression import ExpressionAnalysis
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.limits import (
+from ..core.findings import Finding, Severity
+from ..core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     Limits,
     limits_for,
 )
-from dra_affinity.policies.model.resources import ResourceSlice
-from dra_affinity.policies.rules.catalog import pool_rules, slice_rules
-from dra_affinity.policies.rules.context import PoolContext, SliceContext
-from dra_affinity.policies.scheduler.pools import Pool, build_pools
+from ..model.resources import ResourceSlice
+from ..scheduler.pools import Pool, build_pools
+from .catalog import pool_rules, slice_rules
+from .context import PoolContext, SliceContext
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,30 +34,31 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 from cel_expr_python import cel
-from dra_affinity.policies.cel.check.env import EnvMode, build_environment
-from dra_affinity.policies.cel.compile import compile_in
-from dra_affinity.policies.cel.cost.estimate import SizeEstimate, estimate_cost
-from dra_affinity.policies.cel.cost.k8s import KubernetesCallEstimator
-from dra_affinity.policies.core.api import RESOURCE_GROUP
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX
-from dra_affinity.policies.core.limits import (
+
+from ..cel.check.env import EnvMode, build_environment
+from ..cel.compile import compile_in
+from ..cel.cost.estimate import SizeEstimate, estimate_cost
+from ..cel.cost.k8s import KubernetesCallEstimator
+from ..core.api import RESOURCE_GROUP
+from ..core.cache import cached
+from ..core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX
+from ..core.limits import (
     DEFAULT_KUBERNETES_VERSION,
     KubernetesVersion,
     Limits,
     format_kubernetes_version,
     limits_for,
 )
-from dra_affinity.policies.rules.catalog import slice_rules
-from dra_affinity.policies.rules.context import SliceRule
-from dra_affinity.policies.rules.slice.sa106_compile_error import RULE as COMPILE_ERROR
-from dra_affinity.policies.rules.slice.sa108_cost_budget import RULE as COST_BUDGET
-from dra_affinity.policies.rules.vap_cel import VARIABLES, Variable, cel_string, whitespace_class
+from .catalog import slice_rules
+from .context import SliceRule
+from .slice.sa106_compile_error import RULE as COMPILE_ERROR
+from .slice.sa108_cost_budget import RULE as COST_BUDGET
+from .vap_cel import VARIABLES, Variable, cel_string, whitespace_class
 
 if TYPE_CHECKING:  # the CEL engine loads only when a policy is checked, not to render YAML
-    from dra_affinity.policies.cel.check.env import CelEnvironment
-    from dra_affinity.policies.cel.compile import CompileResult
-    from dra_affinity.policies.cel.cost.estimate import CostReport, SizeEstimate, SizePath
+    from ..cel.check.env import CelEnvironment
+    from ..cel.compile import CompileResult
+    from ..cel.cost.estimate import CostReport, SizeEstimate, SizePath
 
 __all__ = [
     "ADMISSION_VARIABLES",

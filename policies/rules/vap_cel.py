@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dra_affinity.policies.core.k8s_names import QNAME_FMT, SUBDOMAIN_FMT
+from ..core.k8s_names import QNAME_FMT, SUBDOMAIN_FMT
 
 SLICES = "spec.sharingAffinity"
 MAX_UTF8_BYTES_PER_CODE_POINT = 4

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Protocol
 
-from dra_affinity.policies.model.resources import Device, DeviceConstraint, DeviceRequest, ResourceClaim
-from dra_affinity.policies.scheduler.locks import DeviceRef, Reason, Rejection
-from dra_affinity.policies.scheduler.pools import Pool
+from ..model.resources import Device, DeviceConstraint, DeviceRequest, ResourceClaim
+from .locks import DeviceRef, Reason, Rejection
+from .pools import Pool
 
 MAX_RESULTS = 32
 """`AllocationResultsMaxSize`: devices one claim may be allocated."""

@@ -36,13 +36,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
-from dra_affinity.policies.model.resources import Device, DeviceClass, DeviceRequest, DeviceSelector
-from dra_affinity.policies.scheduler.pools import Pool
+from ..core.findings import PoolRef
+from ..core.limits import KubernetesVersion, limits_for
+from ..model.resources import Device, DeviceClass, DeviceRequest, DeviceSelector
+from .pools import Pool
 
 if TYPE_CHECKING:
-    from dra_affinity.policies.analysis.device import DeviceValue, DeviceValueProblem
+    from ..analysis.device import DeviceValue, DeviceValueProblem
 
 __all__ = [
     "CandidateMatch",
@@ -218,13 +218,13 @@ def match_device(request: DeviceRequest, device_class: DeviceClass, device: Devi
     """The allocator's `isSelectable` for one device: class selectors, then the request's own,
     in order; the first false one ends the checks, the first error is the allocator's error.
     Each evaluation has the per-evaluation runtime cost limit of the release."""
-    from dra_affinity.policies.analysis.device import (  # the CEL stack: only when a selector runs
+    from ..analysis.device import (  # the CEL stack: only when a selector runs
         DeviceValueProblem,
         compile_selector,
         device_value,
         evaluate_selector,
     )
-    from dra_affinity.policies.cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode, dra_list_attributes
+    from ..cel.check.env import DEFAULT_VERSION, EnvKey, EnvMode, dra_list_attributes
 
     version = kubernetes_version or DEFAULT_VERSION
     # the scheduler compiles stored expressions, which from 1.37 no DRA gate changes

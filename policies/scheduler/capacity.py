@@ -31,15 +31,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from dra_affinity.policies.cel.k8s_library._resource import (
+from ..cel.k8s_library._resource import (
     BINARY_SI,
     DECIMAL_SI,
     Quantity,
     QuantityError,
     parse_quantity,
 )
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.model.resources import Device, DeviceRequest
+from ..core.cache import cached
+from ..model.resources import Device, DeviceRequest
 
 Amounts = Mapping[str, Fraction]
 

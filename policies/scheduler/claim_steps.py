@@ -32,12 +32,12 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import KubernetesVersion
-from dra_affinity.policies.model.resources import Device, DeviceClass, DeviceRequest, ResourceClaim
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.allocator import (
+from ..core import layers
+from ..core.findings import PoolRef
+from ..core.limits import KubernetesVersion
+from ..model.resources import Device, DeviceClass, DeviceRequest, ResourceClaim
+from . import locks
+from .allocator import (
     ClaimAborted,
     Entry,
     SearchResult,
@@ -45,12 +45,12 @@ from dra_affinity.policies.scheduler.allocator import (
     search_pod,
     visiting_order,
 )
-from dra_affinity.policies.scheduler.candidates import DeviceMatch, match_device, missing_class
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, demand, fits
-from dra_affinity.policies.scheduler.device_states import DeviceStates, Tentative
-from dra_affinity.policies.scheduler.diagnostics import Diagnostic
-from dra_affinity.policies.scheduler.extraction import ExtractionMemo, ExtractionPool, ExtractionResult
-from dra_affinity.policies.scheduler.locks import (
+from .candidates import DeviceMatch, match_device, missing_class
+from .capacity import CapacityProblem, demand, fits
+from .device_states import DeviceStates, Tentative
+from .diagnostics import Diagnostic
+from .extraction import ExtractionMemo, ExtractionPool, ExtractionResult
+from .locks import (
     DeviceRef,
     DeviceState,
     Holder,
@@ -61,7 +61,7 @@ from dra_affinity.policies.scheduler.locks import (
     Reason,
     Rejection,
 )
-from dra_affinity.policies.scheduler.pools import Pool
+from .pools import Pool
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 
-from dra_affinity.policies.core.findings import Finding, Location
-from dra_affinity.policies.core.k8s_names import go_quote
-from dra_affinity.policies.core.problems import INPUT_ERROR
-from dra_affinity.policies.core.source import FieldPath, render_path
-from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim
-from dra_affinity.policies.scheduler.candidates import missing_class
-from dra_affinity.policies.scheduler.extraction import device_requests, request_names
+from ..core.findings import Finding, Location
+from ..core.k8s_names import go_quote
+from ..core.problems import INPUT_ERROR
+from ..core.source import FieldPath, render_path
+from ..model.resources import DeviceRequest, ResourceClaim
+from .candidates import missing_class
+from .extraction import device_requests, request_names
 
 
 def claim_problems(claim: ResourceClaim) -> Iterator[Finding]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import Device
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.capacity import render
-from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, LockStatus
-from dra_affinity.policies.scheduler.pools import Pool
+from ..core.findings import PoolRef
+from ..model.resources import Device
+from . import locks
+from .capacity import render
+from .locks import DeviceRef, DeviceState, LockStatus
+from .pools import Pool
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,15 +18,15 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.findings import Finding, Location, PoolRef
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
-from dra_affinity.policies.core.problems import SELECTOR_ERROR
-from dra_affinity.policies.model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
-from dra_affinity.policies.scheduler.candidates import CandidateMatch, PoolSurvey, match_pool, missing_class
-from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_finding
-from dra_affinity.policies.scheduler.extraction import (
+from ..core import layers
+from ..core.findings import Finding, Location, PoolRef
+from ..core.gc_pause import gc_paused
+from ..core.limits import KubernetesVersion, limits_for
+from ..core.problems import SELECTOR_ERROR
+from ..model.resources import DeviceClass, DeviceRequest, ResourceClaim, ResourceSlice
+from .candidates import CandidateMatch, PoolSurvey, match_pool, missing_class
+from .claims import claim_problems, missing_class_finding
+from .extraction import (
     ExtractionMemo,
     ExtractionPool,
     ExtractionProblem,
@@ -38,7 +38,7 @@ from dra_affinity.policies.scheduler.extraction import (
     relabel,
     request_names,
 )
-from dra_affinity.policies.scheduler.pools import Pool, build_pools
+from .pools import Pool, build_pools
 
 
 @dataclass(frozen=True, slots=True)

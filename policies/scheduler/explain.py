@@ -23,17 +23,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from dra_affinity.policies.analysis.advice import config_yielding, mentioned_fields
-from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import limits_for
-from dra_affinity.policies.model.resources import DeviceRequest, ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler.candidates import CandidateMatch, match_pool, missing_class
-from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome, device_requests
-from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
-from dra_affinity.policies.scheduler.locks import DeviceRef, LockStatus, Mode, Reason, render_map
-from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import Evaluated, Placement, StepResult, try_allocate_pod
+from ..analysis.advice import config_yielding, mentioned_fields
+from ..analysis.scheduler_cel import scheduler_compile
+from ..core.findings import PoolRef
+from ..core.limits import limits_for
+from ..model.resources import DeviceRequest, ResourceClaim, ResourceSlice, parse
+from .candidates import CandidateMatch, match_pool, missing_class
+from .extraction import ExtractionResult, Outcome, device_requests
+from .lock_book import LockBook, untracked_reason
+from .locks import DeviceRef, LockStatus, Mode, Reason, render_map
+from .pools import Pool
+from .simulation import Evaluated, Placement, StepResult, try_allocate_pod
 
 _SELECTOR_ERROR = "selector error (the allocator aborts the pod): "
 

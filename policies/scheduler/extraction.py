@@ -15,12 +15,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
-from dra_affinity.policies.model.resources import ClaimConfig, DeviceRequest, Extractor, ResourceClaim
-from dra_affinity.policies.scheduler.diagnostics import Diagnostic
+from ..cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED
+from ..core import layers
+from ..core.findings import PoolRef
+from ..core.limits import KubernetesVersion, Limits, limits_for
+from ..model.resources import ClaimConfig, DeviceRequest, Extractor, ResourceClaim
+from .diagnostics import Diagnostic
 
 KIND_NON_STRING = "cel expression returned non-string"
 KIND_COST = KIND_COST_EXCEEDED
@@ -377,7 +377,7 @@ def relabel(result: ExtractionResult, claim: str, pool: PoolRef) -> ExtractionRe
 
 def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> ExtractionProblem | None:
     """The scheduler cannot compile an extractor (SA106) or rejects its estimated cost (SA108)."""
-    from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
+    from ..analysis.scheduler_cel import scheduler_compile
 
     for index, item in enumerate(pool.extractors):
         expression = item.extractor.expression or ""
@@ -399,9 +399,9 @@ def _compile_errors(pool: ExtractionPool, request: str, limits: Limits) -> Extra
 def _evaluate_all(
     pool: ExtractionPool, request: str, configs: Sequence[ClaimConfig], limits: Limits
 ) -> tuple[tuple[Evaluation, ...], ExtractionProblem | None]:
-    from dra_affinity.policies.analysis.scheduler_cel import scheduler_compile
-    from dra_affinity.policies.cel.common.jsonvalue import try_decode_k8s_json
-    from dra_affinity.policies.cel.eval.runtime import evaluate
+    from ..analysis.scheduler_cel import scheduler_compile
+    from ..cel.common.jsonvalue import try_decode_k8s_json
+    from ..cel.eval.runtime import evaluate
 
     evaluations: list[Evaluation] = []
     first_error: ExtractionProblem | None = None
@@ -433,7 +433,7 @@ def _evaluate_all(
 
 def classify(result: Any) -> tuple[str | None, str | None, object]:
     """Upstream's classification of an evaluation: error kind and message, or the string value."""
-    from dra_affinity.policies.cel.k8s_library import display_value, native_string
+    from ..cel.k8s_library import display_value, native_string
 
     if result.error is not None:
         return result.error.kind, result.error.message, None

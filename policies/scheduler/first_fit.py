@@ -31,18 +31,18 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TypeVar
 
-from dra_affinity.policies.core import layers
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import Device, DeviceRequest, ResourceClaim
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import (
+from ..core import layers
+from ..core.findings import PoolRef
+from ..model.resources import Device, DeviceRequest, ResourceClaim
+from . import locks
+from .candidates import (
     DeviceMatch,
     SelectorError,
     missing_class,
     pool_is_candidate,
 )
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, fits
-from dra_affinity.policies.scheduler.claim_steps import (
+from .capacity import CapacityProblem, fits
+from .claim_steps import (
     ClaimSteps,
     Detail,
     Evaluated,
@@ -53,8 +53,8 @@ from dra_affinity.policies.scheduler.claim_steps import (
     demand_key,
     first_reasons,
 )
-from dra_affinity.policies.scheduler.device_states import Tentative
-from dra_affinity.policies.scheduler.locks import (
+from .device_states import Tentative
+from .locks import (
     DeviceRef,
     DeviceState,
     Holder,
@@ -65,7 +65,7 @@ from dra_affinity.policies.scheduler.locks import (
     Reason,
     Rejection,
 )
-from dra_affinity.policies.scheduler.pools import Pool
+from .pools import Pool
 
 COUNT_INDEX = layers.declare(
     "simulate-count-index",

@@ -18,26 +18,26 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
-from dra_affinity.policies.model.resources import (
+from ..core.findings import PoolRef
+from ..core.limits import KubernetesVersion, limits_for
+from ..model.resources import (
     Device,
     DeviceClass,
     ResourceClaim,
     ResourceSlice,
 )
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.candidates import match_pool
-from dra_affinity.policies.scheduler.dryrun import to_extraction_pool
-from dra_affinity.policies.scheduler.extraction import (
+from . import locks
+from .candidates import match_pool
+from .dryrun import to_extraction_pool
+from .extraction import (
     ExtractionMemo,
     ExtractionPool,
     ExtractionResult,
     device_requests,
     relabel,
 )
-from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, Holder, LockStatus
-from dra_affinity.policies.scheduler.pools import Pool, build_pools
+from .locks import DeviceRef, DeviceState, Holder, LockStatus
+from .pools import Pool, build_pools
 
 
 def untracked_reason(pool: Pool, feature_gate: bool) -> str:

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import Device
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.capacity import amount, render
-from dra_affinity.policies.scheduler.lock_book import LockBook, untracked_reason
-from dra_affinity.policies.scheduler.locks import DeviceRef, DeviceState, LockStatus, render_map
+from ..core.findings import PoolRef
+from ..model.resources import Device
+from . import locks
+from .capacity import amount, render
+from .lock_book import LockBook, untracked_reason
+from .locks import DeviceRef, DeviceState, LockStatus, render_map
 
 STATES = tuple(s.value for s in LockStatus)
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.model.resources import AllocatedDevice, Device
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, fits
-from dra_affinity.policies.scheduler.capacity import total as total_amounts
-from dra_affinity.policies.scheduler.diagnostics import Diagnostic, describe
-from dra_affinity.policies.scheduler.extraction import ExtractionResult, Outcome
+from ..core.findings import PoolRef
+from ..model.resources import AllocatedDevice, Device
+from .capacity import CapacityProblem, amount, fits
+from .capacity import total as total_amounts
+from .diagnostics import Diagnostic, describe
+from .extraction import ExtractionResult, Outcome
 
 
 class LockStatus(enum.Enum):

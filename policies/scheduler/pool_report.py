@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dra_affinity.policies.analysis.slice_cost import slice_cost
-from dra_affinity.policies.core.findings import Finding, PoolRef
-from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.core.source import Position
-from dra_affinity.policies.model.resources import ResourceSlice
-from dra_affinity.policies.scheduler.pools import Pool
+from ..analysis.slice_cost import slice_cost
+from ..core.findings import Finding, PoolRef
+from ..core.limits import Limits
+from ..core.source import Position
+from ..model.resources import ResourceSlice
+from .pools import Pool
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,22 +18,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from dra_affinity.policies.analysis.slice_cost import slice_cost
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.limits import Limits, limits_for
-from dra_affinity.policies.model.resources import Device, Extractor, ResourceSlice
+from ..analysis.slice_cost import slice_cost
+from ..core.findings import PoolRef
+from ..core.limits import Limits, limits_for
+from ..model.resources import Device, Extractor, ResourceSlice
 
 
 def saturating_add(a: int, b: int) -> int:
     """uint64 addition that sticks at the maximum, as cel-go's cost arithmetic does."""
-    from dra_affinity.policies.cel.cost.estimate import MAX_UINT64  # not at import time: `--help` stays light
+    from ..cel.cost.estimate import MAX_UINT64  # not at import time: `--help` stays light
 
     return min(MAX_UINT64, a + b)
 
 
 def render_cost(cost: int) -> str:
     """A cost as a message shows it: the saturated maximum reads as "unbounded"."""
-    from dra_affinity.policies.cel.cost.estimate import MAX_UINT64
+    from ..cel.cost.estimate import MAX_UINT64
 
     return f"unbounded ({cost})" if cost >= MAX_UINT64 else str(cost)
 

@@ -33,24 +33,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from dra_affinity.policies.core.findings import PoolRef
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion, limits_for
-from dra_affinity.policies.model.resources import (
+from ..core.findings import PoolRef
+from ..core.gc_pause import gc_paused
+from ..core.limits import KubernetesVersion, limits_for
+from ..model.resources import (
     Device,
     DeviceClass,
     DeviceRequest,
     ResourceClaim,
     ResourceSlice,
 )
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.allocator import Entry
-from dra_affinity.policies.scheduler.candidates import DeviceMatch
-from dra_affinity.policies.scheduler.capacity import CapacityProblem, amount, fits
-from dra_affinity.policies.scheduler.capacity import total as _sums
-from dra_affinity.policies.scheduler.claim_steps import Action, ClaimSteps, Detail, Step
-from dra_affinity.policies.scheduler.device_states import DeviceReport
-from dra_affinity.policies.scheduler.locks import (
+from . import locks
+from .allocator import Entry
+from .candidates import DeviceMatch
+from .capacity import CapacityProblem, amount, fits
+from .capacity import total as _sums
+from .claim_steps import Action, ClaimSteps, Detail, Step
+from .device_states import DeviceReport
+from .locks import (
     DeviceRef,
     DeviceState,
     LockMetrics,
@@ -60,9 +60,9 @@ from dra_affinity.policies.scheduler.locks import (
     Reason,
     Rejection,
 )
-from dra_affinity.policies.scheduler.pools import Pool
-from dra_affinity.policies.scheduler.simulation import new_run
-from dra_affinity.policies.scheduler.workload import (
+from .pools import Pool
+from .simulation import new_run
+from .workload import (
     Arrival,
     Variant,
     Workload,

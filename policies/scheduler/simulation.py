@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.features import FRACTIONAL_CAPACITY_RANGE, FeatureGates
-from dra_affinity.policies.core.findings import Finding, PoolRef
-from dra_affinity.policies.core.gc_pause import gc_paused
-from dra_affinity.policies.core.limits import KubernetesVersion, Limits, limits_for
-from dra_affinity.policies.model.resources import Device, DeviceClass, ResourceClaim, ResourceSlice
-from dra_affinity.policies.scheduler import locks
-from dra_affinity.policies.scheduler.claim_steps import (
+from ..core.features import FRACTIONAL_CAPACITY_RANGE, FeatureGates
+from ..core.findings import Finding, PoolRef
+from ..core.gc_pause import gc_paused
+from ..core.limits import KubernetesVersion, Limits, limits_for
+from ..model.resources import Device, DeviceClass, ResourceClaim, ResourceSlice
+from . import locks
+from .claim_steps import (
     Action,
     CandidateFilter,
     ClaimSteps,
@@ -36,12 +36,12 @@ from dra_affinity.policies.scheduler.claim_steps import (
     Step,
     StepResult,
 )
-from dra_affinity.policies.scheduler.claims import claim_problems, missing_class_problems
-from dra_affinity.policies.scheduler.device_states import DeviceReport, DeviceStates
-from dra_affinity.policies.scheduler.dryrun import Filters, to_extraction_pool
-from dra_affinity.policies.scheduler.first_fit import FirstFitIndex
-from dra_affinity.policies.scheduler.lock_book import LockBook
-from dra_affinity.policies.scheduler.locks import (
+from .claims import claim_problems, missing_class_problems
+from .device_states import DeviceReport, DeviceStates
+from .dryrun import Filters, to_extraction_pool
+from .first_fit import FirstFitIndex
+from .lock_book import LockBook
+from .locks import (
     DeviceRef,
     DeviceState,
     Holder,
@@ -49,7 +49,7 @@ from dra_affinity.policies.scheduler.locks import (
     LockStatus,
     Mode,
 )
-from dra_affinity.policies.scheduler.pools import build_pools
+from .pools import build_pools
 
 __all__ = [
     "Action", "CandidateFilter", "Detail", "DeviceReport", "Evaluated", "Placement", "RejectionCount",

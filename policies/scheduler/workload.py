@@ -24,8 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dra_affinity.policies.core.source import FieldPath
-from dra_affinity.policies.model.resources import ClaimConfig, OpaqueConfig, ResourceClaim
+from ..core.source import FieldPath
+from ..model.resources import ClaimConfig, OpaqueConfig, ResourceClaim
 
 
 class LifetimeKind(enum.Enum):

@@ -50,15 +50,16 @@ from types import MappingProxyType
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel import k8s_library
-from dra_affinity.policies.cel.check.validators import RegexCheck
-from dra_affinity.policies.cel.k8s_library import dra as dra_library
-from dra_affinity.policies.cel.k8s_library._types import LibrarySpec
-from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
-from dra_affinity.policies.cel.k8s_library.regex import literal_pattern_error
-from dra_affinity.policies.core.cache import cached
-from dra_affinity.policies.core.features import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, FeatureGates
-from dra_affinity.policies.core.identity_enum import IdentityEnum
+
+from ...core.cache import cached
+from ...core.features import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, FeatureGates
+from ...core.identity_enum import IdentityEnum
+from .. import k8s_library
+from ..k8s_library import dra as dra_library
+from ..k8s_library._types import LibrarySpec
+from ..k8s_library.dra import DRA_INCLUDES_ID, LIST_INCLUDES_ID
+from ..k8s_library.regex import literal_pattern_error
+from .validators import RegexCheck
 
 __all__ = [
     "BASE_OPTIONS",

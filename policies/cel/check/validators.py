@@ -40,10 +40,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind
-from dra_affinity.policies.cel.common.errors import CompileProblem, ErrorStage
-from dra_affinity.policies.cel.common.types import CelType, TypeKind, WellKnown, format_go_type
-from dra_affinity.policies.cel.k8s_library.strings_format import (
+from ..common.ast import CheckedAst, ConstKind, Node, NodeKind
+from ..common.errors import CompileProblem, ErrorStage
+from ..common.types import CelType, TypeKind, WellKnown, format_go_type
+from ..k8s_library.strings_format import (
     CLAUSE_KINDS,
     STRING_CLAUSE_KINDS,
     FormatProblem,

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
 
-from dra_affinity.policies.cel.common.types import DYN, CelType
-from dra_affinity.policies.core.identity_enum import IdentityEnum
+from ...core.identity_enum import IdentityEnum
+from .types import DYN, CelType
 
 __all__ = [
     "CheckedAst",

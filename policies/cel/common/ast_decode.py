@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TypeVar
 
-from dra_affinity.policies.cel.common.ast import (
+from .ast import (
     CheckedAst,
     Constant,
     ConstKind,
@@ -29,17 +29,17 @@ from dra_affinity.policies.cel.common.ast import (
     SourceInfo,
     StructEntry,
 )
-from dra_affinity.policies.cel.common.types import (
+from .types import (
     DYN,
     CelType,
     Primitive,
     TypeKind,
     WellKnown,
 )
-from dra_affinity.policies.cel.common.wire import FIXED64 as _FIXED64
-from dra_affinity.policies.cel.common.wire import LEN as _LEN
-from dra_affinity.policies.cel.common.wire import VARINT as _VARINT
-from dra_affinity.policies.cel.common.wire import WireError, iter_fields, read_field, read_varint
+from .wire import FIXED64 as _FIXED64
+from .wire import LEN as _LEN
+from .wire import VARINT as _VARINT
+from .wire import WireError, iter_fields, read_field, read_varint
 
 __all__ = [
     "AstDecodeError",

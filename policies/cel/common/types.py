@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from dra_affinity.policies.core.identity_enum import IdentityEnum
+from ...core.identity_enum import IdentityEnum
 
 
 class TypeKind(IdentityEnum):

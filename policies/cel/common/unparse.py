@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
+from .ast import CheckedAst, Constant, ConstKind, Node, NodeKind
 
 __all__ = ["source_span", "unparse"]
 

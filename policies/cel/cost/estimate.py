@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
-from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind, WellKnown
-from dra_affinity.policies.cel.common.unparse import source_span, unparse
+from ..common.ast import CheckedAst, ConstKind, Node, NodeKind, offset_to_location
+from ..common.types import CelType, Primitive, TypeKind, WellKnown
+from ..common.unparse import source_span, unparse
 
 __all__ = [
     "CONST_COST",

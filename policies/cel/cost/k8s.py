@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dra_affinity.policies.cel.common.ast import ConstKind, NodeKind
-from dra_affinity.policies.cel.common.types import CelType, TypeKind
-from dra_affinity.policies.cel.cost.estimate import (
+from ..common.ast import ConstKind, NodeKind
+from ..common.types import CelType, TypeKind
+from .estimate import (
     LIST_CREATE_BASE_COST,
     MAX_UINT64,
     REGEX_STRING_LENGTH_COST_FACTOR,

@@ -31,8 +31,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
-from dra_affinity.policies.cel.common.jsonvalue import Opaque, actual_size
-from dra_affinity.policies.cel.cost.estimate import (
+from ..common.jsonvalue import Opaque, actual_size
+from ..cost.estimate import (
     LIST_CREATE_BASE_COST,
     MAX_UINT64,
     REGEX_STRING_LENGTH_COST_FACTOR,

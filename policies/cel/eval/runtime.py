@@ -34,10 +34,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.check.env import get_env
-from dra_affinity.policies.cel.common.ast import CheckedAst
-from dra_affinity.policies.cel.common.errors import KIND_COST_EXCEEDED, KIND_FAILED, KIND_MISSING_FIELD
-from dra_affinity.policies.cel.common.jsonvalue import (
+
+from ...core.cache import BoundedCache
+from ..check.env import get_env
+from ..common.ast import CheckedAst
+from ..common.errors import KIND_COST_EXCEEDED, KIND_FAILED, KIND_MISSING_FIELD
+from ..common.jsonvalue import (
     NONE,
     BoolKey,
     Duration,
@@ -51,13 +53,12 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     duration_text,
     timestamp_text,
 )
-from dra_affinity.policies.cel.common.wire import int_field, len_field
-from dra_affinity.policies.cel.eval.runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
-from dra_affinity.policies.cel.eval.runtime_library_values import walk_type_name
-from dra_affinity.policies.cel.eval.runtime_steps import literal_key_map_call
-from dra_affinity.policies.cel.k8s_library import python_parameter_kinds, type_values
-from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
-from dra_affinity.policies.core.cache import BoundedCache
+from ..common.wire import int_field, len_field
+from ..k8s_library import python_parameter_kinds, type_values
+from ..k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
+from .runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
+from .runtime_library_values import walk_type_name
+from .runtime_steps import literal_key_map_call
 
 __all__ = [
     "KIND_COST_EXCEEDED",

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dra_affinity.policies.cel.common.jsonvalue import Opaque, OptionalValue
-from dra_affinity.policies.cel.k8s_library.strings_format import MAX_RENDERED_PRECISION
+from ..common.jsonvalue import Opaque, OptionalValue
+from ..k8s_library.strings_format import MAX_RENDERED_PRECISION
 
 __all__ = [
     "BULKY_TEXT",

@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import re
 
-from dra_affinity.policies.cel.check.validators import parse_go_duration, parse_go_rfc3339
-from dra_affinity.policies.cel.common.ast import Node, NodeKind
-from dra_affinity.policies.cel.common.jsonvalue import UInt
+from ..check.validators import parse_go_duration, parse_go_rfc3339
+from ..common.ast import Node, NodeKind
+from ..common.jsonvalue import UInt
 
 __all__ = ["CONVERSION_FUNCTIONS", "conversion_verdict", "folds_conversion"]
 

@@ -58,8 +58,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
-from dra_affinity.policies.cel.common.jsonvalue import (
+from ...core.cache import BoundedCache
+from ..common.ast import CheckedAst, Constant, ConstKind, Node, NodeKind
+from ..common.jsonvalue import (
     NONE,
     Duration,
     ErrorValue,
@@ -69,24 +70,28 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     TypeValue,
     UInt,
 )
-from dra_affinity.policies.cel.common.types import CelType, Primitive, TypeKind
-from dra_affinity.policies.cel.eval.call_site import CallBridge, CallSite, PreparedCall, ResultKind
-from dra_affinity.policies.cel.eval.cost_k8s_runtime import (
+from ..common.types import CelType, Primitive, TypeKind
+from ..k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
+from ..k8s_library.comprehensions import MAP_INSERT
+from ..k8s_library.dra import DRA_INCLUDES_ID, MAX_INCLUDES_VALUES
+from ..k8s_library.type_values import LIBRARY_TYPES
+from .call_site import CallBridge, CallSite, PreparedCall, ResultKind
+from .cost_k8s_runtime import (
     go_overload_id,
     kubernetes_receiver_type,
     kubernetes_result_type,
 )
-from dra_affinity.policies.cel.eval.runtime_bounds import bulky
-from dra_affinity.policies.cel.eval.runtime_conversions import (
+from .runtime_bounds import bulky
+from .runtime_conversions import (
     CONVERSION_FUNCTIONS,
     conversion_verdict,
     folds_conversion,
 )
-from dra_affinity.policies.cel.eval.runtime_library_values import (
+from .runtime_library_values import (
     guard_library_values,
     nodes_reaching_library_values,
 )
-from dra_affinity.policies.cel.eval.runtime_steps import (
+from .runtime_steps import (
     FIELD,
     INDEX,
     MAX_CPU_SECONDS,
@@ -133,11 +138,6 @@ from dra_affinity.policies.cel.eval.runtime_steps import (
     scalar_equality,
     value_equality,
 )
-from dra_affinity.policies.cel.k8s_library._types import TAG_FORMAT, TAG_OPTIONAL
-from dra_affinity.policies.cel.k8s_library.comprehensions import MAP_INSERT
-from dra_affinity.policies.cel.k8s_library.dra import DRA_INCLUDES_ID, MAX_INCLUDES_VALUES
-from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
-from dra_affinity.policies.core.cache import BoundedCache
 
 __all__ = [
     "COST_LIMIT_EXCEEDED",

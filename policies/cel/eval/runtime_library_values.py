@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
-from dra_affinity.policies.cel.common.ast import CheckedAst, Node, NodeKind
-from dra_affinity.policies.cel.common.jsonvalue import (
+from ..common.ast import CheckedAst, Node, NodeKind
+from ..common.jsonvalue import (
     Duration,
     ErrorValue,
     Opaque,
@@ -43,9 +43,9 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     TypeValue,
     UInt,
 )
-from dra_affinity.policies.cel.common.types import CelType, TypeKind
-from dra_affinity.policies.cel.k8s_library import LIBRARIES
-from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
+from ..common.types import CelType, TypeKind
+from ..k8s_library import LIBRARIES
+from ..k8s_library.equality import equal_by_type
 
 __all__ = [
     "ENGINE_NO_OVERLOAD",

@@ -20,8 +20,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from dra_affinity.policies.cel.common.ast import Node
-from dra_affinity.policies.cel.common.jsonvalue import (
+from ..common.ast import Node
+from ..common.jsonvalue import (
     NONE,
     BoolKey,
     Duration,
@@ -33,10 +33,15 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     TypeValue,
     UInt,
 )
-from dra_affinity.policies.cel.common.types import CelType, TypeKind
-from dra_affinity.policies.cel.cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
-from dra_affinity.policies.cel.eval.cost_k8s_runtime import go_overload_id, priced_by_result, pricer_for
-from dra_affinity.policies.cel.eval.runtime_bounds import (
+from ..common.types import CelType, TypeKind
+from ..cost.estimate import LIST_CREATE_BASE_COST, MAP_CREATE_BASE_COST
+from ..k8s_library.comprehensions import duplicate_key_message
+from ..k8s_library.equality import equal_by_type
+from ..k8s_library.strings_format import FormatProblem
+from ..k8s_library.strings_format import render as render_format
+from ..k8s_library.type_values import LIBRARY_TYPES
+from .cost_k8s_runtime import go_overload_id, priced_by_result, pricer_for
+from .runtime_bounds import (
     BULKY_TEXT,
     MAX_HANDLED_CHARS,
     MAX_HANDLED_ELEMENTS,
@@ -45,7 +50,7 @@ from dra_affinity.policies.cel.eval.runtime_bounds import (
     handled_size,
     output_bound,
 )
-from dra_affinity.policies.cel.eval.runtime_library_values import (
+from .runtime_library_values import (
     DefaultingMap,
     go_type_name,
     in_cel_go_words,
@@ -53,14 +58,9 @@ from dra_affinity.policies.cel.eval.runtime_library_values import (
     lister_assertion_panic,
     set_membership,
 )
-from dra_affinity.policies.cel.k8s_library.comprehensions import duplicate_key_message
-from dra_affinity.policies.cel.k8s_library.equality import equal_by_type
-from dra_affinity.policies.cel.k8s_library.strings_format import FormatProblem
-from dra_affinity.policies.cel.k8s_library.strings_format import render as render_format
-from dra_affinity.policies.cel.k8s_library.type_values import LIBRARY_TYPES
 
 if TYPE_CHECKING:
-    from dra_affinity.policies.cel.eval.call_site import CallSite, PreparedCall
+    from .call_site import CallSite, PreparedCall
 
 _MACRO_ACCUMULATORS = frozenset({"@result", "__result__"})
 

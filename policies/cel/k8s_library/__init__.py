@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.common.jsonvalue import duration_text, timestamp_text
-from dra_affinity.policies.cel.k8s_library import (
+
+from ..common.jsonvalue import duration_text, timestamp_text
+from . import (
     cidr,
     comprehensions,
     ip,
@@ -46,8 +47,8 @@ from dra_affinity.policies.cel.k8s_library import (
     type_values,
     urls,
 )
-from dra_affinity.policies.cel.k8s_library import format as format_lib
-from dra_affinity.policies.cel.k8s_library._types import (
+from . import format as format_lib
+from ._types import (
     BOOL,
     BYTES,
     DOUBLE,
@@ -68,7 +69,7 @@ from dra_affinity.policies.cel.k8s_library._types import (
     function_configs,
     t,
 )
-from dra_affinity.policies.cel.k8s_library.equality import (
+from .equality import (
     QUANTITY_RUNTIMES,
     SEMVER_RUNTIMES,
     RuntimeEnv,

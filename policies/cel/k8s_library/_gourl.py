@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from dra_affinity.policies.cel.k8s_library._netip import NetipError, parse_addr
-from dra_affinity.policies.cel.k8s_library._types import from_go_bytes, go_quote, go_quote_bytes
-from dra_affinity.policies.core.cache import cached
+from ...core.cache import cached
+from ._netip import NetipError, parse_addr
+from ._types import from_go_bytes, go_quote, go_quote_bytes
 
 ENCODE_PATH = 1
 ENCODE_PATH_SEGMENT = 2

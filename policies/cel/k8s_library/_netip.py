@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dra_affinity.policies.cel.k8s_library._types import go_quote
-from dra_affinity.policies.core.cache import cached
+from ...core.cache import cached
+from ._types import go_quote
 
 _V4_MAPPED_PREFIX = 0xFFFF << 32
 

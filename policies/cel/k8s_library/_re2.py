@@ -31,7 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 import re2
-from dra_affinity.policies.core.cache import cached
+
+from ...core.cache import cached
 
 ERR_INTERNAL = "regexp/syntax: internal error"
 ERR_INVALID_CHAR_CLASS = "invalid character class"

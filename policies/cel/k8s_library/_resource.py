@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dra_affinity.policies.cel.k8s_library._types import INT64_MAX, INT64_MIN
-from dra_affinity.policies.core.cache import cached
+from ...core.cache import cached
+from ._types import INT64_MAX, INT64_MIN
 
 DECIMAL_EXPONENT = "DecimalExponent"
 BINARY_SI = "BinarySI"

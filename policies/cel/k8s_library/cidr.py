@@ -11,8 +11,9 @@ overload", a bad CIDR string into the CIDR parse error.
 from __future__ import annotations
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._netip import NetipError, Prefix, parse_prefix
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ._netip import NetipError, Prefix, parse_prefix
+from ._types import (
     BOOL,
     INT,
     STRING,
@@ -28,7 +29,7 @@ from dra_affinity.policies.cel.k8s_library._types import (
     validity_check,
     want_str,
 )
-from dra_affinity.policies.cel.k8s_library.ip import IP_TYPE, parse_ip
+from .ip import IP_TYPE, parse_ip
 
 NAME = "net.cidr"
 CIDR_TYPE = t("net.CIDR")

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._types import CelError, LibrarySpec, Runtime
+
+from ._types import CelError, LibrarySpec, Runtime
 
 __all__ = [
     "MAP_INSERT",

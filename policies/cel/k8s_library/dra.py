@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library import lists
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from . import lists
+from ._types import (
     BOOL,
     DYN,
     TAG_SEMVER,

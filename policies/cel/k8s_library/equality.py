@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.common.wire import field_spans
-from dra_affinity.policies.cel.k8s_library import comprehensions, quantity, semver, type_values
-from dra_affinity.policies.cel.k8s_library._types import TAG_SEMVER, CelError, Runtime, no_such_overload
+
+from ..common.wire import field_spans
+from . import comprehensions, quantity, semver, type_values
+from ._types import TAG_SEMVER, CelError, Runtime, no_such_overload
 
 __all__ = [
     "QUANTITY_RUNTIMES",

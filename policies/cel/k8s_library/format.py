@@ -20,9 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._gourl import UrlError, parse_request_uri
-from dra_affinity.policies.cel.k8s_library._re2 import compile_re2
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ...core.k8s_names import (
+    DNS1123_LABEL_FMT,
+    QNAME_FMT,
+    SUBDOMAIN_FMT,
+    dns1123_subdomain_errors,
+    max_len_error,
+    qualified_name_errors,
+    regex_error,
+    utf8_len,
+)
+from ._gourl import UrlError, parse_request_uri
+from ._re2 import compile_re2
+from ._types import (
     STRING,
     TAG_FORMAT,
     TAG_OPTIONAL,
@@ -38,16 +49,6 @@ from dra_affinity.policies.cel.k8s_library._types import (
     t,
     unwrap_tagged,
     want_str,
-)
-from dra_affinity.policies.core.k8s_names import (
-    DNS1123_LABEL_FMT,
-    QNAME_FMT,
-    SUBDOMAIN_FMT,
-    dns1123_subdomain_errors,
-    max_len_error,
-    qualified_name_errors,
-    regex_error,
-    utf8_len,
 )
 
 NAME = "format"

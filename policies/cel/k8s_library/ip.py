@@ -9,8 +9,9 @@ rejected at parse time, so the canonical text is unique per address).
 from __future__ import annotations
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._netip import Addr, NetipError, parse_addr
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ._netip import Addr, NetipError, parse_addr
+from ._types import (
     BOOL,
     INT,
     STRING,

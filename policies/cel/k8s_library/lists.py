@@ -23,7 +23,8 @@ import datetime
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ._types import (
     BOOL,
     BYTES,
     DOUBLE,

@@ -16,7 +16,9 @@ from __future__ import annotations
 import math
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._resource import (
+
+from ...core.cache import cached
+from ._resource import (
     BINARY_SI,
     DECIMAL_EXPONENT,
     DECIMAL_SI,
@@ -26,7 +28,7 @@ from dra_affinity.policies.cel.k8s_library._resource import (
     new_quantity,
     parse_quantity,
 )
-from dra_affinity.policies.cel.k8s_library._types import (
+from ._types import (
     BOOL,
     DOUBLE,
     INT,
@@ -40,7 +42,6 @@ from dra_affinity.policies.cel.k8s_library._types import (
     want_int,
     want_str,
 )
-from dra_affinity.policies.core.cache import cached
 
 NAME = "kubernetes.quantity"
 QUANTITY_TYPE = t("kubernetes.Quantity")

@@ -9,7 +9,8 @@ evaluation; `literal_pattern_error` lets a checker report that case at compile t
 from __future__ import annotations
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._re2 import (
+
+from ._re2 import (
     Re2Error,
     Regex,
     compile_re2,
@@ -17,7 +18,7 @@ from dra_affinity.policies.cel.k8s_library._re2 import (
     find_all,
     pattern_error,
 )
-from dra_affinity.policies.cel.k8s_library._types import (
+from ._types import (
     INT,
     STRING,
     CelError,

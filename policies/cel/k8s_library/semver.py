@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ...core.cache import cached
+from ._types import (
     BOOL,
     INT,
     STRING,
@@ -31,7 +33,6 @@ from dra_affinity.policies.cel.k8s_library._types import (
     want_bool,
     want_str,
 )
-from dra_affinity.policies.core.cache import cached
 
 NAME = "kubernetes.Semver"
 SEMVER_TYPE = t("kubernetes.Semver")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from dra_affinity.policies.cel.common.jsonvalue import (
+from ..common.jsonvalue import (
     BoolKey,
     Duration,
     Opaque,
@@ -36,7 +36,7 @@ from dra_affinity.policies.cel.common.jsonvalue import (
     TypeValue,
     UInt,
 )
-from dra_affinity.policies.cel.k8s_library._types import go_quote, go_quote_bytes
+from ._types import go_quote, go_quote_bytes
 
 __all__ = [
     "CLAUSE_KINDS",

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._types import TAG_TYPE, LibrarySpec, Runtime
+
+from ._types import TAG_TYPE, LibrarySpec, Runtime
 
 __all__ = [
     "LIBRARY_TYPES",

@@ -9,8 +9,9 @@ lenient `url.Parse`, as upstream's second parse does).
 from __future__ import annotations
 
 from cel_expr_python import cel
-from dra_affinity.policies.cel.k8s_library._gourl import URL, UrlError, parse, parse_request_uri
-from dra_affinity.policies.cel.k8s_library._types import (
+
+from ._gourl import URL, UrlError, parse, parse_request_uri
+from ._types import (
     BOOL,
     STRING,
     CelError,

@@ -1,7 +1,7 @@
 """SA000: input the tool could not turn into an object (reported by loaders and the model)."""
 
-from dra_affinity.policies.core.problems import INPUT_ERROR as KIND
-from dra_affinity.policies.rules.base import InputRule
+from ...core.problems import INPUT_ERROR as KIND
+from ..base import InputRule
 
 RULE = InputRule(
     id=KIND.id,

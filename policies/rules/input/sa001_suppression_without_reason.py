@@ -1,7 +1,7 @@
 """SA001: a suppression that does not say why (reported by the CLI's suppression audit)."""
 
-from dra_affinity.policies.core.problems import SUPPRESSION_WITHOUT_REASON as KIND
-from dra_affinity.policies.rules.base import InputRule
+from ...core.problems import SUPPRESSION_WITHOUT_REASON as KIND
+from ..base import InputRule
 
 RULE = InputRule(
     id=KIND.id,

@@ -1,7 +1,7 @@
 """SA002: a suppression that silenced nothing (reported by the CLI's suppression audit)."""
 
-from dra_affinity.policies.core.problems import UNUSED_SUPPRESSION as KIND
-from dra_affinity.policies.rules.base import InputRule
+from ...core.problems import UNUSED_SUPPRESSION as KIND
+from ..base import InputRule
 
 RULE = InputRule(
     id=KIND.id,

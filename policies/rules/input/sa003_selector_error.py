@@ -1,7 +1,7 @@
 """SA003: a device selector the allocator cannot evaluate (reported by dry-run and simulate)."""
 
-from dra_affinity.policies.core.problems import SELECTOR_ERROR as KIND
-from dra_affinity.policies.rules.base import DEVICE_CLASS_SETTING, InputRule
+from ...core.problems import SELECTOR_ERROR as KIND
+from ..base import DEVICE_CLASS_SETTING, InputRule
 
 RULE = InputRule(
     id=KIND.id,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.context import PoolContext, PoolRule, slice_location
-from dra_affinity.policies.scheduler.pools import pool_name
+from ...core.findings import Finding, Severity
+from ...scheduler.pools import pool_name
+from ..context import PoolContext, PoolRule, slice_location
 
 
 def check(ctx: PoolContext) -> Iterator[Finding]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX, go_quote, qualified_name_errors
-from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
-from dra_affinity.policies.rules.vap_cel import (
+from ...core.findings import Finding, Severity
+from ...core.k8s_names import QNAME_MAX, SUBDOMAIN_MAX, go_quote, qualified_name_errors
+from ...core.limits import Limits
+from ..context import SliceContext, SliceRule
+from ..vap_cel import (
     NAMES,
     SLICES,
     VapCel,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.cel.suggest import suggestions
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.k8s_names import go_quote
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from ...cel.suggest import suggestions
+from ...core.findings import Finding, Severity
+from ...core.k8s_names import go_quote
+from ..context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

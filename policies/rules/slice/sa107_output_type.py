@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.k8s_names import go_quote
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from ...core.findings import Finding, Severity
+from ...core.k8s_names import go_quote
+from ..context import SliceContext, SliceRule
 
 ACCEPTED = frozenset({"string", "dyn"})
 """`dyn` may be a string; so are the Kubernetes library types upstream converts results of
@@ -19,7 +19,7 @@ def check(ctx: SliceContext) -> Iterator[Finding]:
         output = result.compiled.output_type
         if output is None or output in ACCEPTED or extractor.expression is None:
             continue
-        from dra_affinity.policies.scheduler.extraction import LIBRARY_STRING_TYPES
+        from ...scheduler.extraction import LIBRARY_STRING_TYPES
 
         if output in LIBRARY_STRING_TYPES:
             continue

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.analysis.slice_cost import slice_cost
-from dra_affinity.policies.cel.cost.estimate import CostReport
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from ...analysis.slice_cost import slice_cost
+from ...cel.cost.estimate import CostReport
+from ...core.findings import Finding, Severity
+from ..context import SliceContext, SliceRule
 
 _REWRITES = (
     ("concatenation", "return the field itself and let the driver derive the key, or compare it "

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.core.limits import Limits
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
-from dra_affinity.policies.rules.vap_cel import VapCel
+from ...core.findings import Finding, Severity
+from ...core.limits import Limits
+from ..context import SliceContext, SliceRule
+from ..vap_cel import VapCel
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

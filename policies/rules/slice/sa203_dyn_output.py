@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
-from dra_affinity.policies.rules.slice.sa108_cost_budget import RULE as COST_BUDGET
+from ...core.findings import Finding, Severity
+from ..context import SliceContext, SliceRule
+from .sa108_cost_budget import RULE as COST_BUDGET
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

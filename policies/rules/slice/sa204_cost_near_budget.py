@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.analysis.slice_cost import slice_cost
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from ...analysis.slice_cost import slice_cost
+from ...core.findings import Finding, Severity
+from ..context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dra_affinity.policies.core.findings import Finding, Severity
-from dra_affinity.policies.rules.context import SliceContext, SliceRule
+from ...core.findings import Finding, Severity
+from ..context import SliceContext, SliceRule
 
 
 def check(ctx: SliceContext) -> Iterator[Finding]:
