@@ -16,13 +16,13 @@ and a dictionary comparison. Orchestration over many claims is
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
 from ..core.findings import PoolRef
+from ..core.identity_enum import IdentityEnum
 from ..model.resources import AllocatedDevice, Device
 from .capacity import CapacityProblem, amount, fits
 from .capacity import total as total_amounts
@@ -30,7 +30,7 @@ from .diagnostics import Diagnostic, describe
 from .extraction import ExtractionResult, Outcome
 
 
-class LockStatus(enum.Enum):
+class LockStatus(IdentityEnum):
     """The KEP's `AffinityStatus`, plus the devices for which the scheduler keeps none."""
 
     CLEAN = "clean"
@@ -41,7 +41,7 @@ class LockStatus(enum.Enum):
     or the feature gate is off in the scheduler."""
 
 
-class Reason(enum.Enum):
+class Reason(IdentityEnum):
     """Why one device is not viable for one request. The four KEP classes reuse their names."""
 
     FEATURE_GATE_OFF = "feature gate off"
@@ -422,7 +422,7 @@ def first_reason(device: Device, ref: DeviceRef, state: DeviceState, verdict: Po
 # -- device choice ----------------------------------------------------------------------------
 
 
-class Mode(enum.Enum):
+class Mode(IdentityEnum):
     ALPHA = "alpha"
     """First-fit in slice/device order: no affinity-aware preference (the KEP's alpha)."""
     BETA = "beta"
