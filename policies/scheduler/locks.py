@@ -140,17 +140,23 @@ class DeviceState:
                     for name, value in self.consumed.items() if name in names}
         return self._derived(kept, consumed)
 
-    def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction]) -> DeviceState:
+    def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction],
+                 holding: tuple[bool, bool] | None = None) -> DeviceState:
         new = object.__new__(DeviceState)
         for name, value in (("status", self.status), ("lock", self.lock), ("holders", holders),
-                            ("reason", self.reason), ("consumed", consumed), ("holding", _holding(holders))):
+                            ("reason", self.reason), ("consumed", consumed),
+                            ("holding", _holding(holders) if holding is None else holding)):
             object.__setattr__(new, name, value)
         return new
 
     def joined(self, holder: Holder) -> DeviceState:
-        """This state with one more holder; the sum is extended, not recomputed over every holder
-        (a device shared by 16 pods is joined and left 100,000s of times in a workload replay)."""
-        return self._derived((*self.holders, holder), total_amounts((self.consumed, holder.consumed)))
+        """This state with one more holder; the sum and the holding flags are extended, not
+        recomputed over every holder (a device shared by 16 pods is joined and left 100,000s of
+        times in a workload replay)."""
+        whole, made_here = self.holding
+        holding = (whole or holder.shared is False, made_here or holder.shared is None)
+        return self._derived((*self.holders, holder), total_amounts((self.consumed, holder.consumed)),
+                             holding)
 
     @property
     def tracked(self) -> bool:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import time as wallclock
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -316,13 +316,14 @@ def _totals(run_devices: Mapping[DeviceRef, Device], states: Mapping[DeviceRef, 
 def _snapshot(replay: _Replay, now: float, totals: Mapping[DeviceRef, Mapping[str, Fraction]],
               total: Mapping[str, Fraction]) -> Snapshot:
     states = replay.states
-    counts = {status: 0 for status in LockStatus}
-    by_lock: dict[LockKey, int] = {}
-    for state in states.values():
-        counts[state.status] += 1
-        if state.status is LockStatus.LOCKED:
-            key = lock_key(state.lock)
-            by_lock[key] = by_lock.get(key, 0) + 1
+    counts = Counter(state.status for state in states.values())
+    # each device's lock map counted as it is, then sorted once per distinct map: a snapshot
+    # reads every device, and most share a handful of maps
+    as_held = Counter(tuple((state.lock or {}).items()) for state in states.values()
+                      if state.status is LockStatus.LOCKED)
+    by_lock: Counter[LockKey] = Counter()
+    for items, n in as_held.items():
+        by_lock[tuple(sorted(items))] += n
     by_value = {locks.render_map(dict(k)): n for k, n in by_lock.items()}
     pending = sum(len(w.queue) for w in replay.waiting.values())
     stranded: dict[str, Fraction] = {}
