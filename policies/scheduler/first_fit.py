@@ -42,7 +42,7 @@ from .candidates import (
     missing_class,
     pool_is_candidate,
 )
-from .capacity import CapacityProblem, fits
+from .capacity import CapacityProblem, short_of
 from .claim_steps import (
     ClaimSteps,
     Detail,
@@ -390,8 +390,10 @@ class FirstFitIndex:
         self.pool_ok = steps.pool_ok
         self.version = steps.version
         self.devices = steps.states.devices
+        known = {ref: ref for ref in self.devices}  # the states' own keys, found by identity
         self.pool_index: dict[PoolRef, _PoolIndex] = {
-            ref: _PoolIndex([(d, DeviceRef(ref.driver, ref.name, d.name)) for d, _ in pool.devices])
+            ref: _PoolIndex([(d, known.get(r, r)) for d, _ in pool.devices
+                             for r in (DeviceRef.in_pool(ref, d.name),)])
             for ref, pool in self.states.pools.items()}
         self.by_demand: dict[str, DeviceRequest] = {}
         """A request of each capacity demand an index was built for (to re-kind a device)."""
@@ -701,9 +703,10 @@ class FirstFitIndex:
         placements = []
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
-            wanted = self.steps.demand(self.devices[option.ref], request, key_of_demand)
+            device = self.devices[option.ref]
+            wanted = self.steps.demand(device, request, key_of_demand)
             # a device held whole records no consumption (upstream tracks capacity only for shares)
-            shares = self.devices[option.ref].allow_multiple_allocations
+            shares = device.allow_multiple_allocations
             consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
             holder = Holder(name, request.name, consumed)
             before = working[option.ref]
@@ -906,7 +909,7 @@ def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | C
     """What `locks.check_device` looks at of one device, whatever the pool's verdict."""
     if state.holders and locks.in_use(device, state):
         return _IN_USE
-    if isinstance(wanted, CapacityProblem) or fits(device, state.consumed, wanted) is not None:
+    if isinstance(wanted, CapacityProblem) or short_of(device, state.consumed, wanted) is not None:
         return _CAPACITY
     if state.status is LockStatus.UNRECONSTRUCTABLE:
         return _UNKNOWN

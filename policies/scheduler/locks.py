@@ -95,6 +95,14 @@ class DeviceRef:
     def __str__(self) -> str:
         return f"{self.driver}/{self.pool}/{self.device}"
 
+    @classmethod
+    def in_pool(cls, pool: PoolRef, device: str) -> DeviceRef:
+        """A device of `pool` whose `pool_ref` is that very object: the dictionaries keyed by
+        pools then find it by identity instead of comparing names, lookup after lookup."""
+        ref = cls(pool.driver, pool.name, device)
+        object.__setattr__(ref, "pool_ref", pool)
+        return ref
+
 
 @dataclass(frozen=True, slots=True)
 class Holder:

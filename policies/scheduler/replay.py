@@ -46,7 +46,7 @@ from ..model.resources import (
 from . import locks
 from .allocator import Entry
 from .candidates import DeviceMatch
-from .capacity import CapacityProblem, amount, fits
+from .capacity import CapacityProblem, amount, short_of
 from .capacity import total as _sums
 from .claim_steps import Action, ClaimSteps, Detail, Step
 from .device_states import DeviceReport
@@ -378,7 +378,7 @@ def _stranded(replay: _Replay, ref: DeviceRef, state: DeviceState, waiting: _Wan
         if not _matched(replay.run.device_match(request, entry)):
             continue
         amounts = replay.run.demand(device, request)
-        if isinstance(amounts, CapacityProblem) or fits(device, state.consumed, amounts) is not None:
+        if isinstance(amounts, CapacityProblem) or short_of(device, state.consumed, amounts) is not None:
             continue
         if held in needed:
             return False
