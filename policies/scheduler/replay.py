@@ -327,7 +327,7 @@ def _snapshot(replay: _Replay, now: float, totals: Mapping[DeviceRef, Mapping[st
     by_value = {locks.render_map(dict(k)): n for k, n in by_lock.items()}
     pending = sum(len(w.queue) for w in replay.waiting.values())
     stranded: dict[str, Fraction] = {}
-    used = _sums(states[ref].consumed for ref in totals)
+    used = _sums(consumed for ref in totals if (consumed := states[ref].consumed))  # clean: adds none
     waiting = _waiting_demands(replay) if pending else {}
     for ref, capacity in totals.items() if waiting else ():
         state = states[ref]
