@@ -141,12 +141,18 @@ class DeviceState:
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the
         remaining holders' being summed again (only names a remaining holder consumes are kept)."""
-        kept = tuple(h for h in self.holders if h.claim != claim)
-        gone = total_amounts(h.consumed for h in self.holders if h.claim == claim)
+        kept: list[Holder] = []
+        gone: list[Holder] = []
+        for holder in self.holders:
+            (gone if holder.claim == claim else kept).append(holder)
+        taken = total_amounts(h.consumed for h in gone)
         names = {name for h in kept for name in h.consumed}
-        consumed = {name: value - gone.get(name, Fraction(0))
+        consumed = {name: value - taken[name] if name in taken else value
                     for name, value in self.consumed.items() if name in names}
-        return self._derived(kept, consumed)
+        whole, made_here = self.holding  # a flag no holder had set stays unset without some of them
+        holding = (whole and any(h.shared is False for h in kept),
+                   made_here and any(h.shared is None for h in kept))
+        return self._derived(tuple(kept), consumed, holding)
 
     def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction],
                  holding: tuple[bool, bool] | None = None) -> DeviceState:
