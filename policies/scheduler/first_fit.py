@@ -426,6 +426,8 @@ class FirstFitIndex:
         """`CLAIM_PLANS`: id(claim spec) -> that spec and `_searched`'s answer for it; at most
         `_PLANS_KEPT` entries."""
         self.remember = self.count_index = self.share = self.plan = True
+        self.copy = False
+        """`CLAIM_PLANS` and the claim being placed is a copy of its spec (under another name)."""
         self.states.followers.append(self.follow)
 
     def allocate(self, step: Step, claim: ResourceClaim) -> StepResult | None:
@@ -437,7 +439,8 @@ class FirstFitIndex:
         self.count_index = COUNT_INDEX.name in active
         self.share = SHARED_VERDICTS.name in active
         self.plan = CLAIM_PLANS.name in active
-        if self._searched(claim, copy=self.plan and step.claim != claim.qualified_name):
+        self.copy = self.plan and step.claim != claim.qualified_name
+        if self._searched(claim, copy=self.copy):
             return None
         counters = self.steps.counters
         conflicts, no_keys = counters.conflicts, counters.no_keys
@@ -631,7 +634,7 @@ class FirstFitIndex:
 
         A remembered failure comes back as its own tuples, which a claim failing on that one
         request keeps as they are (`_joined`): its report shares them, rendered once."""
-        copy = self.plan and name != claim.qualified_name
+        copy = self.copy
         plan = self.plans.get((id(claim), id(request))) if copy else None
         if plan is not None and plan.claim is claim and plan.request is request:
             pools, abort, key_of_demand = plan.pools, plan.abort, plan.demand
