@@ -917,7 +917,7 @@ def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | C
     if state.status is LockStatus.UNRECONSTRUCTABLE:
         return _UNKNOWN
     if state.status is LockStatus.LOCKED:
-        return ("locked", tuple(sorted((state.lock or {}).items())))
+        return ("locked", state.lock_items)
     return _FREE
 
 

@@ -133,10 +133,14 @@ class DeviceState:
     holding: tuple[bool, bool] = field(init=False, compare=False, repr=False)
     """(a holder holds the whole device, a holder made here takes what the device allows):
     what `in_use` reads, computed once per state."""
+    lock_items: tuple[tuple[str, str], ...] = field(init=False, compare=False, repr=False)
+    """The lock as sorted (key, value) pairs (empty: no lock), made once per lock: the first-fit
+    index and the replay's snapshots group devices by it after every change."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
         object.__setattr__(self, "holding", _holding(self.holders))
+        object.__setattr__(self, "lock_items", tuple(sorted(self.lock.items())) if self.lock else ())
 
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the
@@ -159,7 +163,8 @@ class DeviceState:
         new = object.__new__(DeviceState)
         for name, value in (("status", self.status), ("lock", self.lock), ("holders", holders),
                             ("reason", self.reason), ("consumed", consumed),
-                            ("holding", _holding(holders) if holding is None else holding)):
+                            ("holding", _holding(holders) if holding is None else holding),
+                            ("lock_items", self.lock_items)):
             object.__setattr__(new, name, value)
         return new
 

@@ -283,7 +283,7 @@ class _Replay:
             if state.status is LockStatus.CLEAN:
                 keys.append((ref.pool_ref, _CLEAN))
             elif state.status is LockStatus.LOCKED:
-                keys.append((ref.pool_ref, lock_key(state.lock)))
+                keys.append((ref.pool_ref, state.lock_items))
             for key in keys:
                 found |= self.wait_index.get(key, set())
         return sorted(found, key=lambda v: self.waiting[v].queue[0])
@@ -317,13 +317,7 @@ def _snapshot(replay: _Replay, now: float, totals: Mapping[DeviceRef, Mapping[st
               total: Mapping[str, Fraction]) -> Snapshot:
     states = replay.states
     counts = Counter(state.status for state in states.values())
-    # each device's lock map counted as it is, then sorted once per distinct map: a snapshot
-    # reads every device, and most share a handful of maps
-    as_held = Counter(tuple((state.lock or {}).items()) for state in states.values()
-                      if state.status is LockStatus.LOCKED)
-    by_lock: Counter[LockKey] = Counter()
-    for items, n in as_held.items():
-        by_lock[tuple(sorted(items))] += n
+    by_lock = Counter(state.lock_items for state in states.values() if state.status is LockStatus.LOCKED)
     by_value = {locks.render_map(dict(k)): n for k, n in by_lock.items()}
     pending = sum(len(w.queue) for w in replay.waiting.values())
     stranded: dict[str, Fraction] = {}
@@ -372,7 +366,7 @@ def _stranded(replay: _Replay, ref: DeviceRef, state: DeviceState, waiting: _Wan
         return False
     entry = replay.entry_of[ref]
     device = entry.device
-    held = lock_key(state.lock)
+    held = state.lock_items
     blocked = False
     for _, request, needed in rows:
         if not _matched(replay.run.device_match(request, entry)):
