@@ -686,7 +686,7 @@ class FirstFitIndex:
             counts, examined = first_reasons(evaluated), len(evaluated)
             if self.detail is Detail.COUNTS:
                 evaluated = []
-        rejected = [RejectionCount(request.name, reason, n) for reason, n in counts.items()]
+        rejected = tuple([RejectionCount(request.name, reason, n) for reason, n in counts.items()])
         conflicts, no_keys = counts.get(Reason.LOCK_MISMATCH, 0), counts.get(Reason.NO_KEYS_EXTRACTED, 0)
         self.steps.counters.conflicts += conflicts
         self.steps.counters.no_keys += no_keys
@@ -698,7 +698,7 @@ class FirstFitIndex:
             if remembered is not None:
                 if len(self.failures) >= _FAILURES_KEPT:
                     self.failures.clear()
-                kept = _FailedPlacement(tuple(evaluated), tuple(rejected), failure, conflicts, no_keys)
+                kept = _FailedPlacement(tuple(evaluated), rejected, failure, conflicts, no_keys)
                 self.failures[remembered] = kept
                 return [], kept.evaluated, kept.rejected, failure  # the claims failing alike share them
             return [], evaluated, rejected, failure
