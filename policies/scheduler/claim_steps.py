@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -313,6 +313,12 @@ class ClaimSteps:
         if not seen & bits:
             self.counted[key] = seen | bits
             self.counters.evaluations += evaluations
+
+    def forget(self, claim: str, requests: Iterable[str]) -> None:
+        """Drop what was counted for `claim`'s requests: a workload copy that departed is never
+        placed again, so a long replay keeps only its live copies' counts."""
+        for request in requests:
+            self.counted.pop((claim, request), None)
 
     def precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         """The pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity)."""

@@ -48,7 +48,7 @@ from .allocator import Entry
 from .candidates import DeviceMatch
 from .capacity import CapacityProblem, amount, short_of
 from .capacity import total as _sums
-from .claim_steps import Action, ClaimSteps, Detail, Step
+from .claim_steps import Action, ClaimSteps, Detail, Step, device_requests
 from .device_states import DeviceReport
 from .locks import (
     DeviceRef,
@@ -236,7 +236,12 @@ class _Replay:
         return result.failure
 
     def release(self, arrival: Arrival) -> list[DeviceRef]:
-        return self.run.states.release(_copy_name(self.variants[arrival.variant], arrival))
+        """A departed copy's devices given back; what was counted for it goes too (its name is
+        its arrival's, never placed again)."""
+        variant = self.variants[arrival.variant]
+        name = _copy_name(variant, arrival)
+        self.run.forget(name, device_requests(variant.claim))
+        return self.run.states.release(name)
 
     # -- waiting claims ---------------------------------------------------------------------
 
