@@ -553,10 +553,10 @@ class ClaimSteps:
         self.states.held, self.counters = held, counters
 
     def commit(self, claim: str, working: Tentative, placements: Sequence[Placement],
-               as_committed: Callable[[DeviceState], DeviceState] = lambda state: state) -> None:
+               as_committed: Callable[[DeviceState], DeviceState] | None = None) -> None:
         """Reserve made final: the claim's tentative states committed, its devices held."""
         for ref, state in working.changes.items():
-            self.states.commit(ref, as_committed(state))
+            self.states.commit(ref, state if as_committed is None else as_committed(state))
         self.states.held[claim] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
 

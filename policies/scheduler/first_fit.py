@@ -426,6 +426,8 @@ class FirstFitIndex:
         """`CLAIM_PLANS`: id(claim spec) -> that spec and `_searched`'s answer for it; at most
         `_PLANS_KEPT` entries."""
         self.remember = self.count_index = self.share = self.plan = True
+        self.layers_read: frozenset[str] | None = None
+        """The set of layers the four flags above were read from (`ClaimSteps.active_layers`)."""
         self.copy = False
         """`CLAIM_PLANS` and the claim being placed is a copy of its spec (under another name)."""
         self.states.followers.append(self.follow)
@@ -433,12 +435,15 @@ class FirstFitIndex:
     def allocate(self, step: Step, claim: ResourceClaim) -> StepResult | None:
         """The claim placed by first fit, or its failure; None when the search must decide
         (the claim needs it, or first fit could not place a claim of several requests)."""
-        # the layers in effect, asked once per claim (the hot paths below run per device)
+        # the layers in effect, read again only when the step's set of layers is another one
+        # (the hot paths below run per device)
         active = self.steps.active_layers
-        self.remember = REMEMBERED_FAILURES.name in active
-        self.count_index = COUNT_INDEX.name in active
-        self.share = SHARED_VERDICTS.name in active
-        self.plan = CLAIM_PLANS.name in active
+        if active is not self.layers_read:
+            self.layers_read = active
+            self.remember = REMEMBERED_FAILURES.name in active
+            self.count_index = COUNT_INDEX.name in active
+            self.share = SHARED_VERDICTS.name in active
+            self.plan = CLAIM_PLANS.name in active
         self.copy = self.plan and step.claim != claim.qualified_name
         if self._searched(claim, copy=self.copy):
             return None
@@ -712,7 +717,7 @@ class FirstFitIndex:
             shares = device.allow_multiple_allocations
             consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
             holder = Holder(name, request.name, consumed)
-            before = working[option.ref]
+            before = option.state  # as `working` has it: this loop changes only other devices
             after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
                 return [], evaluated, rejected, after
