@@ -47,8 +47,8 @@ held by the walk, the engine and the decoded result, under 100 MB."""
 
 BULKY_TEXT = 256
 """Strings and bytes shorter than this are not measured: no call on a few of them grows past
-the bounds or runs long next to the clock's reading interval, so the CPU clock, read every
-`runtime_steps._CPU_CHECK_EVERY` steps, is overrun by little."""
+the bounds or runs long, so the CPU clock, read every `runtime_steps._CPU_CHECK_EVERY` steps,
+is overrun by little."""
 
 _SCALARS = frozenset({bool, int, float, type(None)})
 
