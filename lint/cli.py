@@ -83,7 +83,7 @@ class LazyGroup(click.Group):
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # ~40 ms: only for --version
+    from importlib.metadata import PackageNotFoundError, version  # heavy: only for --version
 
     try:
         return version("dra-affinity")

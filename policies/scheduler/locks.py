@@ -66,7 +66,7 @@ class Reason(enum.Enum):
 _DIAGNOSTICS: Mapping[Reason, Diagnostic] = MappingProxyType(
     {r: Diagnostic(r.value) for r in Reason if r.value in {d.value for d in Diagnostic}})
 """Reason -> its KEP class, made once: every rendered step asks (a failed `Diagnostic(value)`
-lookup raises and catches per call, a third of rendering a 100,000-step summary)."""
+lookup raises and catches per call, a large share of rendering a long summary)."""
 
 
 @dataclass(frozen=True, slots=True)

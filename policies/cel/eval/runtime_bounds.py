@@ -38,8 +38,8 @@ __all__ = [
 
 MAX_HANDLED_ELEMENTS = 250_000
 """List elements and map entries one call may take plus build. Handing a value to the engine
-and decoding its answer costs one to four microseconds and about 100 bytes per element, so a
-call this large stays within the 1 s CPU ceiling (`call_seconds`) and a few tens of MB."""
+and decoding its answer costs at most `SECONDS_PER_ELEMENT` and about 100 bytes per element,
+so a call this large stays within the 1 s CPU ceiling (`call_seconds`) and a few tens of MB."""
 
 MAX_HANDLED_CHARS = 8_000_000
 """String code points and bytes one call may take plus build: at up to 4 bytes a code point,
@@ -47,8 +47,8 @@ held by the walk, the engine and the decoded result, under 100 MB."""
 
 BULKY_TEXT = 256
 """Strings and bytes shorter than this are not measured: no call on a few of them grows past
-the bounds or takes more than about a tenth of a millisecond, so the CPU clock, read every
-`runtime_steps._CPU_CHECK_EVERY` steps, is overrun by little."""
+the bounds or runs long, so the CPU clock, read every `runtime_steps._CPU_CHECK_EVERY` steps,
+is overrun by little."""
 
 _SCALARS = frozenset({bool, int, float, type(None)})
 

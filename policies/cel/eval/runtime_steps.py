@@ -108,7 +108,8 @@ every `_CPU_CHECK_EVERY` steps, and the steps between two reads, plus unwinding,
 within the ceiling the evaluation promises."""
 
 _CPU_CHECK_EVERY = 256
-"""Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
+"""Steps between two looks at the thread's CPU clock (a look is a system call, too dear for
+every step)."""
 
 RESULT = "result"
 """`Run.check_call`'s name for the evaluation's result (which every caller converts whole)."""
@@ -134,8 +135,8 @@ class Run:
     def cpu_used(self) -> float:
         """CPU seconds (of this thread) the evaluation has used so far; 0 for one of fewer
         than `_CPU_CHECK_EVERY` steps and no call on a large value (`check_call`), which
-        cannot have used a measurable share of the ceiling (and reading the clock costs a
-        microsecond, a tenth of a typical extractor's evaluation)."""
+        cannot have used a measurable share of the ceiling (and reading the clock is a visible
+        share of a typical extractor's evaluation)."""
         if self.steps < _CPU_CHECK_EVERY and not self.measured:
             return 0.0
         return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS + _CPU_STOP_MARGIN)
@@ -993,9 +994,8 @@ def python_unsafe(value: object) -> bool:
 
     Why so wide: converting an optional for Python corrupts memory (a SIGSEGV some calls
     later, also for an optional inside a list or map), a type value arrives as a binding
-    object our libraries cannot compare, and an engine value the walk itself could not read
-    (`Opaque("unknown")`, e.g. `dyn(optional.none())` before `dyn` was computed here) may be
-    either. Timestamps, durations, uints and library carriers convert faithfully.
+    object our libraries cannot compare, and an engine value the walk itself cannot read
+    (`Opaque("unknown")`) may be either. Timestamps, durations, uints and library carriers convert faithfully.
     """
     if isinstance(value, OptionalValue | TypeValue):
         return True
