@@ -118,17 +118,17 @@ class RememberingClaimSteps(ClaimSteps):
         return cached
 
     def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
-                     verdict: PoolFilterVerdict) -> Evaluated:
+                     verdict: PoolFilterVerdict, key: str | None = None) -> Evaluated:
         if not self.remember_checks:
-            return super().device_check(request, entry, state, verdict)
+            return super().device_check(request, entry, state, verdict, key)
         affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
-        key = (entry.position, request.name, demand_key(request), verdict.tracked, affinity,
-               verdict.rejection)
-        found = self.device_checks.get(key)
+        of_demand = demand_key(request) if key is None else key
+        check = (entry.position, request.name, of_demand, verdict.tracked, affinity, verdict.rejection)
+        found = self.device_checks.get(check)
         if found is not None and found[0] is state:
             return found[1]
-        seen = super().device_check(request, entry, state, verdict)
+        seen = super().device_check(request, entry, state, verdict, of_demand)
         if len(self.device_checks) >= _DEVICE_CHECKS_KEPT:
             self.device_checks.clear()
-        self.device_checks[key] = (state, seen)
+        self.device_checks[check] = (state, seen)
         return seen

@@ -327,10 +327,11 @@ class ClaimSteps:
         return demand(device, request, self.fractional_range)
 
     def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
-                     verdict: PoolFilterVerdict) -> Evaluated:
-        """Filter's check of one device in `state` under the pool's verdict."""
+                     verdict: PoolFilterVerdict, key: str | None = None) -> Evaluated:
+        """Filter's check of one device in `state` under the pool's verdict (`key`: as for
+        `demand`)."""
         return Evaluated(request.name, entry.ref, state.status, locks.check_device(
-            entry.device, entry.ref, state, verdict, self.demand(entry.device, request)))
+            entry.device, entry.ref, state, verdict, self.demand(entry.device, request, key)))
 
     # -- one claim -------------------------------------------------------------------------------
 
