@@ -42,7 +42,7 @@ LAYER_MODULES = (
     "dra_affinity.policies.model.schema",
     "dra_affinity.policies.scheduler.extraction",
     "dra_affinity.policies.scheduler.dryrun",
-    "dra_affinity.policies.scheduler.claim_steps",
+    "dra_affinity.policies.scheduler.claim_memos",
     "dra_affinity.policies.scheduler.first_fit",
     "dra_affinity.lint.commands.dryrun_cmd",
     "dra_affinity.sources.loader",

@@ -18,17 +18,18 @@ Pools are visited in (driver, pool) order as if they were one node's; without De
 every pool the pool filter passes is a candidate for every request. A slice error aborts the
 claim, as a scheduler Filter error aborts the pod.
 
-Speed layers (`core.layers`): the memos below remember what a check reads and answer it
-again, and `first_fit` declares its own (an index instead of the device walk, shared
-verdicts, remembered failures). With `DRA_AFFINITY_SPEED_LAYERS=none` every check is computed
-again, with the same outcome.
+The checks here are computed every time they are asked, as the scheduler computes them; the
+driver runs them through `claim_memos.RememberingClaimSteps`, the speed layers that answer a
+check again while what it reads is unchanged, and `first_fit` declares its own (an index
+instead of the device walk, shared verdicts, remembered failures). With
+`DRA_AFFINITY_SPEED_LAYERS=none` every check is computed again, with the same outcome.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -64,30 +65,6 @@ from .locks import (
 from .pools import Pool
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
-
-SELECTOR_MATCHES = layers.declare(
-    "simulate-selector-matches",
-    "each (request, device) selector match is evaluated once per run, however often the "
-    "search and the report revisit the device")
-DEVICE_CHECKS = layers.declare(
-    "simulate-device-checks",
-    "Filter's check of a device is remembered while the device keeps its state under an equal "
-    "verdict: claim after claim, first fit walks the same full or locked devices")
-PRECHECKS = layers.declare(
-    "simulate-pool-prechecks",
-    "a pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity) is decided "
-    "once per pool: the search asks it at every device it visits")
-DEMANDS = layers.declare(
-    "simulate-demands",
-    "a request's capacity demand on a device (requestPolicy rounding with fractions) is "
-    "computed once per (device, capacity request)")
-
-_MATCHES_KEPT = 1_000_000
-"""(request, device) selector matches remembered at once."""
-
-_DEVICE_CHECKS_KEPT = 200_000
-"""Device checks remembered at once (cleared whole beyond)."""
-
 
 class Detail(enum.Enum):
     """How much of Filter's work a step keeps for the report."""
@@ -248,17 +225,6 @@ class ClaimSteps:
     pool_bits: dict[PoolRef, int] = field(default_factory=dict)
     entries: list[Entry] | None = None
     """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
-    matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
-    """`SELECTOR_MATCHES`: (class, request, its selectors, device position) -> the match."""
-    matching: dict[tuple[str, str, tuple[object, ...]], list[Pool]] = field(default_factory=dict)
-    """`SELECTOR_MATCHES`: (class, request, its selectors) -> `matching_pools`."""
-    device_checks: dict[tuple[Hashable, ...], tuple[DeviceState, Evaluated]] = field(default_factory=dict)
-    """`DEVICE_CHECKS`: what `device_check` reads -> the state it was checked in and the check."""
-    prechecks: dict[PoolRef, PoolFilterVerdict | None] = field(default_factory=dict)
-    """`PRECHECKS`: pool -> its verdict when no CEL may run (the pools live as long as the run)."""
-    demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
-    """`DEMANDS`: (id of a device of `states.devices`, which lives as long as the run; capacity
-    request) -> demand."""
     first_branch: Callable[[Step, ResourceClaim], StepResult | None] | None = None
     """The search's first branch for a claim the search cannot change (`first_fit.FirstFitIndex`,
     given by the driver, which builds it over these steps): its placement or failure, or None
@@ -268,11 +234,6 @@ class ClaimSteps:
     """Every speed layer in effect at the step's start (`core.layers.active_layers`)."""
     layers_spec: tuple[str, int] | None = field(init=False, default=None)
     """`DRA_AFFINITY_SPEED_LAYERS` and the number of declared layers `active_layers` was read under."""
-    remember_matches: bool = field(init=False, default=True)
-    remember_checks: bool = field(init=False, default=True)
-    remember_demands: bool = field(init=False, default=True)
-    remember_prechecks: bool = field(init=False, default=True)
-    """`SELECTOR_MATCHES`, `DEVICE_CHECKS`, `DEMANDS`, `PRECHECKS` as asked at the step's start."""
 
     def __post_init__(self) -> None:
         self.asked_layers()
@@ -289,10 +250,6 @@ class ClaimSteps:
         active = layers.active_layers()
         self.layers_spec = spec
         self.active_layers = active
-        self.remember_matches = SELECTOR_MATCHES.name in active
-        self.remember_checks = DEVICE_CHECKS.name in active
-        self.remember_demands = DEMANDS.name in active
-        self.remember_prechecks = PRECHECKS.name in active
 
     # -- what Filter asks of a pool: the request's extraction verdict ------------------------
 
@@ -316,13 +273,6 @@ class ClaimSteps:
 
     def precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         """The pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity)."""
-        if self.remember_prechecks:
-            if pool.ref not in self.prechecks:
-                self.prechecks[pool.ref] = self._precheck(pool)
-            return self.prechecks[pool.ref]
-        return self._precheck(pool)
-
-    def _precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
                                    incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
 
@@ -356,68 +306,32 @@ class ClaimSteps:
             return not self.classes or self.candidate(request, self.classes, entry.pool)
         if not self.classes:
             return True
-        if not self.remember_matches:
-            return self._match(request, entry)
-        key = (request.device_class_name, request.name, request.selectors, entry.position)
-        found = self.matches.get(key)
-        if found is None:
-            found = self._match(request, entry)
-            if len(self.matches) >= _MATCHES_KEPT:  # bounded: evaluated again when asked again
-                self.matches.clear()
-            self.matches[key] = found
-        return found
-
-    def _match(self, request: DeviceRequest, entry: Entry) -> DeviceMatch:
         return match_device(request, self.classes[request.device_class_name], entry.device,
                             entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
 
     def matching_pools(self, request: DeviceRequest) -> list[Pool]:
         """The pools holding a device the request's selectors match (errors left to the search)."""
-        key = (request.device_class_name, request.name, request.selectors)
-        found = self.matching.get(key) if self.remember_matches else None
-        if found is None:
-            found = []
-            for entry in self.visiting_order():
-                if found and found[-1] is entry.pool:
-                    continue
-                match = self.device_match(request, entry)
-                if match if isinstance(match, bool) else match.matched:
-                    found.append(entry.pool)
-            if self.remember_matches:
-                self.matching[key] = found
+        found: list[Pool] = []
+        for entry in self.visiting_order():
+            if found and found[-1] is entry.pool:
+                continue
+            match = self.device_match(request, entry)
+            if match if isinstance(match, bool) else match.matched:
+                found.append(entry.pool)
         return found
 
     def demand(self, device: Device, request: DeviceRequest, key: str | None = None
                ) -> Mapping[str, Fraction] | CapacityProblem:
-        """`capacity.demand` of the request on the device (`key`: `demand_key(request)`)."""
-        if not self.remember_demands:
-            return demand(device, request, self.fractional_range)
-        cache_key = (id(device), demand_key(request) if key is None else key)
-        cached = self.demands.get(cache_key)
-        if cached is None:
-            cached = demand(device, request, self.fractional_range)
-            self.demands[cache_key] = cached
-        return cached
+        """`capacity.demand` of the request on the device (`key`: `demand_key(request)`, for a
+        layer that remembers demands)."""
+        return demand(device, request, self.fractional_range)
 
     def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
-                     verdict: PoolFilterVerdict) -> Evaluated:
-        """Filter's check of one device in `state` under the pool's verdict."""
-        if not self.remember_checks:
-            return Evaluated(request.name, entry.ref, state.status, locks.check_device(
-                entry.device, entry.ref, state, verdict, self.demand(entry.device, request)))
-        affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
-        key_of_demand = demand_key(request)
-        key = (entry.position, request.name, key_of_demand, verdict.tracked, affinity, verdict.rejection)
-        found = self.device_checks.get(key)
-        if found is not None and found[0] is state:
-            return found[1]
-        wanted = self.demand(entry.device, request, key_of_demand)
-        seen = Evaluated(request.name, entry.ref, state.status,
-                         locks.check_device(entry.device, entry.ref, state, verdict, wanted))
-        if len(self.device_checks) >= _DEVICE_CHECKS_KEPT:
-            self.device_checks.clear()
-        self.device_checks[key] = (state, seen)
-        return seen
+                     verdict: PoolFilterVerdict, key: str | None = None) -> Evaluated:
+        """Filter's check of one device in `state` under the pool's verdict (`key`: as for
+        `demand`)."""
+        return Evaluated(request.name, entry.ref, state.status, locks.check_device(
+            entry.device, entry.ref, state, verdict, self.demand(entry.device, request, key)))
 
     # -- one claim -------------------------------------------------------------------------------
 

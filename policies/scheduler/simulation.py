@@ -25,6 +25,7 @@ from ..core.gc_pause import gc_paused
 from ..core.limits import KubernetesVersion, Limits, limits_for
 from ..model.resources import Device, DeviceClass, ResourceClaim, ResourceSlice
 from . import locks
+from .claim_memos import RememberingClaimSteps
 from .claim_steps import (
     Action,
     CandidateFilter,
@@ -251,7 +252,7 @@ def new_run(
         if pool_ok(ref):  # pools left out by `pools` are not simulated at all
             for device, _ in pool.devices:
                 devices.setdefault(DeviceRef(ref.driver, ref.name, device.name), device)
-    run = ClaimSteps(
+    run = RememberingClaimSteps(
         states=DeviceStates(built, devices),
         summaries={ref: to_extraction_pool(pool) for ref, pool in built.items()},
         claims={c.qualified_name: c for c in claims},
@@ -362,7 +363,7 @@ def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode
     """
     held = {name: set(book.held_by(name)) for name in (*release, *claims) if book.held_by(name)}
     version = book.kubernetes_version or limits_for().kubernetes_version
-    run = ClaimSteps(
+    run = RememberingClaimSteps(
         states=DeviceStates(book.pools, book.devices, book.states, held),
         summaries={ref: book.summary(ref) for ref in book.pools},
         claims=book.claims, mode=mode, feature_gate=book.feature_gate, version=version,
