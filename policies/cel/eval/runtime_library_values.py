@@ -41,6 +41,7 @@ from ..common.jsonvalue import (
     Timestamp,
     TypeValue,
     UInt,
+    walk_type_name,
 )
 from ..common.types import CelType, TypeKind
 from ..k8s_library import LIBRARIES
@@ -182,24 +183,6 @@ _PLAIN_TYPES = frozenset({int, float, str, bool, bytes, type(None)})
 def _all_plain(values: list[object]) -> bool:
     """Whether every value is a scalar (the common case, decided without a walk)."""
     return all(type(value) in _PLAIN_TYPES for value in values)
-
-
-def walk_type_name(value: object) -> str | None:
-    """cel-go's `TypeName()` of a walk value, or None for a value the walk cannot name."""
-    if value is None:
-        return "null_type"
-    if value is True or value is False:
-        return "bool"
-    simple = ((UInt, "uint"), (int, "int"), (float, "double"), (str, "string"),
-              (bytes, "bytes"), (list, "list"), (dict, "map"),
-              (Timestamp, "google.protobuf.Timestamp"), (Duration, "google.protobuf.Duration"),
-              (TypeValue, "type"), (OptionalValue, "optional_type"))
-    for cls, name in simple:
-        if isinstance(value, cls):
-            return name
-    if isinstance(value, Opaque):
-        return value.type_name
-    return None
 
 
 def _type_name(value: object) -> str:

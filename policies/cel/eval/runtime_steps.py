@@ -828,8 +828,8 @@ class Call(PlanStep):
             result = error
         else:
             if self.runtime_type is not None:
-                function, kind, accepted = self.runtime_type
-                if _has_kind(values[0], kind) is not accepted:
+                function, source, accepted = self.runtime_type
+                if _has_kind(values[0], source) is not accepted:
                     # cel-cpp would convert it: the program must not run
                     rt.unsafe = True
                     mismatch = ErrorValue(f"no such overload: {function}({_type_text(values[0])})")
