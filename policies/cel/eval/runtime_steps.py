@@ -671,6 +671,9 @@ interpretables of their own, and those whose name-level binding is a binary one.
 
 
 _FUNCTION_BINDINGS = frozenset({"string_format"})
+"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
+plans as `evalVarArgs` too."""
+
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 
 _CONVERSION_SOURCES: dict[str, tuple[type, ...]] = {
@@ -731,10 +734,9 @@ def _tracked_argument(overload: str) -> tuple[int, str] | None:
     return None
 
 
-_GO_VALUE_TYPES = ((ErrorValue, "*types.Err"), (bool, "types.Bool"), (UInt, "types.Uint"),
-                   (int, "types.Int"), (float, "types.Double"), (str, "types.String"),
-                   (bytes, "types.Bytes"), (dict, "*types.baseMap"), (list, "*types.baseList"),
-                   (OptionalValue, "*types.Optional"), (type(None), "types.Null"))
+_GO_CONTAINER_TYPES = ((ErrorValue, "*types.Err"), (dict, "*types.baseMap"),
+                       (list, "*types.baseList"))
+"""The Go types of the values `go_type_name` does not name."""
 
 
 def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
@@ -750,13 +752,11 @@ def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
     if fits:
         return
     go_type = go_type_name(value) or next(
-        (name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
+        (name for cls, name in _GO_CONTAINER_TYPES if isinstance(value, cls)), "ref.Val")
     if wanted == "types.Int":  # a concrete type assertion: Go names both types
         raise TrackerPanic(f"internal error: interface conversion: ref.Val is {go_type}, "
                            "not types.Int")
     raise TrackerPanic(lister_assertion_panic(value, go_type))
-"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
-plans as `evalVarArgs` too."""
 
 
 class Call(PlanStep):
