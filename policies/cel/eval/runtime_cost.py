@@ -572,9 +572,7 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
-        if self.kubernetes and (fn == "int" or any(a.id in self.reaching_library_values
-                                                   for a in arg_nodes)):
-            # (`int` also for a bool from the claim's JSON: cel-go has no `int(bool)`)
+        if self.kubernetes and any(a.id in self.reaching_library_values for a in arg_nodes):
             native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
                     shallow=native in _SHALLOW_NATIVES)
