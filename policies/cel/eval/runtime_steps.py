@@ -50,6 +50,7 @@ from .runtime_bounds import (
     handled_size,
     output_bound,
 )
+from .runtime_conversions import GO_UNCONVERTED
 from .runtime_library_values import (
     DefaultingMap,
     go_type_name,
@@ -684,12 +685,6 @@ _CONVERSIONS = frozenset({"string", "int", "uint", "double", "bytes", "bool", "t
                           "duration"})
 
 
-_GO_UNCONVERTED: dict[str, str] = {"int": "bool"}
-"""Conversions cel-cpp has an overload for and cel-go has not, by function: the argument kind
-(cel-go has no `int(bool)`; a bool read from the claim's JSON is `dyn`, so only the value
-tells)."""
-
-
 def _guarded_conversion(function: str, overload_ids: Sequence[str]
                         ) -> tuple[str, str, bool] | None:
     """(function, an argument kind, whether it is the only kind accepted or a kind refused) of
@@ -698,7 +693,7 @@ def _guarded_conversion(function: str, overload_ids: Sequence[str]
     cel-go guards an overload's binding with its declared argument types, so where the checker
     narrowed a `dyn` value to one overload (it can, through a type parameter:
     `o.optMap(v, string(v)).orValue('')` types `v` as string) another kind of value is `no such
-    overload`; and a kind no overload of cel-go's declares (`_GO_UNCONVERTED`) is `no such
+    overload`; and a kind no overload of cel-go's declares (`GO_UNCONVERTED`) is `no such
     overload` whatever the candidates."""
     if function not in _CONVERSIONS:
         return None
@@ -706,7 +701,7 @@ def _guarded_conversion(function: str, overload_ids: Sequence[str]
         source, sep, _ = overload_ids[0].partition("_to_")
         if sep and source in _CONVERSION_SOURCES:
             return function, source, True
-    refused = _GO_UNCONVERTED.get(function)
+    refused = GO_UNCONVERTED.get(function)
     return None if refused is None else (function, refused, False)
 
 
