@@ -287,6 +287,39 @@ def test_explain_a_missing_class_gives_the_schedulers_reason_on_every_pool(tmp_p
     assert doc["unschedulable"]["message"] == reason
 
 
+def test_explain_names_capacity_in_the_units_the_slice_wrote(tmp_path: Path) -> None:
+    """A request policy's refusal speaks the capacity's units (`72Gi`, `64Gi`), as the
+    not-enough-left message does, never bytes."""
+    memory = "accel.example.com/memory"
+    doc = yaml.safe_load((REPO / "examples" / "memory" / "dump.yaml").read_text())
+    for obj in doc["items"]:
+        for device in obj["spec"].get("devices", []) if obj["kind"] == "ResourceSlice" else []:
+            device["capacity"][memory]["requestPolicy"] = {
+                "validRange": {"min": "8Gi", "step": "8Gi", "max": "64Gi"}}
+    for name, capacity in (("big", {"requests": {memory: "65Gi"}}), ("whole", None)):
+        request = {"deviceClassName": "accel.example.com", **({"capacity": capacity} if capacity else {})}
+        doc["items"].append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "serving"},
+            "spec": {"devices": {"requests": [{"name": "accel", "exactly": request}], "config": [
+                {"opaque": {"driver": "accel.example.com",
+                            "parameters": {"kind": "ModelConfig", "model": "llama-70b"}}}]}}})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump(doc))
+    dump = str(tmp_path / "dump.yaml")
+
+    def messages(claim: str) -> set[str]:
+        """Each candidate's rejection, without the device it names first."""
+        found = explain_json(claim, dump)
+        return {r["message"].split(": ", 1)[1] for c in found["candidates"] for r in c["rejections"]}
+
+    assert messages("serving/big") == {"requested 65Gi (rounded to 72Gi) exceeds the policy's maximum 64Gi"}
+    assert messages("serving/whole") == {
+        "the request takes the whole capacity 80Gi, which its request policy does not allow (maximum 64Gi)"}
+    text = run("explain", "serving/big", dump)
+    assert "requested 65Gi (rounded to 72Gi) exceeds the policy's maximum 64Gi" in text.out, text.err
+    assert str(64 * 2**30) not in text.out
+
+
 def test_explain_usage_errors() -> None:
     assert run("explain", "nobody/none", DUMP).code == 2
     assert run("explain", "pod/web/missing", DUMP).code == 2
