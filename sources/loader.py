@@ -648,6 +648,15 @@ class _Loader:
             INPUT_ERROR.finding(message, Location(file=_display(name), position=position))
         )
 
+    def _unreadable(self, path: str, what: str, error: OSError, *, explicit: bool) -> None:
+        """The module's two kinds of failure for one path that cannot be read: a usage error
+        when the command line named it, an SA000 finding on it when a walk met it (the walk
+        goes on)."""
+        if explicit:
+            self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
+        else:
+            self._file_finding(path, f"cannot read {what}: {_reason(error)}")
+
     def _walk(
         self, directory: str, ancestors: frozenset[tuple[int, int]], *, explicit: bool
     ) -> None:
@@ -662,10 +671,7 @@ class _Loader:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError as error:
-            if explicit:
-                self.result.usage_errors.append(f"{_display(directory)}: {_reason(error)}")
-            else:
-                self._file_finding(directory, f"cannot read directory: {_reason(error)}")
+            self._unreadable(directory, "directory", error, explicit=explicit)
             return
         inside = ancestors | {identity}
         # A walk of the working directory names its files `deploy/x.yaml`, as git and
@@ -705,10 +711,7 @@ class _Loader:
             with open(path, "rb") as handle:
                 raw = handle.read()
         except OSError as error:
-            if explicit:
-                self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
-            else:
-                self._file_finding(path, f"cannot read file: {_reason(error)}")
+            self._unreadable(path, "file", error, explicit=explicit)
             return
         if regular:
             self._read.add(identity)

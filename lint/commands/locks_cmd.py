@@ -150,7 +150,7 @@ def device_json(d: DeviceLocks) -> dict[str, Any]:
     out["node"] = d.node
     out["left"] = dict(d.left)
     for holder, raw in zip(d.state.holders, out["holders"], strict=True):
-        raw["consumed"] = {k: render(v) for k, v in holder.consumed.items()}
+        raw["consumed"] = {k: render(v, d.capacity.get(k)) for k, v in holder.consumed.items()}
     return out
 
 
