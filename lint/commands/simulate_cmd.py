@@ -22,13 +22,13 @@ from ...policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINIT
 from ...policies.core.findings import Severity
 from ...policies.core.gc_pause import gc_paused
 from ...policies.core.limits import KubernetesVersion
+from ...policies.scheduler.claim_steps import Evaluated
 from ...policies.scheduler.claims import missing_class_problems
 from ...policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
 from ...policies.scheduler.simulation import (
     Action,
     Detail,
     DeviceReport,
-    Evaluated,
     SimulationRun,
     StepResult,
     parse_order,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -51,17 +51,7 @@ from .capacity import CapacityProblem, demand, fits
 from .device_states import DeviceStates, Tentative
 from .diagnostics import Diagnostic
 from .extraction import ExtractionMemo, ExtractionPool, ExtractionResult
-from .locks import (
-    DeviceRef,
-    DeviceState,
-    Holder,
-    LockStatus,
-    Mode,
-    Option,
-    PoolFilterVerdict,
-    Reason,
-    Rejection,
-)
+from .locks import DeviceRef, DeviceState, Holder, LockStatus, PoolFilterVerdict, Reason, Rejection
 from .pools import Pool
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
@@ -123,6 +113,15 @@ class Placement:
     reused: bool
     """Placed onto a device already locked to the same values (compatible reuse)."""
 
+    @classmethod
+    def made(cls, request: DeviceRequest, ref: DeviceRef, before: LockStatus, after: DeviceState
+             ) -> Placement:
+        """The request's placement on a device found in `before` and left in `after`. Reserve
+        joins a locked device only under the same values, so a locked device is a reuse, unless
+        the request has admin access (it takes no lock)."""
+        return cls(request.name, ref, before, after.lock,
+                   before is LockStatus.LOCKED and not request.admin_access)
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
@@ -168,6 +167,20 @@ class FilterCounters:
     no_keys: int = 0
     reuse: int = 0
 
+    def count_rejections(self, rejected: Iterable[RejectionCount]) -> None:
+        """Filter's turned-down devices by first reason: a lock mismatch is a lock conflict, a
+        request without keys its own counter; the other reasons have none."""
+        for r in rejected:
+            if r.reason is Reason.LOCK_MISMATCH:
+                self.conflicts += r.count
+            elif r.reason is Reason.NO_KEYS_EXTRACTED:
+                self.no_keys += r.count
+
+    def metrics(self, states: Mapping[DeviceRef, DeviceState]) -> locks.LockMetrics:
+        """The KEP's metrics: the gauges read from the devices' `states`, these counters."""
+        locked, unknown = locks.gauges(states)
+        return locks.LockMetrics(locked, unknown, self.evaluations, self.conflicts, self.no_keys, self.reuse)
+
 
 def demand_key(request: DeviceRequest) -> str:
     """What `capacity.demand` reads of a request (its capacity requests), as a key."""
@@ -206,7 +219,7 @@ class ClaimSteps:
     states: DeviceStates
     summaries: Mapping[PoolRef, ExtractionPool]
     claims: Mapping[str, ResourceClaim]
-    mode: Mode
+    mode: locks.Mode
     feature_gate: bool
     version: KubernetesVersion
     pool_ok: Callable[[PoolRef], bool]
@@ -357,12 +370,7 @@ class ClaimSteps:
         entries = self.visiting_order()
         working = Tentative(self.states.states)
         host = KepFilterHost(self, claim, working, step.claim)
-        ranked = None
-        if self.mode is Mode.BETA:
-            def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
-                return sorted(found, key=lambda e: locks.preference(self.mode, Option(
-                    e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
-        result = search(claim, entries, host, prepare=host.prepare, ranked=ranked)
+        result = search(claim, entries, host, prepare=host.prepare, ranked=self.ranking(working))
         if self.exhaustive:
             host.examine_rest()
         evaluated = tuple(host.evaluated.values())
@@ -373,20 +381,26 @@ class ClaimSteps:
                 per[seen.rejections[0].reason] = per.get(seen.rejections[0].reason, 0) + 1
         rejected = tuple(RejectionCount(name, reason, n) for name, per in counts_by_request.items()
                          for reason, n in per.items())
-        for per in counts_by_request.values():
-            self.counters.conflicts += per.get(Reason.LOCK_MISMATCH, 0)
-            self.counters.no_keys += per.get(Reason.NO_KEYS_EXTRACTED, 0)
+        self.counters.count_rejections(rejected)
         kept = evaluated if self.detail is Detail.DEVICES else ()
         if not result.placed:
             return self._search_failure(step, claim, result, host, kept, rejected)
-        placements = []
-        for request, entry in result.chosen:
-            before = self.states.states[entry.ref]
-            after = working[entry.ref]
-            reused = before.status is LockStatus.LOCKED and not request.admin_access
-            placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
+        placements = [Placement.made(request, entry.ref, self.states.states[entry.ref].status,
+                                     working[entry.ref]) for request, entry in result.chosen]
         self.commit(step.claim, working, placements, host.committed)
         return StepResult(step, True, tuple(placements), kept, rejected=rejected)
+
+    def ranking(self, working: Tentative
+                ) -> Callable[[DeviceRequest, Sequence[Entry]], Sequence[Entry]] | None:
+        """The order the search tries a request's viable devices in: beta's preference over
+        their states in `working`; None in alpha, whose order is first fit's."""
+        if self.mode is not locks.Mode.BETA:
+            return None
+
+        def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
+            return sorted(found, key=lambda e: locks.preference(self.mode, locks.Option(
+                e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
+        return ranked
 
     def allocate_pod(self, steps: Sequence[Step]) -> tuple[StepResult, ...]:
         """A pod's claims allocated together (`allocator.search_pod`), as kube-scheduler's one
@@ -418,12 +432,7 @@ class ClaimSteps:
         entries = self.visiting_order()
         working = Tentative(self.states.states)
         hosts = [KepFilterHost(self, claim, working, claim.qualified_name) for claim in claims]
-        ranked = None
-        if self.mode is Mode.BETA:
-            def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
-                return sorted(found, key=lambda e: locks.preference(self.mode, Option(
-                    e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
-        found = search_pod(claims, entries, hosts, ranked=ranked)
+        found = search_pod(claims, entries, hosts, ranked=self.ranking(working))
         if not found.placed:
             if results is None:
                 results = tuple(self.allocate(step) for step in steps)
@@ -439,8 +448,7 @@ class ClaimSteps:
         for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
             before = {e.ref: (working if e.ref in taken else self.states.states)[e.ref].status
                       for _, e in chosen}
-            placements = tuple(Placement(request.name, entry.ref, before[entry.ref], working[entry.ref].lock,
-                                         before[entry.ref] is LockStatus.LOCKED and not request.admin_access)
+            placements = tuple(Placement.made(request, entry.ref, before[entry.ref], working[entry.ref])
                                for request, entry in chosen)
             taken.update(before)
             self.states.held[claim.qualified_name] = {p.device for p in placements}
@@ -621,11 +629,8 @@ class KepFilterHost:
                 return undo
             return lambda: None
         verdict = self.verdict(request, entry.pool)
-        # a device held whole records no consumption (upstream tracks capacity only for shares)
-        consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
-            else wanted
-        holder = Holder(self.name, request.name, consumed)
-        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
+        after = locks.reserve(entry.device, ref, self.working[ref], self.name, request.name, wanted,
+                              verdict.affinity)
         if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
             raise self._abort(request, after)
         self.working[ref] = after

@@ -54,17 +54,7 @@ from .claim_steps import (
     first_reasons,
 )
 from .device_states import Tentative
-from .locks import (
-    DeviceRef,
-    DeviceState,
-    Holder,
-    LockStatus,
-    Mode,
-    Option,
-    PoolFilterVerdict,
-    Reason,
-    Rejection,
-)
+from .locks import DeviceRef, DeviceState, LockStatus, Mode, Option, PoolFilterVerdict, Reason, Rejection
 from .pools import Pool
 
 COUNT_INDEX = layers.declare(
@@ -342,8 +332,6 @@ class _FailedPlacement:
     evaluated: tuple[Evaluated, ...]
     rejected: tuple[RejectionCount, ...]
     failure: Rejection
-    conflicts: int
-    no_keys: int
 
 
 _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceState, Evaluated]]]
@@ -628,8 +616,7 @@ class FirstFitIndex:
                 self.failures_at = self.states.changed
             known = self.failures.get(remembered)
             if known is not None:
-                self.steps.counters.conflicts += known.conflicts
-                self.steps.counters.no_keys += known.no_keys
+                self.steps.counters.count_rejections(known.rejected)
                 return [], known.evaluated, known.rejected, known.failure
         if self.count_index and self.detail is Detail.COUNTS and wanted_count == 1 and not every:
             counts, examined, options = self._choose(request, pools, verdicts, working, key_of_demand)
@@ -640,9 +627,7 @@ class FirstFitIndex:
             if self.detail is Detail.COUNTS:
                 evaluated = []
         rejected = [RejectionCount(request.name, reason, n) for reason, n in counts.items()]
-        conflicts, no_keys = counts.get(Reason.LOCK_MISMATCH, 0), counts.get(Reason.NO_KEYS_EXTRACTED, 0)
-        self.steps.counters.conflicts += conflicts
-        self.steps.counters.no_keys += no_keys
+        self.steps.counters.count_rejections(rejected)
         viable = len(options)
         if every:
             wanted_count = examined
@@ -651,7 +636,7 @@ class FirstFitIndex:
             if remembered is not None:
                 if len(self.failures) >= _FAILURES_KEPT:
                     self.failures.clear()
-                kept = _FailedPlacement(tuple(evaluated), tuple(rejected), failure, conflicts, no_keys)
+                kept = _FailedPlacement(tuple(evaluated), tuple(rejected), failure)
                 self.failures[remembered] = kept
                 return [], kept.evaluated, kept.rejected, failure  # the claims failing alike share them
             return [], evaluated, rejected, failure
@@ -659,18 +644,14 @@ class FirstFitIndex:
         placements = []
         for option in ranked[:wanted_count]:
             verdict = verdicts[option.ref.pool_ref]
-            wanted = self.steps.demand(self.devices[option.ref], request, key_of_demand)
-            # a device held whole records no consumption (upstream tracks capacity only for shares)
-            shares = self.devices[option.ref].allow_multiple_allocations
-            consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
-            holder = Holder(name, request.name, consumed)
+            device = self.devices[option.ref]
+            wanted = self.steps.demand(device, request, key_of_demand)
             before = working[option.ref]
-            after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
+            after = locks.reserve(device, option.ref, before, name, request.name, wanted, verdict.affinity)
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
                 return [], evaluated, rejected, after
             working[option.ref] = after
-            placements.append(Placement(request.name, option.ref, before.status, after.lock,
-                                        reused=before.status is LockStatus.LOCKED))
+            placements.append(Placement.made(request, option.ref, before.status, after))
         return placements, evaluated, rejected, None
 
     def _abort(self, verdicts: Mapping[PoolRef, PoolFilterVerdict], pools: Sequence[Pool]

@@ -193,6 +193,17 @@ def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | N
     return state.joined(holder)
 
 
+def reserve(device: Device, ref: DeviceRef, state: DeviceState, claim: str, request: str,
+            wanted: Mapping[str, Fraction] | CapacityProblem, affinity: Mapping[str, str] | None
+            ) -> DeviceState | Rejection:
+    """Reserve of one request on a device Filter passed: `allocate` with the holder it becomes.
+
+    A device held whole records no consumption: upstream tracks capacity only for shares
+    (a device that allows multiple allocations)."""
+    consumed = {} if isinstance(wanted, CapacityProblem) or not device.allow_multiple_allocations else wanted
+    return allocate(state, Holder(claim, request, consumed), affinity, str(ref))
+
+
 def release(state: DeviceState, claim: str) -> DeviceState:
     """Drop every holder of `claim`; a tracked device without holders is clean again.
 

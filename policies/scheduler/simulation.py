@@ -26,17 +26,7 @@ from ..core.limits import KubernetesVersion, Limits, limits_for
 from ..model.resources import Device, DeviceClass, ResourceClaim, ResourceSlice
 from . import locks
 from .claim_memos import RememberingClaimSteps
-from .claim_steps import (
-    Action,
-    CandidateFilter,
-    ClaimSteps,
-    Detail,
-    Evaluated,
-    Placement,
-    RejectionCount,
-    Step,
-    StepResult,
-)
+from .claim_steps import Action, CandidateFilter, ClaimSteps, Detail, Step, StepResult
 from .claims import claim_problems, missing_class_problems
 from .device_states import DeviceReport, DeviceStates
 from .dryrun import Filters, to_extraction_pool
@@ -53,10 +43,9 @@ from .locks import (
 from .pools import build_pools
 
 __all__ = [
-    "Action", "CandidateFilter", "Detail", "DeviceReport", "Evaluated", "Placement", "RejectionCount",
-    "SimulationProblem", "SimulationReport", "SimulationRun", "Step", "StepResult", "check_steps",
-    "default_steps", "device_matches", "new_run", "parse_order", "qualified", "simulate", "start",
-    "try_allocate", "try_allocate_pod",
+    "Action", "CandidateFilter", "Detail", "DeviceReport", "SimulationProblem", "SimulationReport",
+    "SimulationRun", "Step", "StepResult", "check_steps", "default_steps", "device_matches", "new_run",
+    "parse_order", "qualified", "simulate", "start", "try_allocate", "try_allocate_pod",
 ]
 
 
@@ -209,10 +198,7 @@ class SimulationRun:
         return tuple(self._run.states.report(ref) for ref in self._run.states.devices)
 
     def metrics(self) -> LockMetrics:
-        run = self._run
-        locked, unknown = locks.gauges(run.states.states)
-        return LockMetrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
-                           run.counters.no_keys, run.counters.reuse)
+        return self._run.counters.metrics(self._run.states.states)
 
     @property
     def notes(self) -> tuple[str, ...]:
