@@ -70,10 +70,8 @@ def _amount(text: str) -> Fraction | None:
 def render(value: Fraction, like: object = None) -> str:
     """An amount in Kubernetes' canonical quantity form (`1500m`, `16`, `2k`); in binary form
     (`32Gi`) when `like` — the capacity's own value — is written so (`80Gi`)."""
-    if value.denominator == 1:
-        if like is not None and _binary(str(like).strip()):
-            return str(Quantity(False, value.numerator, 0, BINARY_SI))
-        return str(value.numerator)
+    if value.denominator == 1 and like is not None and _binary(str(like).strip()):
+        return str(Quantity(False, value.numerator, 0, BINARY_SI))
     digits = 0
     while (value * 10**digits).denominator != 1 and digits < 30:
         digits += 1
