@@ -159,5 +159,6 @@ def test_explain_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> None
     (Fraction(2**35), "80Gi", "32Gi"),
     (Fraction(2**35 + 1), "80Gi", "34359738369"),
 ])
-def test_amounts_read_as_kubernetes_prints_the_quantity(value: Fraction, like: str | None, shown: str) -> None:
+def test_amounts_read_as_kubernetes_prints_the_quantity(value: Fraction, like: str | None,
+                                                        shown: str) -> None:
     assert render(value, like) == shown
