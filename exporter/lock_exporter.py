@@ -283,8 +283,8 @@ def settle() -> None:
     """After the initial reconstruction: move its objects out of the cyclic GC's reach.
 
     The book holds millions of long-lived objects; without this, every full collection walks
-    all of them and one watch event pays seconds for it (measured: 24 s once in 1,000 events
-    at 100,000 claims). New objects are still collected as usual.
+    all of them, and the watch event that sets one off pays for the whole walk. New objects
+    are still collected as usual.
     """
     gc.collect()
     gc.freeze()

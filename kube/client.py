@@ -7,7 +7,7 @@ would drop fields they do not know (`sharingAffinity` first among them) and the 
 decoding turns a body that is not JSON into a string, which read as an empty list; here every
 body comes back as bytes for the caller to check. Every failure is a `ListWatchError` (or a
 `KubeconfigError`) whose message names the server or the HTTP status. `kubernetes` is imported
-when a client is built, not with this module (it costs ~0.4 s).
+when a client is built, not with this module (it is heavy to import).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ LAYER_MODULES = (
     "dra_affinity.policies.model.schema",
     "dra_affinity.policies.scheduler.extraction",
     "dra_affinity.policies.scheduler.dryrun",
-    "dra_affinity.policies.scheduler.claim_steps",
+    "dra_affinity.policies.scheduler.claim_memos",
     "dra_affinity.policies.scheduler.first_fit",
     "dra_affinity.lint.commands.dryrun_cmd",
     "dra_affinity.sources.loader",
@@ -83,7 +83,7 @@ class LazyGroup(click.Group):
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # ~40 ms: only for --version
+    from importlib.metadata import PackageNotFoundError, version  # heavy: only for --version
 
     try:
         return version("dra-affinity")

@@ -160,7 +160,7 @@ def _has_tool_table(pyproject: Path) -> bool:
         return False
     if TOOL_TABLE not in text:  # cheap test before parsing
         return False
-    import tomllib  # ~4.5 ms: only where a pyproject.toml may hold our table
+    import tomllib  # a start-up cost: paid only where a pyproject.toml may hold our table
 
     try:
         data = tomllib.loads(text)

@@ -16,6 +16,7 @@ import click
 
 from ..policies.core.findings import Finding
 from ..policies.model.resources import DeviceClass, ResourceClaim, ResourceSlice, parse
+from ..sources.loader import LoadResult
 from .options import cluster_options, exclude_option
 
 if TYPE_CHECKING:
@@ -28,17 +29,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(slots=True)
-class Input:
-    """Documents to lint from files or a cluster, with what went wrong getting them."""
+class Input(LoadResult):
+    """Documents from files or a cluster, with what went wrong getting them: what the loader
+    gives (a cluster read fills only `documents` and `usage_errors` of it), plus the notes a
+    cluster read adds."""
 
-    documents: list[LoadedDocument] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    usage_errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    files: int = 0
-    texts: dict[str, str] = field(default_factory=dict)
-    """Each file's text by name, as the loader read it (stdin too; none for a cluster)."""
-    not_walked: dict[SkipReason, int] = field(default_factory=dict)
 
 
 NO_PATH_TERMINAL = ("no PATH given and standard input is a terminal: give a file or directory, "

@@ -86,7 +86,7 @@ def write_members(members: Iterable[tuple[object, Any]], write: Callable[[str], 
 
 
 _BATCH = 128
-"""Elements joined per `write` call: a call per element was a tenth of dry-run's CPU time."""
+"""Elements joined per `write` call: a call per element is a visible share of dry-run's CPU time."""
 
 
 def _write_elements(texts: Iterable[str], write: Callable[[str], object]) -> None:

@@ -1,8 +1,7 @@
 """One run's settings: flags over the config file over defaults, decided once, before the run.
 
-Every reporting command (`lint`, `dry-run`, `test`) used to take its flags one by one and
-merge each with the config by hand. Now a command's options are resolved into one frozen
-object first (`resolved`), and the command's body receives only that object: precedence lives
+A reporting command (`lint`, `dry-run`, `test`) resolves its options into one frozen object
+first (`resolved`), and the command's body receives only that object: precedence lives
 here, once (a flag given on the command line wins; else the config file's value; else the
 flag's default — click's parameter source tells which), and a body cannot mix up a flag with
 the config value it overrides.

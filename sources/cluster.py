@@ -14,8 +14,8 @@ the field drops it on write, so there would be nothing to lint. A server whose
 `DRASharingAffinity` gate is off still publishes the field in its schema; that
 cannot be told apart read-only.
 
-`kubernetes` is imported only when a cluster is actually read: it costs about
-0.4 s, which `--help` and file linting must not pay. Errors are values
+`kubernetes` is imported only when a cluster is actually read: its import is
+heavy, and `--help` and file linting must not pay it. Errors are values
 (`ClusterRead.error`); nothing here writes to the cluster or to the kubeconfig.
 """
 

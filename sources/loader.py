@@ -51,7 +51,7 @@ EXTENSIONS = (".yaml", ".yml", ".json")
 _BASE_PARSER: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(
     yaml, "CSafeLoader", yaml.SafeLoader
 )
-"""libyaml's parser (about 10x faster); PyYAML's own if it was built without libyaml."""
+"""libyaml's parser (C, much faster); PyYAML's own if it was built without libyaml."""
 _STR_TAG = "tag:yaml.org,2002:str"
 
 
@@ -136,11 +136,11 @@ def load_paths(paths: Sequence[str], *, stdin: TextIO | None = None,
     """Load every path in order: files, directories (recursively) and `-` for stdin.
 
     `json_positions=False`: JSON documents get one position each instead of one per node —
-    a cluster dump of 100,000 objects decodes in about a second instead of minutes; callers
+    a positional decode of a large cluster dump costs far more than `json.loads`; callers
     load again with positions when they have a finding to place. `walk` decides what a
     directory walk leaves out and counts it (a default one if None).
     `lazy_positions`: a YAML document keeps only where it starts; the rest of its positions
-    (~45% of a claim's memory) are composed again, once per file, the first time one is asked
+    (a large share of a claim's memory) are composed again, once per file, the first time one is asked
     for — for commands that hold every document and place few findings (simulate, dry-run).
     """
     loader = _Loader(stdin if stdin is not None else sys.stdin, json_positions=json_positions,
@@ -361,11 +361,11 @@ behaviour stays libyaml's by construction."""
 class _FilePositions:
     """The positions of one file's documents, composed by the YAML parser on first use.
 
-    Why: decoding JSON with the `json` module is ~10x faster than composing it as YAML, and
-    keeping every YAML document's positions is ~45% of its memory, while most documents never
-    need a position beyond their start (no finding in them). The file is composed once, the
+    Why: decoding JSON with the `json` module is much faster than composing it as YAML, and
+    keeping every YAML document's positions is a large share of its memory, while most
+    documents never need a position beyond their start (no finding in them). The file is composed once, the
     first time any of its documents is asked for one; if the YAML parser cannot follow JSON
-    (surrogate-pair escapes), each document keeps its start, as before.
+    (surrogate-pair escapes), each document keeps only its start.
     """
 
     __slots__ = ("_json", "_name", "_table", "_text")
@@ -648,6 +648,15 @@ class _Loader:
             INPUT_ERROR.finding(message, Location(file=_display(name), position=position))
         )
 
+    def _unreadable(self, path: str, what: str, error: OSError, *, explicit: bool) -> None:
+        """The module's two kinds of failure for one path that cannot be read: a usage error
+        when the command line named it, an SA000 finding on it when a walk met it (the walk
+        goes on)."""
+        if explicit:
+            self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
+        else:
+            self._file_finding(path, f"cannot read {what}: {_reason(error)}")
+
     def _walk(
         self, directory: str, ancestors: frozenset[tuple[int, int]], *, explicit: bool
     ) -> None:
@@ -662,10 +671,7 @@ class _Loader:
             with os.scandir(directory) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
         except OSError as error:
-            if explicit:
-                self.result.usage_errors.append(f"{_display(directory)}: {_reason(error)}")
-            else:
-                self._file_finding(directory, f"cannot read directory: {_reason(error)}")
+            self._unreadable(directory, "directory", error, explicit=explicit)
             return
         inside = ancestors | {identity}
         # A walk of the working directory names its files `deploy/x.yaml`, as git and
@@ -705,10 +711,7 @@ class _Loader:
             with open(path, "rb") as handle:
                 raw = handle.read()
         except OSError as error:
-            if explicit:
-                self.result.usage_errors.append(f"{_display(path)}: {_reason(error)}")
-            else:
-                self._file_finding(path, f"cannot read file: {_reason(error)}")
+            self._unreadable(path, "file", error, explicit=explicit)
             return
         if regular:
             self._read.add(identity)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pathspec costs ~30 ms to import: a one-file lint walks nothing
+if TYPE_CHECKING:  # pathspec is heavy to import, and a one-file lint walks nothing
     from pathspec import GitIgnoreSpec
 
 

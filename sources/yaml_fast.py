@@ -1,12 +1,13 @@
 """The values of a large, plain YAML file without composing it node by node.
 
-Why: a `kubectl get ... -o yaml` dump of a cluster (100,000 claims, 60 MB) takes libyaml
-about 13 CPU seconds to compose and 3 GB to hold as one `List` node tree — more than the whole
-of `locks`, `explain` or `simulate` may take. rapidyaml parses the same text in about a second
-in C++ and writes it out as JSON, which the C JSON decoder reads in two. Where that gives
+Why: a `kubectl get ... -o yaml` dump of a large cluster (100,000 claims, 60 MB) takes libyaml
+longer to compose, and more memory to hold as one `List` node tree, than the whole of `locks`,
+`explain` or `simulate` may take (docs/performance.md, "Lock observability at scale").
+rapidyaml parses the same text in C++ and writes it out as JSON, which the C JSON decoder
+reads, in a fraction of that. Where that gives
 exactly what `yaml_positions.NodeBuilder` would have built, the commands that hold every
 document and need positions only for the rare finding (`lazy_positions`) take it; in every
-other case (`None`) the loader composes the file with libyaml as before, so every error,
+other case (`None`) the loader composes the file with libyaml as the plain path does, so every error,
 warning and position is still libyaml's and the builder's.
 
 "Exactly" is kept by refusing, not by emulating:
@@ -90,8 +91,8 @@ def _refused(text: str) -> bool:
     """Whether the text holds what this path does not take (module docstring).
 
     Over-cautious on purpose: an indicator inside a quoted string that looks like a node start
-    only costs speed. Each test is a substring search where one will do (a pattern over 60 MB
-    costs a third of a second each): the indicators are rare in a dump (CEL's `!=` and `&&`
+    only costs speed. Each test is a substring search where one will do (a regular expression
+    over a large dump costs far more per test): the indicators are rare in a dump (CEL's `!=` and `&&`
     follow an operand), so each is looked at alone."""
     if ("\\u" in text or "\\U" in text) and _SURROGATE_ESCAPE.search(text):
         return True
@@ -121,8 +122,8 @@ def _refused(text: str) -> bool:
 
 
 _LONG_LINE = re.compile(r"\n.{1024,}")
-"""A line of 1,024 characters or more (with its newline): a literal first character keeps the
-scan of a 60 MB text near 0.08 s, where `^` under MULTILINE costs 0.3 s."""
+"""A line of 1,024 characters or more (with its newline): a literal first character lets `re`
+skip to each newline, where `^` under MULTILINE tries a match at every position."""
 
 _CANDIDATE = re.compile(
     r'"([-+.0-9][-+.0-9_:A-Za-z]*|~|<<|=|y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF'
@@ -275,7 +276,7 @@ class _Typing:
 
     def learn_bare(self, texts: Iterable[str]) -> None:
         """`_written_bare` for many texts in one rapidyaml parse (a dump quotes a distinct
-        `resourceVersion: "123456"` on every object: one parse each cost 2.7 s at 100,000);
+        `resourceVersion: "123456"` on every object, so a parse per text is a parse per object);
         texts that break the batch are asked one by one later."""
         new = [text for text in texts if text not in self._bare]
         if not new:

@@ -195,19 +195,24 @@ def test_no_import_cycle() -> None:
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
+def _absolute_imports(path: Path) -> Iterator[tuple[int, str]]:
+    """(line, module) for every absolute import in `path`, wherever it stands: the names that
+    depend on how the tree is installed, where a relative import does not."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+
+
 def test_no_old_top_level_import_names() -> None:
     """Every project import goes through the `dra_affinity` namespace."""
-    offenders = []
-    for path in sorted(p for folder in (*FOLDERS, "tests", "bench") for p in (REPO / folder).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            for name in names:
-                if name.split(".")[0] in FOLDERS:
-                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} imports {name}")
+    offenders = [f"{path.relative_to(REPO)}:{line} imports {name}"
+                 for path in sorted(p for folder in (*FOLDERS, "tests", "bench")
+                                    for p in (REPO / folder).rglob("*.py"))
+                 for line, name in _absolute_imports(path)
+                 if name.split(".")[0] in FOLDERS]
     assert not offenders, offenders
 
 
@@ -223,17 +228,10 @@ def test_the_folders_import_the_product_relatively() -> None:
     walking folders (the root's `__init__.py` is the package it climbs to). `dra_affinity.…` is
     the name for code outside the package: tests, benchmarks, entry points, and a file that is
     loaded by its path rather than imported."""
-    offenders = []
-    for path in sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py")):
-        if path.relative_to(REPO).as_posix() in LOADED_BY_PATH:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
-            offenders += [f"{path.relative_to(REPO)}:{node.lineno} imports {name}" for name in names
-                          if name == NAMESPACE or name.startswith(f"{NAMESPACE}.")]
+    offenders = [f"{path.relative_to(REPO)}:{line} imports {name}"
+                 for path in sorted(p for folder in FOLDERS for p in (REPO / folder).rglob("*.py"))
+                 if path.relative_to(REPO).as_posix() not in LOADED_BY_PATH
+                 for line, name in _absolute_imports(path)
+                 if name == NAMESPACE or name.startswith(f"{NAMESPACE}.")]
     assert not offenders, offenders
     assert (REPO / "__init__.py").is_file(), "the root is the package the relative imports climb to"

@@ -158,7 +158,7 @@ class Webhook:
 
         Why not `request.get_data()` under Flask's `MAX_CONTENT_LENGTH`: gunicorn marks its
         input as terminated, and werkzeug then wraps it in a limiting stream that reads in
-        chunks and copies them, which cost a tenth of a 128-device request. A declared length
+        chunks and copies them, a visible share of a large request's cost. A declared length
         above the limit is refused before anything is read; a body without one (chunked) is
         read up to one byte past the limit. A server that neither declares a length nor
         terminates its input gets an empty body, as werkzeug would give.

@@ -21,8 +21,8 @@ Heavy reviews (extractor text over `HEAVY_BYTES` in all, not yet analysed) take 
 `HEAVY_SLOTS` slots per worker process before any CEL work; when none is free the review is
 answered at once as over budget ("busy"), without waiting: a waiting review would hold one
 of the worker's few threads, and a flood of uncached worst-case slices would then leave no
-thread for ordinary reviews (measured with `bench/abuse_bench.py`: waiting in the gate let
-8 hostile clients push legitimate p99 to 3.2 s). So a flood costs one analysing thread per
+thread for ordinary reviews (`bench/abuse_bench.py` shows it in the legitimate clients' p99).
+So a flood costs one analysing thread per
 worker, ordinary reviews (short extractors, or cached) never meet the gate, and a large
 legitimate slice that meets a busy gate is retried by its driver like any other denial.
 """

@@ -3,8 +3,8 @@
 Why: once a slice's findings are cached, the JSON log line and the Prometheus samples of a
 request cost more than deciding it — a log record, an encoder run and a `write(2)`, then three
 locked writes into the multiprocess files, each run with the caches cold from TLS and HTTP
-work. `bench/webhook_bench.py` measured them at ~110 µs of server CPU per metadata-slice
-request, a fifth of the whole request. Appended to a queue instead, they are written by one
+work: a sizeable share of a metadata-slice request's server CPU (`bench/webhook_bench.py`).
+Appended to a queue instead, they are written by one
 thread per worker every `FLUSH_INTERVAL`: one `write` for all lines, one increment per
 counter and label set, in a warm loop.
 
@@ -44,8 +44,8 @@ log must keep admitting, and must not grow without bound meanwhile."""
 
 WRITE_CHUNK = 32
 """Lines encoded and written at a time. Between chunks the writer yields the GIL: a request
-thread that wants it would otherwise wait for the whole batch (or CPython's 5 ms switch
-interval), which showed in the webhook's p99."""
+thread that wants it would otherwise wait for the whole batch (or CPython's whole switch
+interval, `sys.getswitchinterval()`), which shows in the webhook's p99."""
 
 PROCESS_METRICS_INTERVAL = 1.0
 """Seconds between copies of the compile-cache and TLS counters into the metrics: per-worker

@@ -34,11 +34,11 @@ Why these choices:
   prometheus_client; `child_exit` retires a dead worker's samples.
 * `post_worker_init` tunes the garbage collector for a server of long-lived state and large
   short-lived documents. `gc.freeze()` takes everything the worker loaded (CEL environments,
-  rule catalog, libraries) out of collections: without it every full collection walked it
-  again, measured at ~130 µs per 128-device request. A young-generation threshold of 10,000
-  instead of 700 lets a request's decoded AdmissionReview (thousands of containers, all freed
-  by reference counting when the request ends) die before a collection promotes it, and with
-  it the full collections those promotions set off: 60–80 µs per 128-device request less.
+  rule catalog, libraries) out of collections: without it every full collection would walk
+  it again, a cost that requests pay. A young-generation threshold of 10,000 instead of 700
+  lets a request's decoded AdmissionReview (thousands of containers, all freed by reference
+  counting when the request ends) die before a collection promotes it, and with it the full
+  collections those promotions would set off.
 * `timeout`: a worker whose main loop stops heart-beating this long is killed and replaced, so
   no worker stays hung; per-request CEL work is bounded anyway (see `dra_affinity.webhook.admission`).
 """

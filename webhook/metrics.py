@@ -97,7 +97,7 @@ class Metrics:
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, memoized: label sets are few and bounded (see the module
-        doc), and `labels()` validates and locks on every call, a third of a request's metrics
+        doc), and `labels()` validates and locks on every call, a large share of a request's metrics
         cost."""
         key = (id(metric), *labels)
         child = self._children.get(key)

@@ -12,8 +12,8 @@ request head *and body* without blocking, for every new or kept-alive connection
 thread gets the connection only once the whole request has arrived (the head's
 `Content-Length`, or a chunked body's last chunk), with the bytes already read. The API
 server sends the body with the head, so a body gets `BODY_TIMEOUT` seconds after its head:
-past that the main loop answers 408 itself and closes the connection (a trickled body held a
-thread for 10 s and logged a traceback per connection before). A body the application
+past that the main loop answers 408 itself and closes the connection (read by a pool thread,
+a trickled body would hold the thread and log a traceback per connection). A body the application
 refuses unread (a declared length over the size limit, a malformed chunk) is handed over at
 once and its connection closed after the reply, so no thread reads the rest. Each connection
 also has `HANDSHAKE_TIMEOUT` seconds to finish the handshake and send the head; past it the
@@ -38,14 +38,11 @@ Under a connection flood a legitimate client waits in the listen queue behind th
 connections, so how fast the queue drains decides its latency: each wake-up of a listener
 accepts up to `ACCEPT_BATCH` connections (gthread accepts one per `select` round), and a
 connection that is already closed when accepted (connect-and-close) is dropped after a
-one-byte `MSG_PEEK`, without building a TLS object for it. Measured with
-`bench/abuse_bench.py --seconds 8` (2 workers, 4 flood threads, a shared 2-core machine): the
-fresh-connection legitimate client's p99 during the flood went from 1.5–1.7 s (three runs) to
-0.16–1.3 s (six runs, four under 0.35 s), the flood connections drained from ~1,500–1,950 to
-~4,000–6,700 per second.
+one-byte `MSG_PEEK`, without building a TLS object for it (`bench/abuse_bench.py` measures
+the drain rate and the legitimate client's p99: docs/performance.md, "The webhook").
 
 The metrics listener (`dra_affinity.webhook.settings.WebhookSettings.metrics_bind`) is served
-by the same workers, so `/metrics` merges every worker's samples as before, but without TLS:
+by the same workers, so `/metrics` merges every worker's samples, but without TLS:
 gunicorn's `certfile` applies to every listener, so the worker decides per listener (by its
 port, as the application does) whether to wrap.
 """

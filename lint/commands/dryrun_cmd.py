@@ -18,7 +18,7 @@ from ...policies.core.gc_pause import gc_paused
 from ...policies.rules.base import Scope
 from ...policies.rules.catalog import catalog
 from ...policies.scheduler.diagnostics import describe
-from ...policies.scheduler.dryrun import DryRun, Filters
+from ...policies.scheduler.dryrun import DryRun, Filters, new_dry_run
 from ...policies.scheduler.extraction import ExtractionResult, Outcome
 from ...sources.walk import WalkFilter
 from ..inputs import (
@@ -78,7 +78,7 @@ def _result_head(result: ExtractionResult) -> dict[str, Any]:
 
 def _result_tail(result: ExtractionResult) -> dict[str, Any]:
     """The members after the pool: what was decided, the same for every claim whose plan
-    item it is (`DryRun` relabels one shared result per claim and pool)."""
+    item it is (`PlanSharingDryRun` relabels one shared result per claim and pool)."""
     error = result.error
     return {
         "outcome": result.outcome.value,
@@ -372,8 +372,8 @@ def dry_run(settings: DryRunSettings) -> None:
     if inputs.usage_errors and not settings.paths:
         sys.exit(2)  # no PATH and nothing on stdin: nothing was read, no report to print
     kubernetes_version = settings.report.kubernetes_version
-    dry = DryRun(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
-                 filters=settings.filters)
+    dry = new_dry_run(inputs.slices, inputs.claims, inputs.classes, kubernetes_version=kubernetes_version,
+                      filters=settings.filters)
     if not inputs.usage_errors and _report_unmatched(settings, inputs, dry.pools):
         sys.exit(2)
     counts = OutcomeCounts()

@@ -174,13 +174,11 @@ def lint_input(
     usage errors included. Only what the report and the audit need is kept of any file.
     With `pools_from`, the pools of the files given are completed from those directories
     (`file_lint.pool_siblings`)."""
-    from ...sources.loader import LoadResult, plan_paths
+    from ...sources.loader import plan_paths
 
     if cluster is not None or stdin_is_terminal(paths):
         inputs = load_input(paths, cluster, walk)
-        loaded = LoadResult(documents=inputs.documents, findings=inputs.findings, files=inputs.files,
-                            texts=inputs.texts, usage_errors=inputs.usage_errors)
-        linted = merge([lint_loaded(loaded, job, trusted=cluster is not None)], job,
+        linted = merge([lint_loaded(inputs, job, trusted=cluster is not None)], job,
                        complete_pools=complete_pools)
         linted.notes = list(inputs.notes)
         return linted

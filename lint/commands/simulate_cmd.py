@@ -22,13 +22,13 @@ from ...policies.core.features import FRACTIONAL_CAPACITY_RANGE, SHARING_AFFINIT
 from ...policies.core.findings import Severity
 from ...policies.core.gc_pause import gc_paused
 from ...policies.core.limits import KubernetesVersion
+from ...policies.scheduler.claim_steps import Evaluated
 from ...policies.scheduler.claims import missing_class_problems
 from ...policies.scheduler.locks import DeviceRef, DeviceState, Mode, Reason, Rejection, render_map
 from ...policies.scheduler.simulation import (
     Action,
     Detail,
     DeviceReport,
-    Evaluated,
     SimulationRun,
     StepResult,
     parse_order,
@@ -328,7 +328,7 @@ def _stream_json(write: Callable[[str], object], run: SimulationRun, steps: Iter
     """One JSON document (README `### simulate`), each step written as soon as it is decided."""
     def texts(rendered: Iterable[str]) -> None:
         batch: list[str] = []  # written in pieces of about `_BATCH` characters: one write per
-        written = False        # step was 10 % of a 100,000-step --summary
+        written = False        # step would be a large share of a long --summary
         size = 0
         for text in rendered:
             batch.append(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...policies.scheduler.capacity import render
 from ...policies.scheduler.locks import METRIC_NAMES
 from ...policies.scheduler.replay import ReplayReport, Snapshot
 from .html_page import (
@@ -105,8 +106,8 @@ def _snapshot_json(s: Snapshot) -> dict[str, Any]:
         "time": round(s.time, 6), "locked": s.locked, "clean": s.clean,
         "unreconstructable": s.unreconstructable, "pending": s.pending, "pendingFit": s.pending_fit,
         "strandedPercent": round(s.stranded_percent, 3), "inUsePercent": round(s.in_use_percent, 3),
-        "capacity": [{"name": c.name, "total": str(c.total), "inUse": str(c.in_use),
-                      "stranded": str(c.stranded)} for c in s.capacity],
+        "capacity": [{"name": c.name, "total": render(c.total), "inUse": render(c.in_use),
+                      "stranded": render(c.stranded)} for c in s.capacity],
         "lockedByValue": dict(s.by_value),
     }
 

@@ -125,15 +125,15 @@ _ENGINE_DEPTH_ERROR = (
 
 
 _LONE_SURROGATE = "[\ud800-\udfff]"
-"""Compiled by `re` on first use, for non-ASCII text only: compiling the class cost ~4 ms of
-every start. The module's other patterns, read only from error text, are strings too."""
+"""Compiled by `re` on first use, for non-ASCII text only: compiling the class is slow enough
+to show in every start. The module's other patterns, read only from error text, are strings too."""
 
 
 class LazyProgram:
     """The cel-expr-python program of a checked expression, planned in the runtime environment
     the first time it is asked for.
 
-    Why lazy: planning a 10 KiB expression costs ~2 ms, and most compilations — every one
+    Why lazy: planning a large expression is not cheap, and most compilations — every one
     `lint` and the webhook make — only ever need the checked AST (rules, cost, advisories).
     And a planning failure is our engine's, not one upstream reports at compile time: what
     cel-go's `env.Program()` rejects (constant conversions it folds, regex constants) is found
@@ -625,12 +625,13 @@ _PROBE_OVERLOAD = "dra_affinity_arity_probe"
 _PROBE_MAX_ARITY = 8
 MAX_ARITY_PROBES = 4
 """Probes one expression's errors may cost: each `_declared` type-checks a call up to 18
-times, each twin environment (`_probe_environment`) is built from its config (~50 ms of
-CPU), and cel-cpp reports up to 20 errors. Uncapped and unshared, a 500-byte expression of
-wrong-arity calls cost a second of CPU at admission, below the webhook's heavy-review gate
-(found profiling the fuzz campaign). Probes are shared by the errors of one function name
-and arity; errors past the cap keep cel-cpp's `undeclared reference` text (as they did when
-the expression held other errors: the twin cannot check it then). The verdict is the same."""
+times, each twin environment (`_probe_environment`) is built from its config (a whole
+environment build), and cel-cpp reports up to 20 errors. Uncapped and unshared, a short
+expression of wrong-arity calls would cost far more CPU at admission than its size, which is
+all the webhook's heavy-review gate looks at. Probes are shared by the errors of one function
+name and arity; errors past the cap keep cel-cpp's `undeclared reference` text (as errors do
+when the expression holds other errors: the twin cannot check it then). The verdict is the
+same."""
 
 
 def _arity_errors(env: CelEnvironment, source: str,

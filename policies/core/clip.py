@@ -1,7 +1,8 @@
 """Bounded echoes of untrusted input: what a message, a reply or a log line may quote.
 
-Why one place: a 6 MiB `kind` was echoed whole in the webhook's 400 body and its log line,
-and a 100 KB uid logged twice per line. Whatever a user or a client sent is quoted through
+Why one place: a client may send a 6 MiB `kind` or a 100 KB uid, and a message quoting it
+whole would echo it in the webhook's 400 body and every log line that names it. Whatever a
+user or a client sent is quoted through
 these helpers, so no message grows with its input.
 """
 

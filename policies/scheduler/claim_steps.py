@@ -18,17 +18,18 @@ Pools are visited in (driver, pool) order as if they were one node's; without De
 every pool the pool filter passes is a candidate for every request. A slice error aborts the
 claim, as a scheduler Filter error aborts the pod.
 
-Speed layers (`core.layers`): the memos below remember what a check reads and answer it
-again, and `first_fit` declares its own (an index instead of the device walk, shared
-verdicts, remembered failures). With `DRA_AFFINITY_SPEED_LAYERS=none` every check is computed
-again, with the same outcome.
+The checks here are computed every time they are asked, as the scheduler computes them; the
+driver runs them through `claim_memos.RememberingClaimSteps`, the speed layers that answer a
+check again while what it reads is unchanged, and `first_fit` declares its own (an index
+instead of the device walk, shared verdicts, remembered failures). With
+`DRA_AFFINITY_SPEED_LAYERS=none` every check is computed again, with the same outcome.
 """
 
 from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -50,44 +51,10 @@ from .capacity import CapacityProblem, demand, fits
 from .device_states import DeviceStates, Tentative
 from .diagnostics import Diagnostic
 from .extraction import ExtractionMemo, ExtractionPool, ExtractionResult
-from .locks import (
-    DeviceRef,
-    DeviceState,
-    Holder,
-    LockStatus,
-    Mode,
-    Option,
-    PoolFilterVerdict,
-    Reason,
-    Rejection,
-)
+from .locks import DeviceRef, DeviceState, Holder, LockStatus, PoolFilterVerdict, Reason, Rejection
 from .pools import Pool
 
 CandidateFilter = Callable[[DeviceRequest, Mapping[str, DeviceClass], Pool], bool]
-
-SELECTOR_MATCHES = layers.declare(
-    "simulate-selector-matches",
-    "each (request, device) selector match is evaluated once per run, however often the "
-    "search and the report revisit the device")
-DEVICE_CHECKS = layers.declare(
-    "simulate-device-checks",
-    "Filter's check of a device is remembered while the device keeps its state under an equal "
-    "verdict: claim after claim, first fit walks the same full or locked devices")
-PRECHECKS = layers.declare(
-    "simulate-pool-prechecks",
-    "a pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity) is decided "
-    "once per pool: the search asks it at every device it visits")
-DEMANDS = layers.declare(
-    "simulate-demands",
-    "a request's capacity demand on a device (requestPolicy rounding with fractions) is "
-    "computed once per (device, capacity request)")
-
-_MATCHES_KEPT = 1_000_000
-"""(request, device) selector matches remembered at once."""
-
-_DEVICE_CHECKS_KEPT = 200_000
-"""Device checks remembered at once (cleared whole beyond)."""
-
 
 class Detail(enum.Enum):
     """How much of Filter's work a step keeps for the report."""
@@ -146,6 +113,15 @@ class Placement:
     reused: bool
     """Placed onto a device already locked to the same values (compatible reuse)."""
 
+    @classmethod
+    def made(cls, request: DeviceRequest, ref: DeviceRef, before: LockStatus, after: DeviceState
+             ) -> Placement:
+        """The request's placement on a device found in `before` and left in `after`. Reserve
+        joins a locked device only under the same values, so a locked device is a reuse, unless
+        the request has admin access (it takes no lock)."""
+        return cls(request.name, ref, before, after.lock,
+                   before is LockStatus.LOCKED and not request.admin_access)
+
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
@@ -191,6 +167,20 @@ class FilterCounters:
     no_keys: int = 0
     reuse: int = 0
 
+    def count_rejections(self, rejected: Iterable[RejectionCount]) -> None:
+        """Filter's turned-down devices by first reason: a lock mismatch is a lock conflict, a
+        request without keys its own counter; the other reasons have none."""
+        for r in rejected:
+            if r.reason is Reason.LOCK_MISMATCH:
+                self.conflicts += r.count
+            elif r.reason is Reason.NO_KEYS_EXTRACTED:
+                self.no_keys += r.count
+
+    def metrics(self, states: Mapping[DeviceRef, DeviceState]) -> locks.LockMetrics:
+        """The KEP's metrics: the gauges read from the devices' `states`, these counters."""
+        locked, unknown = locks.gauges(states)
+        return locks.LockMetrics(locked, unknown, self.evaluations, self.conflicts, self.no_keys, self.reuse)
+
 
 def demand_key(request: DeviceRequest) -> str:
     """What `capacity.demand` reads of a request (its capacity requests), as a key."""
@@ -229,7 +219,7 @@ class ClaimSteps:
     states: DeviceStates
     summaries: Mapping[PoolRef, ExtractionPool]
     claims: Mapping[str, ResourceClaim]
-    mode: Mode
+    mode: locks.Mode
     feature_gate: bool
     version: KubernetesVersion
     pool_ok: Callable[[PoolRef], bool]
@@ -248,17 +238,6 @@ class ClaimSteps:
     pool_bits: dict[PoolRef, int] = field(default_factory=dict)
     entries: list[Entry] | None = None
     """Every simulated device in the allocator's visiting order (`allocator.visiting_order`)."""
-    matches: dict[tuple[str, str, tuple[object, ...], int], DeviceMatch] = field(default_factory=dict)
-    """`SELECTOR_MATCHES`: (class, request, its selectors, device position) -> the match."""
-    matching: dict[tuple[str, str, tuple[object, ...]], list[Pool]] = field(default_factory=dict)
-    """`SELECTOR_MATCHES`: (class, request, its selectors) -> `matching_pools`."""
-    device_checks: dict[tuple[Hashable, ...], tuple[DeviceState, Evaluated]] = field(default_factory=dict)
-    """`DEVICE_CHECKS`: what `device_check` reads -> the state it was checked in and the check."""
-    prechecks: dict[PoolRef, PoolFilterVerdict | None] = field(default_factory=dict)
-    """`PRECHECKS`: pool -> its verdict when no CEL may run (the pools live as long as the run)."""
-    demands: dict[tuple[int, str], Mapping[str, Fraction] | CapacityProblem] = field(default_factory=dict)
-    """`DEMANDS`: (id of a device of `states.devices`, which lives as long as the run; capacity
-    request) -> demand."""
     first_branch: Callable[[Step, ResourceClaim], StepResult | None] | None = None
     """The search's first branch for a claim the search cannot change (`first_fit.FirstFitIndex`,
     given by the driver, which builds it over these steps): its placement or failure, or None
@@ -268,11 +247,6 @@ class ClaimSteps:
     """Every speed layer in effect at the step's start (`core.layers.active_layers`)."""
     layers_spec: tuple[str, int] | None = field(init=False, default=None)
     """`DRA_AFFINITY_SPEED_LAYERS` and the number of declared layers `active_layers` was read under."""
-    remember_matches: bool = field(init=False, default=True)
-    remember_checks: bool = field(init=False, default=True)
-    remember_demands: bool = field(init=False, default=True)
-    remember_prechecks: bool = field(init=False, default=True)
-    """`SELECTOR_MATCHES`, `DEVICE_CHECKS`, `DEMANDS`, `PRECHECKS` as asked at the step's start."""
 
     def __post_init__(self) -> None:
         self.asked_layers()
@@ -289,10 +263,6 @@ class ClaimSteps:
         active = layers.active_layers()
         self.layers_spec = spec
         self.active_layers = active
-        self.remember_matches = SELECTOR_MATCHES.name in active
-        self.remember_checks = DEVICE_CHECKS.name in active
-        self.remember_demands = DEMANDS.name in active
-        self.remember_prechecks = PRECHECKS.name in active
 
     # -- what Filter asks of a pool: the request's extraction verdict ------------------------
 
@@ -322,13 +292,6 @@ class ClaimSteps:
 
     def precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         """The pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity)."""
-        if self.remember_prechecks:
-            if pool.ref not in self.prechecks:
-                self.prechecks[pool.ref] = self._precheck(pool)
-            return self.prechecks[pool.ref]
-        return self._precheck(pool)
-
-    def _precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
                                    incomplete_reason=pool.incomplete_reason, feature_gate=self.feature_gate)
 
@@ -362,68 +325,32 @@ class ClaimSteps:
             return not self.classes or self.candidate(request, self.classes, entry.pool)
         if not self.classes:
             return True
-        if not self.remember_matches:
-            return self._match(request, entry)
-        key = (request.device_class_name, request.name, request.selectors, entry.position)
-        found = self.matches.get(key)
-        if found is None:
-            found = self._match(request, entry)
-            if len(self.matches) >= _MATCHES_KEPT:  # bounded: evaluated again when asked again
-                self.matches.clear()
-            self.matches[key] = found
-        return found
-
-    def _match(self, request: DeviceRequest, entry: Entry) -> DeviceMatch:
         return match_device(request, self.classes[request.device_class_name], entry.device,
                             entry.ref.driver, entry.pool.ref, kubernetes_version=self.version)
 
     def matching_pools(self, request: DeviceRequest) -> list[Pool]:
         """The pools holding a device the request's selectors match (errors left to the search)."""
-        key = (request.device_class_name, request.name, request.selectors)
-        found = self.matching.get(key) if self.remember_matches else None
-        if found is None:
-            found = []
-            for entry in self.visiting_order():
-                if found and found[-1] is entry.pool:
-                    continue
-                match = self.device_match(request, entry)
-                if match if isinstance(match, bool) else match.matched:
-                    found.append(entry.pool)
-            if self.remember_matches:
-                self.matching[key] = found
+        found: list[Pool] = []
+        for entry in self.visiting_order():
+            if found and found[-1] is entry.pool:
+                continue
+            match = self.device_match(request, entry)
+            if match if isinstance(match, bool) else match.matched:
+                found.append(entry.pool)
         return found
 
     def demand(self, device: Device, request: DeviceRequest, key: str | None = None
                ) -> Mapping[str, Fraction] | CapacityProblem:
-        """`capacity.demand` of the request on the device (`key`: `demand_key(request)`)."""
-        if not self.remember_demands:
-            return demand(device, request, self.fractional_range)
-        cache_key = (id(device), demand_key(request) if key is None else key)
-        cached = self.demands.get(cache_key)
-        if cached is None:
-            cached = demand(device, request, self.fractional_range)
-            self.demands[cache_key] = cached
-        return cached
+        """`capacity.demand` of the request on the device (`key`: `demand_key(request)`, for a
+        layer that remembers demands)."""
+        return demand(device, request, self.fractional_range)
 
     def device_check(self, request: DeviceRequest, entry: Entry, state: DeviceState,
-                     verdict: PoolFilterVerdict) -> Evaluated:
-        """Filter's check of one device in `state` under the pool's verdict."""
-        if not self.remember_checks:
-            return Evaluated(request.name, entry.ref, state.status, locks.check_device(
-                entry.device, entry.ref, state, verdict, self.demand(entry.device, request)))
-        affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
-        key_of_demand = demand_key(request)
-        key = (entry.position, request.name, key_of_demand, verdict.tracked, affinity, verdict.rejection)
-        found = self.device_checks.get(key)
-        if found is not None and found[0] is state:
-            return found[1]
-        wanted = self.demand(entry.device, request, key_of_demand)
-        seen = Evaluated(request.name, entry.ref, state.status,
-                         locks.check_device(entry.device, entry.ref, state, verdict, wanted))
-        if len(self.device_checks) >= _DEVICE_CHECKS_KEPT:
-            self.device_checks.clear()
-        self.device_checks[key] = (state, seen)
-        return seen
+                     verdict: PoolFilterVerdict, key: str | None = None) -> Evaluated:
+        """Filter's check of one device in `state` under the pool's verdict (`key`: as for
+        `demand`)."""
+        return Evaluated(request.name, entry.ref, state.status, locks.check_device(
+            entry.device, entry.ref, state, verdict, self.demand(entry.device, request, key)))
 
     # -- one claim -------------------------------------------------------------------------------
 
@@ -449,12 +376,7 @@ class ClaimSteps:
         entries = self.visiting_order()
         working = Tentative(self.states.states)
         host = KepFilterHost(self, claim, working, step.claim)
-        ranked = None
-        if self.mode is Mode.BETA:
-            def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
-                return sorted(found, key=lambda e: locks.preference(self.mode, Option(
-                    e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
-        result = search(claim, entries, host, prepare=host.prepare, ranked=ranked)
+        result = search(claim, entries, host, prepare=host.prepare, ranked=self.ranking(working))
         if self.exhaustive:
             host.examine_rest()
         evaluated = tuple(host.evaluated.values())
@@ -465,20 +387,26 @@ class ClaimSteps:
                 per[seen.rejections[0].reason] = per.get(seen.rejections[0].reason, 0) + 1
         rejected = tuple(RejectionCount(name, reason, n) for name, per in counts_by_request.items()
                          for reason, n in per.items())
-        for per in counts_by_request.values():
-            self.counters.conflicts += per.get(Reason.LOCK_MISMATCH, 0)
-            self.counters.no_keys += per.get(Reason.NO_KEYS_EXTRACTED, 0)
+        self.counters.count_rejections(rejected)
         kept = evaluated if self.detail is Detail.DEVICES else ()
         if not result.placed:
             return self._search_failure(step, claim, result, host, kept, rejected)
-        placements = []
-        for request, entry in result.chosen:
-            before = self.states.states[entry.ref]
-            after = working[entry.ref]
-            reused = before.status is LockStatus.LOCKED and not request.admin_access
-            placements.append(Placement(request.name, entry.ref, before.status, after.lock, reused))
+        placements = [Placement.made(request, entry.ref, self.states.states[entry.ref].status,
+                                     working[entry.ref]) for request, entry in result.chosen]
         self.commit(step.claim, working, placements, host.committed)
         return StepResult(step, True, tuple(placements), kept, rejected=rejected)
+
+    def ranking(self, working: Tentative
+                ) -> Callable[[DeviceRequest, Sequence[Entry]], Sequence[Entry]] | None:
+        """The order the search tries a request's viable devices in: beta's preference over
+        their states in `working`; None in alpha, whose order is first fit's."""
+        if self.mode is not locks.Mode.BETA:
+            return None
+
+        def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
+            return sorted(found, key=lambda e: locks.preference(self.mode, locks.Option(
+                e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
+        return ranked
 
     def allocate_pod(self, steps: Sequence[Step]) -> tuple[StepResult, ...]:
         """A pod's claims allocated together (`allocator.search_pod`), as kube-scheduler's one
@@ -510,12 +438,7 @@ class ClaimSteps:
         entries = self.visiting_order()
         working = Tentative(self.states.states)
         hosts = [KepFilterHost(self, claim, working, claim.qualified_name) for claim in claims]
-        ranked = None
-        if self.mode is Mode.BETA:
-            def ranked(request: DeviceRequest, found: Sequence[Entry]) -> Sequence[Entry]:
-                return sorted(found, key=lambda e: locks.preference(self.mode, Option(
-                    e.ref, working[e.ref], e.position, self.states.has_unknown(e.pool.ref))))
-        found = search_pod(claims, entries, hosts, ranked=ranked)
+        found = search_pod(claims, entries, hosts, ranked=self.ranking(working))
         if not found.placed:
             if results is None:
                 results = tuple(self.allocate(step) for step in steps)
@@ -531,8 +454,7 @@ class ClaimSteps:
         for n, claim, host, chosen in zip(pending, claims, hosts, found.chosen, strict=True):
             before = {e.ref: (working if e.ref in taken else self.states.states)[e.ref].status
                       for _, e in chosen}
-            placements = tuple(Placement(request.name, entry.ref, before[entry.ref], working[entry.ref].lock,
-                                         before[entry.ref] is LockStatus.LOCKED and not request.admin_access)
+            placements = tuple(Placement.made(request, entry.ref, before[entry.ref], working[entry.ref])
                                for request, entry in chosen)
             taken.update(before)
             self.states.held[claim.qualified_name] = {p.device for p in placements}
@@ -713,11 +635,8 @@ class KepFilterHost:
                 return undo
             return lambda: None
         verdict = self.verdict(request, entry.pool)
-        # a device held whole records no consumption (upstream tracks capacity only for shares)
-        consumed = {} if isinstance(wanted, CapacityProblem) or not entry.device.allow_multiple_allocations \
-            else wanted
-        holder = Holder(self.name, request.name, consumed)
-        after = locks.allocate(self.working[ref], holder, verdict.affinity, str(ref))
+        after = locks.reserve(entry.device, ref, self.working[ref], self.name, request.name, wanted,
+                              verdict.affinity)
         if isinstance(after, Rejection):  # Filter passed it: cannot happen within one claim
             raise self._abort(request, after)
         self.working[ref] = after

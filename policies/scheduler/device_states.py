@@ -24,16 +24,26 @@ from .pools import Pool
 
 @dataclass(frozen=True, slots=True)
 class DeviceReport:
-    """One device's state as a report shows it, with its capacity as the slice publishes it."""
+    """One device's state as a report shows it, next to the device the slice publishes."""
 
     ref: DeviceRef
     state: DeviceState
-    capacity: Mapping[str, str]
-    shareable: bool
+    device: Device
+
+    @property
+    def capacity(self) -> dict[str, str]:
+        """Each capacity's value as the slice writes it."""
+        return {k: c.value for k, c in self.device.capacity.items()}
+
+    @property
+    def shareable(self) -> bool:
+        return self.device.allow_multiple_allocations
 
     @property
     def consumed(self) -> dict[str, str]:
-        return {k: render(v, self.capacity.get(k)) for k, v in self.state.consumed.items()}
+        """What the holders consume, in the form each capacity is written in."""
+        capacity = self.capacity
+        return {k: render(v, capacity.get(k)) for k, v in self.state.consumed.items()}
 
 
 Follower = Callable[[DeviceRef, DeviceState], None]
@@ -99,9 +109,7 @@ class DeviceStates:
         return freed
 
     def report(self, ref: DeviceRef) -> DeviceReport:
-        device = self.devices[ref]
-        return DeviceReport(ref, self.states[ref], {k: c.value for k, c in device.capacity.items()},
-                            device.allow_multiple_allocations)
+        return DeviceReport(ref, self.states[ref], self.devices[ref])
 
 
 class Tentative:

@@ -7,9 +7,10 @@ do (`dra_affinity.policies.scheduler.pools.build_pools`), picks candidate pools 
 
 One run (`DryRun`) serves every view: `results()` for those that write each result,
 `requests()` for those that count outcomes per claim request and keep only some results.
-The speed layer `dry-run-plans` (`policies.core.layers`) decides each distinct claim request
-once and relabels the plan for the claims that read alike; switched off, every claim request
-is decided on its own, and the output is the same.
+`DryRun` decides every claim request on its own, as the scheduler would. The speed layer
+`dry-run-plans` (`policies.core.layers`) is `PlanSharingDryRun`, at the end of this module: it
+decides each distinct claim request once and relabels the plan for the claims that read
+alike. `new_dry_run` picks it while the layer is on; switched off, the output is the same.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..core import layers
 from ..core.findings import Finding, Location, PoolRef
@@ -120,21 +122,13 @@ def dry_run(
     selectors is a `no-matching-device` result naming what each selector excluded; a request
     naming a DeviceClass absent from the input is an SA000 finding and gets no results.
     """
-    run = DryRun(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
+    run = new_dry_run(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
     results = tuple(run.results())
     return DryRunReport(results, tuple(run.findings), run.pools)
 
 
 QUIET = frozenset({Outcome.OK, Outcome.NOT_APPLICABLE})
 """Outcomes that leave nothing to fix: a view of a large run may count them without keeping them."""
-
-PLAN_SHARING = layers.declare(
-    "dry-run-plans",
-    "claims made from one template read alike: candidate matching once per (class and request "
-    "selectors, pool), extraction once per (pool extractors, request, in-scope config contents), "
-    "and one plan of every pool's results per distinct claim request, relabelled per claim",
-)
-
 
 class DryRun:
     """One dry run: every claim request's results on every pool, decided one claim request at a
@@ -153,11 +147,6 @@ class DryRun:
         self._summaries = {ref: to_extraction_pool(pool) for ref, pool in self.pools.items()}
         self._classes = {c.name: c for c in classes}
         self.findings: list[Finding] = []
-        # the plan-sharing layer's state, filled only while it is on
-        self._memo = ExtractionMemo(self._limits.kubernetes_version)
-        self._matches: dict[tuple[object, ...], CandidateMatch] = {}
-        self._plans: dict[tuple[object, ...], _RequestPlan] = {}
-        self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
 
     def results(self) -> Iterator[ExtractionResult]:
         """Every (claim request, pool) result in claim, request and pool order."""
@@ -199,30 +188,15 @@ class DryRun:
                 device_class = by_class.get(request.device_class_name) if request is not None else None
                 for message in plan.selector_messages:
                     # the allocator aborts the pod on the first; every distinct one is reported
-                    self.findings.append(_selector_finding(
-                        claim, message.replace(_CLAIM_MARK, claim.qualified_name), device_class))
+                    self.findings.append(_selector_finding(claim, message, device_class))
                 yield RequestResults(claim.qualified_name, name, plan)
 
-    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None) -> _RequestPlan:
+    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None) -> RequestPlan:
         """Every pool's result for one claim request."""
-        if not PLAN_SHARING.on:
-            return self._decide(claim, name, request, claim.qualified_name)
-        # shared by the claim requests that read alike: same class and selectors (candidates),
-        # same in-scope config contents (extraction); labelled with `_CLAIM_MARK`, relabelled
-        # per claim by `RequestResults`
-        selectors = _selectors_key(request) if self._classes and request is not None else None
-        contents = tuple(self._memo.content(claim, name, driver) for driver in self._drivers)
-        if None in contents:
-            return self._decide(claim, name, request, claim.qualified_name)
-        key = (selectors, name, contents)
-        found = self._plans.get(key)
-        if found is None:
-            found = self._decide(claim, name, request, _CLAIM_MARK)
-            self._plans[key] = found
-        return found
+        return self._decide(claim, name, request, claim.qualified_name)
 
     def _decide(self, claim: ResourceClaim, name: str, request: DeviceRequest | None,
-                label: str) -> _RequestPlan:
+                label: str) -> _Decision:
         """Every pool's result for one claim request, results naming the claim `label`: a
         selector failure, no matching device, or what extraction makes of the claim there."""
         results: list[ExtractionResult] = []
@@ -243,36 +217,21 @@ class DryRun:
                                                     notes=_exclusions(request, survey)))
                     continue
             results.append(self._extract(claim, name, ref))
-        return _RequestPlan.of(results)
+        return _Decision.of(results)
 
     def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
         """Whether `pool` is a candidate for `request`; a non-candidate carries its survey."""
-        version = self._limits.kubernetes_version
-        if not PLAN_SHARING.on:
-            return match_pool(request, self._classes, pool, kubernetes_version=version)
-        key = (_selectors_key(request), pool.ref)  # once per (class and request selectors, pool)
-        match = self._matches.get(key)
-        if match is None:
-            match = match_pool(request, self._classes, pool, kubernetes_version=version)
-            self._matches[key] = match
-        return match
+        return match_pool(request, self._classes, pool, kubernetes_version=self._limits.kubernetes_version)
 
     def _extract(self, claim: ResourceClaim, name: str, ref: PoolRef) -> ExtractionResult:
-        pool = self._summaries[ref]
-        if not PLAN_SHARING.on:
-            return extract(claim, name, pool, kubernetes_version=self._limits.kubernetes_version)
-        return self._memo.extract(claim, name, pool)
+        return extract(claim, name, self._summaries[ref], kubernetes_version=self._limits.kubernetes_version)
 
 
 _BATCH = 64
 """Claim requests decided per GC pause in `DryRun.requests` (the pause is toggled once per batch)."""
 
-_CLAIM_MARK = "\x00claim\x00"
-"""The claim a shared plan's results name (filled in per claim by `RequestResults`)."""
-
-
 @dataclass(frozen=True, slots=True)
-class _RequestPlan:
+class _Decision:
     """Every pool's result for one claim request, and what the views and findings read of them."""
 
     results: tuple[ExtractionResult, ...]
@@ -285,10 +244,34 @@ class _RequestPlan:
     """The distinct selector failures, in pool order (SA003 findings)."""
 
     @classmethod
-    def of(cls, results: Sequence[ExtractionResult]) -> _RequestPlan:
+    def of(cls, results: Sequence[ExtractionResult]) -> _Decision:
         messages = (r.error.message for r in results if r.outcome is Outcome.SELECTOR_ERROR and r.error)
         return cls(tuple(results), tuple((r.pool, r.outcome) for r in results),
                    tuple(r for r in results if r.outcome not in QUIET), tuple(dict.fromkeys(messages)))
+
+
+class RequestPlan(Protocol):
+    """What the views and findings read of one claim request's results on every pool."""
+
+    @property
+    def results(self) -> Iterable[ExtractionResult]:
+        """In pool order."""
+        ...
+
+    @property
+    def outcomes(self) -> tuple[tuple[PoolRef, Outcome], ...]:
+        """Every pool's outcome, in pool order."""
+        ...
+
+    @property
+    def notable(self) -> Iterable[ExtractionResult]:
+        """The results whose outcome is not `QUIET`."""
+        ...
+
+    @property
+    def selector_messages(self) -> tuple[str, ...]:
+        """The distinct selector failures, in pool order (SA003 findings)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -297,7 +280,7 @@ class RequestResults:
 
     claim: str
     request: str
-    _plan: _RequestPlan
+    _plan: RequestPlan
 
     @property
     def outcomes(self) -> tuple[tuple[PoolRef, Outcome], ...]:
@@ -307,18 +290,7 @@ class RequestResults:
 
     def results(self, *, quiet: bool = False) -> Iterator[ExtractionResult]:
         """The results, or with `quiet` only those whose outcome is not `QUIET`."""
-        for result in self._plan.notable if quiet else self._plan.results:
-            yield self._own(result)
-
-    def _own(self, result: ExtractionResult) -> ExtractionResult:
-        """`result` naming this claim (a shared plan's results name the claim that made them)."""
-        if result.claim == self.claim:
-            return result
-        if result.outcome is Outcome.SELECTOR_ERROR and result.error is not None:
-            message = result.error.message.replace(_CLAIM_MARK, self.claim)
-            return ExtractionResult(self.claim, result.request, result.pool, result.outcome,
-                                    error=ExtractionProblem(result.error.kind, message))
-        return relabel(result, self.claim, result.pool)
+        yield from self._plan.notable if quiet else self._plan.results
 
 
 SELECTOR_ERROR_KIND = "selector error"
@@ -343,3 +315,98 @@ def _selector_finding(claim: ResourceClaim, message: str, device_class: DeviceCl
     else:
         location = Location.at(claim.source, (*claim.spec_path, "devices", "requests"), claim.ref)
     return SELECTOR_ERROR.finding(message, location)
+
+
+# -- the speed layer `dry-run-plans` ----------------------------------------------------------
+
+PLAN_SHARING = layers.declare(
+    "dry-run-plans",
+    "claims made from one template read alike: candidate matching once per (class and request "
+    "selectors, pool), extraction once per (pool extractors, request, in-scope config contents), "
+    "and one plan of every pool's results per distinct claim request, relabelled per claim",
+)
+
+
+_CLAIM_MARK = "\x00claim\x00"
+"""The claim a shared plan's results name (filled in per claim by `_ClaimPlan`)."""
+
+
+class PlanSharingDryRun(DryRun):
+    """`DryRun` where claim requests that read alike share one decision.
+
+    Claims made from one template read alike: the same class and request selectors (so the
+    same candidate pools) and the same in-scope config contents (so the same extraction). Each
+    distinct claim request is decided once, its results naming `_CLAIM_MARK`, and every claim
+    that reads so gets that plan relabelled with its own name (`_ClaimPlan`). Candidate
+    matching is kept per (class and request selectors, pool), extraction by content
+    (`ExtractionMemo`).
+    """
+
+    def __init__(self, slices: Sequence[ResourceSlice], claims: Sequence[ResourceClaim],
+                 classes: Sequence[DeviceClass] = (), *, kubernetes_version: KubernetesVersion | None = None,
+                 filters: Filters | None = None) -> None:
+        super().__init__(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)
+        self._memo = ExtractionMemo(self._limits.kubernetes_version)
+        self._matches: dict[tuple[object, ...], CandidateMatch] = {}
+        self._plans: dict[tuple[object, ...], _Decision] = {}
+        self._drivers = tuple(dict.fromkeys(ref.driver for ref in self.pools))
+
+    def _plan(self, claim: ResourceClaim, name: str, request: DeviceRequest | None) -> RequestPlan:
+        selectors = _selectors_key(request) if self._classes and request is not None else None
+        contents = tuple(self._memo.content(claim, name, driver) for driver in self._drivers)
+        if None in contents:  # a config the memo cannot key: decided for this claim alone
+            return super()._plan(claim, name, request)
+        key = (selectors, name, contents)
+        shared = self._plans.get(key)
+        if shared is None:
+            shared = self._plans[key] = self._decide(claim, name, request, _CLAIM_MARK)
+        return _ClaimPlan(shared, claim.qualified_name)
+
+    def _match(self, request: DeviceRequest, pool: Pool) -> CandidateMatch:
+        key = (_selectors_key(request), pool.ref)
+        match = self._matches.get(key)
+        if match is None:
+            match = self._matches[key] = super()._match(request, pool)
+        return match
+
+    def _extract(self, claim: ResourceClaim, name: str, ref: PoolRef) -> ExtractionResult:
+        return self._memo.extract(claim, name, self._summaries[ref])
+
+
+@dataclass(frozen=True, slots=True)
+class _ClaimPlan:
+    """A shared plan as one claim reads it: its results and messages name the claim."""
+
+    shared: _Decision
+    claim: str
+
+    @property
+    def outcomes(self) -> tuple[tuple[PoolRef, Outcome], ...]:
+        return self.shared.outcomes  # the shared object: a view counts it once per sequence
+
+    @property
+    def results(self) -> Iterator[ExtractionResult]:
+        return (self._own(r) for r in self.shared.results)
+
+    @property
+    def notable(self) -> Iterator[ExtractionResult]:
+        return (self._own(r) for r in self.shared.notable)
+
+    @property
+    def selector_messages(self) -> tuple[str, ...]:
+        return tuple(m.replace(_CLAIM_MARK, self.claim) for m in self.shared.selector_messages)
+
+    def _own(self, result: ExtractionResult) -> ExtractionResult:
+        if result.outcome is Outcome.SELECTOR_ERROR and result.error is not None:
+            message = result.error.message.replace(_CLAIM_MARK, self.claim)
+            return ExtractionResult(self.claim, result.request, result.pool, result.outcome,
+                                    error=ExtractionProblem(result.error.kind, message))
+        return relabel(result, self.claim, result.pool)
+
+
+def new_dry_run(slices: Sequence[ResourceSlice], claims: Sequence[ResourceClaim],
+                classes: Sequence[DeviceClass] = (), *, kubernetes_version: KubernetesVersion | None = None,
+                filters: Filters | None = None) -> DryRun:
+    """A dry run, through `PlanSharingDryRun` while `dry-run-plans` is on."""
+    run = PlanSharingDryRun if PLAN_SHARING.on else DryRun
+    return run(slices, claims, classes, kubernetes_version=kubernetes_version, filters=filters)

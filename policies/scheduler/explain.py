@@ -29,11 +29,12 @@ from ..core.findings import PoolRef
 from ..core.limits import limits_for
 from ..model.resources import DeviceRequest, ResourceClaim, ResourceSlice, parse
 from .candidates import CandidateMatch, match_pool, missing_class
+from .claim_steps import Evaluated, Placement, StepResult
 from .extraction import ExtractionResult, Outcome, device_requests
 from .lock_book import LockBook, untracked_reason
 from .locks import DeviceRef, LockStatus, Mode, Reason, render_map
 from .pools import Pool
-from .simulation import Evaluated, Placement, StepResult, try_allocate_pod
+from .simulation import try_allocate_pod
 
 _SELECTOR_ERROR = "selector error (the allocator aborts the pod): "
 

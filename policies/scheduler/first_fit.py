@@ -55,17 +55,7 @@ from .claim_steps import (
     first_reasons,
 )
 from .device_states import Tentative
-from .locks import (
-    DeviceRef,
-    DeviceState,
-    Holder,
-    LockStatus,
-    Mode,
-    Option,
-    PoolFilterVerdict,
-    Reason,
-    Rejection,
-)
+from .locks import DeviceRef, DeviceState, LockStatus, Mode, Option, PoolFilterVerdict, Reason, Rejection
 from .pools import Pool
 
 COUNT_INDEX = layers.declare(
@@ -345,8 +335,6 @@ class _FailedPlacement:
     evaluated: tuple[Evaluated, ...]
     rejected: tuple[RejectionCount, ...]
     failure: Rejection
-    conflicts: int
-    no_keys: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -680,8 +668,7 @@ class FirstFitIndex:
                 self.failures_at = self.states.changed
             known = self.failures.get(remembered)
             if known is not None:
-                self.steps.counters.conflicts += known.conflicts
-                self.steps.counters.no_keys += known.no_keys
+                self.steps.counters.count_rejections(known.rejected)
                 return [], known.evaluated, known.rejected, known.failure
         if self.count_index and self.detail is Detail.COUNTS and wanted_count == 1 and not every:
             counts, examined, options = self._choose(request, pools, verdicts, working, key_of_demand)
@@ -692,9 +679,7 @@ class FirstFitIndex:
             if self.detail is Detail.COUNTS:
                 evaluated = []
         rejected = tuple([RejectionCount(request.name, reason, n) for reason, n in counts.items()])
-        conflicts, no_keys = counts.get(Reason.LOCK_MISMATCH, 0), counts.get(Reason.NO_KEYS_EXTRACTED, 0)
-        self.steps.counters.conflicts += conflicts
-        self.steps.counters.no_keys += no_keys
+        self.steps.counters.count_rejections(rejected)
         viable = len(options)
         if every:
             wanted_count = examined
@@ -703,7 +688,7 @@ class FirstFitIndex:
             if remembered is not None:
                 if len(self.failures) >= _FAILURES_KEPT:
                     self.failures.clear()
-                kept = _FailedPlacement(tuple(evaluated), rejected, failure, conflicts, no_keys)
+                kept = _FailedPlacement(tuple(evaluated), rejected, failure)
                 self.failures[remembered] = kept
                 return [], kept.evaluated, kept.rejected, failure  # the claims failing alike share them
             return [], evaluated, rejected, failure
@@ -713,17 +698,12 @@ class FirstFitIndex:
             verdict = verdicts[option.ref.pool_ref]
             device = self.devices[option.ref]
             wanted = self.steps.demand(device, request, key_of_demand)
-            # a device held whole records no consumption (upstream tracks capacity only for shares)
-            shares = device.allow_multiple_allocations
-            consumed = {} if isinstance(wanted, CapacityProblem) or not shares else wanted
-            holder = Holder(name, request.name, consumed)
             before = option.state  # as `working` has it: this loop changes only other devices
-            after = locks.allocate(before, holder, verdict.affinity, str(option.ref))
+            after = locks.reserve(device, option.ref, before, name, request.name, wanted, verdict.affinity)
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
                 return [], evaluated, rejected, after
             working[option.ref] = after
-            placements.append(Placement(request.name, option.ref, before.status, after.lock,
-                                        reused=before.status is LockStatus.LOCKED))
+            placements.append(Placement.made(request, option.ref, before.status, after))
         return placements, evaluated, rejected, None
 
     def _abort(self, verdicts: Mapping[PoolRef, PoolFilterVerdict], pools: Sequence[Pool]

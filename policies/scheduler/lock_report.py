@@ -114,12 +114,14 @@ class LockReport:
 
 
 def device_locks(book: LockBook, ref: DeviceRef) -> DeviceLocks:
+    """Amounts in the units the slice wrote the capacity in (`80Gi` left `48Gi`), as
+    `simulate` shows consumption."""
     device = book.devices[ref]
     state = book.states[ref]
-    return DeviceLocks(ref, book.node(ref.pool_ref), state, device.allow_multiple_allocations,
-                       {k: c.value for k, c in device.capacity.items()},
-                       {k: render(v) for k, v in state.consumed.items()},
-                       {k: render(v) for k, v in _left(device, state).items()})
+    capacity = {k: c.value for k, c in device.capacity.items()}
+    return DeviceLocks(ref, book.node(ref.pool_ref), state, device.allow_multiple_allocations, capacity,
+                       {k: render(v, capacity.get(k)) for k, v in state.consumed.items()},
+                       {k: render(v, capacity.get(k)) for k, v in _left(device, state).items()})
 
 
 def _left(device: Device, state: DeviceState) -> dict[str, Fraction]:
@@ -136,10 +138,13 @@ def _left(device: Device, state: DeviceState) -> dict[str, Fraction]:
 
 
 def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
+    """A capacity's locked-free sum is written in the units of the first device that adds to
+    it, as apimachinery's `Quantity.Add` takes the format of the first non-zero operand."""
     pool = book.pools[ref]
     states = dict.fromkeys(STATES, 0)
     values: dict[tuple[tuple[str, str], ...], int] = {}
     locked_free: dict[str, Fraction] = {}
+    written: dict[str, str] = {}
     locked_free_devices = 0
     for dref in book.pool_devices(ref):
         state = book.states[dref]
@@ -152,6 +157,8 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
         left = _left(device, state)
         for name, free in left.items():
             locked_free[name] = locked_free.get(name, Fraction(0)) + free
+            if free:
+                written.setdefault(name, device.capacity[name].value)
         if (device.allow_multiple_allocations and not locks.in_use(device, state)
                 and (not left or any(left.values()))):
             locked_free_devices += 1
@@ -159,7 +166,8 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
     ordered = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))
     return PoolLocks(ref, book.node(ref), reason, states,
                      tuple(LockValue(dict(k), n) for k, n in ordered),
-                     {k: render(v) for k, v in sorted(locked_free.items())}, locked_free_devices)
+                     {k: render(v, written.get(k)) for k, v in sorted(locked_free.items())},
+                     locked_free_devices)
 
 
 def totals(book: LockBook) -> Totals:

@@ -66,7 +66,7 @@ class Reason(IdentityEnum):
 _DIAGNOSTICS: Mapping[Reason, Diagnostic] = MappingProxyType(
     {r: Diagnostic(r.value) for r in Reason if r.value in {d.value for d in Diagnostic}})
 """Reason -> its KEP class, made once: every rendered step asks (a failed `Diagnostic(value)`
-lookup raises and catches per call, a third of rendering a 100,000-step summary)."""
+lookup raises and catches per call, a large share of rendering a long summary)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +216,17 @@ def allocate(state: DeviceState, holder: Holder, affinity: Mapping[str, str] | N
     if state.lock != affinity and dict(state.lock or {}) != dict(affinity):
         return Rejection(Reason.LOCK_MISMATCH, mismatch_message(state, affinity, device))
     return state.joined(holder)
+
+
+def reserve(device: Device, ref: DeviceRef, state: DeviceState, claim: str, request: str,
+            wanted: Mapping[str, Fraction] | CapacityProblem, affinity: Mapping[str, str] | None
+            ) -> DeviceState | Rejection:
+    """Reserve of one request on a device Filter passed: `allocate` with the holder it becomes.
+
+    A device held whole records no consumption: upstream tracks capacity only for shares
+    (a device that allows multiple allocations)."""
+    consumed = {} if isinstance(wanted, CapacityProblem) or not device.allow_multiple_allocations else wanted
+    return allocate(state, Holder(claim, request, consumed), affinity, str(ref))
 
 
 def release(state: DeviceState, claim: str) -> DeviceState:

@@ -540,10 +540,7 @@ def replay(
         failure = state.last_failure.get(v)
         label = failure.reason.value if failure else Reason.NO_CANDIDATES.value
         reasons[label] = reasons.get(label, 0) + len(entry.queue)
-    locked, unknown = locks.gauges(state.states)
-    counters = run.counters
-    metrics = LockMetrics(locked, unknown, counters.evaluations, counters.conflicts, counters.no_keys,
-                          counters.reuse)
+    metrics = run.counters.metrics(state.states)
     devices = tuple(run.states.report(ref) for ref in run.states.devices)
     return ReplayReport(
         mode=mode, feature_gate=feature_gate, workload=workload.name, arrivals=len(arrival_list),

@@ -25,17 +25,8 @@ from ..core.gc_pause import gc_paused
 from ..core.limits import KubernetesVersion, Limits, limits_for
 from ..model.resources import Device, DeviceClass, ResourceClaim, ResourceSlice
 from . import locks
-from .claim_steps import (
-    Action,
-    CandidateFilter,
-    ClaimSteps,
-    Detail,
-    Evaluated,
-    Placement,
-    RejectionCount,
-    Step,
-    StepResult,
-)
+from .claim_memos import RememberingClaimSteps
+from .claim_steps import Action, CandidateFilter, ClaimSteps, Detail, Step, StepResult
 from .claims import claim_problems, missing_class_problems
 from .device_states import DeviceReport, DeviceStates
 from .dryrun import Filters, to_extraction_pool
@@ -52,10 +43,9 @@ from .locks import (
 from .pools import build_pools
 
 __all__ = [
-    "Action", "CandidateFilter", "Detail", "DeviceReport", "Evaluated", "Placement", "RejectionCount",
-    "SimulationProblem", "SimulationReport", "SimulationRun", "Step", "StepResult", "check_steps",
-    "default_steps", "device_matches", "new_run", "parse_order", "qualified", "simulate", "start",
-    "try_allocate", "try_allocate_pod",
+    "Action", "CandidateFilter", "Detail", "DeviceReport", "SimulationProblem", "SimulationReport",
+    "SimulationRun", "Step", "StepResult", "check_steps", "default_steps", "device_matches", "new_run",
+    "parse_order", "qualified", "simulate", "start", "try_allocate", "try_allocate_pod",
 ]
 
 
@@ -208,10 +198,7 @@ class SimulationRun:
         return tuple(self._run.states.report(ref) for ref in self._run.states.devices)
 
     def metrics(self) -> LockMetrics:
-        run = self._run
-        locked, unknown = locks.gauges(run.states.states)
-        return LockMetrics(locked, unknown, run.counters.evaluations, run.counters.conflicts,
-                           run.counters.no_keys, run.counters.reuse)
+        return self._run.counters.metrics(self._run.states.states)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -251,7 +238,7 @@ def new_run(
         if pool_ok(ref):  # pools left out by `pools` are not simulated at all
             for device, _ in pool.devices:
                 devices.setdefault(DeviceRef.in_pool(ref, device.name), device)
-    run = ClaimSteps(
+    run = RememberingClaimSteps(
         states=DeviceStates(built, devices),
         summaries={ref: to_extraction_pool(pool) for ref, pool in built.items()},
         claims={c.qualified_name: c for c in claims},
@@ -362,7 +349,7 @@ def try_allocate_pod(book: LockBook, claims: Sequence[str], *, mode: Mode = Mode
     """
     held = {name: set(book.held_by(name)) for name in (*release, *claims) if book.held_by(name)}
     version = book.kubernetes_version or limits_for().kubernetes_version
-    run = ClaimSteps(
+    run = RememberingClaimSteps(
         states=DeviceStates(book.pools, book.devices, book.states, held),
         summaries={ref: book.summary(ref) for ref in book.pools},
         claims=book.claims, mode=mode, feature_gate=book.feature_gate, version=version,

@@ -472,17 +472,6 @@ def test_mutated_multi_document_files_lose_no_document(count: int, data: st.Data
                                  "spec": {"v": i, "s": f"text {i}"}}]
 
 
-def test_documents_that_are_not_objects_and_empty_documents() -> None:
-    text = "---\n- a\n---\n\n---\njust text\n---\n~\n---\nkind: K\n"
-    result = load_text(text)
-    assert messages(result) == [
-        "document is not an object: found a list",
-        "document is not an object: found a scalar ('just text')",
-    ]
-    assert [f.primary.position for f in result.findings] == [Position(2, 1), Position(6, 1)]
-    assert [d.kind for d in result.documents] == ["K"]
-
-
 def test_duplicate_keys_are_reported_and_the_last_value_wins() -> None:
     text = "kind: K\nspec:\n  a: 1\n  b: 2\n  a: 3\n"
     result = load_text(text)
@@ -537,23 +526,28 @@ def test_alias_ratio_follows_the_kubernetes_decoder() -> None:
     assert only_doc(load_text(text)).data["k49"] == {"a": 1, "b": 2}
 
 
-def test_recursive_alias_is_refused() -> None:
-    result = load_text("kind: K\na: &a [1, *a]\n")
-    assert messages(result) == ["recursive YAML alias: a node contains itself"]
-    assert result.documents == []
-
-
-def test_bad_tags_keys_and_merges_are_reported_but_the_document_is_kept() -> None:
-    text = "v: !!int abc\nb: !!bool maybe\n? [x]\n: 1\n1: one\ntrue: t\nm:\n  <<: 3\n"
+@pytest.mark.parametrize(("text", "reported", "kept"), [
+    pytest.param("---\n- a\n---\n\n---\njust text\n---\n~\n---\nkind: K\n",
+                 [("document is not an object: found a list", Position(2, 1)),
+                  ("document is not an object: found a scalar ('just text')", Position(6, 1))],
+                 [{"kind": "K"}], id="not-objects-and-empty-documents-are-dropped"),
+    pytest.param("kind: K\na: &a [1, *a]\n",
+                 [("recursive YAML alias: a node contains itself", Position(2, 4))],
+                 [], id="recursive-alias-is-refused"),
+    pytest.param("v: !!int abc\nb: !!bool maybe\n? [x]\n: 1\n1: one\ntrue: t\nm:\n  <<: 3\n",
+                 [("cannot decode !!str `abc` as a !!int", Position(1, 4)),
+                  ("cannot decode !!str `maybe` as a !!bool", Position(2, 4)),
+                  ("a mapping key must be a string, found a list", Position(3, 3)),
+                  ("merge key (<<) needs a mapping or a list of mappings, found a scalar", Position(8, 7))],
+                 [{"v": "abc", "b": "maybe", "1": "one", "true": "t", "m": {}}],
+                 id="bad-tags-keys-and-merges-keep-the-document"),
+])
+def test_what_cannot_be_decoded_is_reported_where_it_stands_and_the_rest_is_kept(
+    text: str, reported: list[tuple[str, Position]], kept: list[dict[str, Any]]
+) -> None:
     result = load_text(text)
-    assert messages(result) == [
-        "cannot decode !!str `abc` as a !!int",
-        "cannot decode !!str `maybe` as a !!bool",
-        "a mapping key must be a string, found a list",
-        "merge key (<<) needs a mapping or a list of mappings, found a scalar",
-    ]
-    (doc,) = result.documents
-    assert doc.data == {"v": "abc", "b": "maybe", "1": "one", "true": "t", "m": {}}
+    assert [(f.message, f.primary.position) for f in sa000(result)] == reported
+    assert [d.data for d in result.documents] == kept
 
 
 def test_too_deep_nesting_is_a_finding() -> None:

@@ -193,9 +193,9 @@ class _NodeBuilder:
     """Mutable twin of `Node` (the same slots in the same order) used while decoding.
 
     Why: `Node` is frozen, so its generated `__init__` stores each of its 22 fields through
-    `object.__setattr__` (about 2.3 µs a node, the largest single cost of decoding). A builder
-    takes plain slot stores and then becomes a `Node` by `__class__` assignment, which CPython
-    allows between classes with identical slot layouts: about 0.3 µs a node. Only
+    `object.__setattr__`, the largest single cost of decoding. A builder takes plain slot
+    stores, several times cheaper, and then becomes a `Node` by `__class__` assignment, which
+    CPython allows between classes with identical slot layouts. Only
     `_Decoder.expr` turns builders into nodes; no builder escapes this module.
     """
 
@@ -334,7 +334,7 @@ class _Decoder:
     # --- expressions ----------------------------------------------------------------------------
 
     # The loops below read a field's one-byte length inline (the common case) and call `_span`
-    # otherwise: a Python call per field was a fifth of the decoding time. `parent` is the id
+    # otherwise: a Python call per field is a large share of the decoding time. `parent` is the id
     # of the node being built around this one (None for a root).
 
     def expr(self, buf: bytes, pos: int, end: int, parent: int | None) -> Node:

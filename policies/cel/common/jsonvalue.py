@@ -52,6 +52,7 @@ __all__ = [
     "holds_optional",
     "loads_strict",
     "try_decode_k8s_json",
+    "walk_type_name",
 ]
 
 _INT64_MIN = -(1 << 63)
@@ -302,6 +303,27 @@ class Opaque:
 
     type_name: str
     token: object = None
+
+
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (UInt, "uint"), (int, "int"), (float, "double"), (str, "string"), (bytes, "bytes"),
+    (list, "list"), (dict, "map"), (Timestamp, "google.protobuf.Timestamp"),
+    (Duration, "google.protobuf.Duration"), (TypeValue, "type"), (OptionalValue, "optional_type"))
+
+
+def walk_type_name(value: object) -> str | None:
+    """cel-go's `TypeName()` of a value of this model (what error texts print), or None for one
+    it cannot name (an engine value never read, a map key wrapper)."""
+    if value is None:
+        return "null_type"
+    if isinstance(value, bool | BoolKey):
+        return "bool"
+    for cls, name in _TYPE_NAMES:
+        if isinstance(value, cls):
+            return name
+    if isinstance(value, Opaque):
+        return value.type_name
+    return None
 
 
 def timestamp_text(moment: datetime.datetime) -> str:

@@ -294,8 +294,8 @@ class UnboundedCause:
     `operation_id`/`operation_text` the operation whose cost scales with it (`"p-" + object.x`).
 
     Where it stands and how it reads are worked out on first access (then kept): a 10 KiB
-    extractor can have a hundred causes, describing them all was a third of estimating its
-    cost, and SA108 names three. Immutable in effect; compares by its described fields.
+    extractor can have a hundred causes, describing them all would be a large share of
+    estimating its cost, and SA108 names three. Immutable in effect; compares by its described fields.
     """
 
     __slots__ = ("_ast", "_location", "_operation_text", "_text", "node_id", "operation_id",

@@ -12,8 +12,9 @@ on *which* function ran and on the actual argument and result values. cel-go con
 3. cel-go's defaults keyed by overload id (reference §5.4, cel-go v0.26): string/bytes
    traversals (`startsWith`/`endsWith` by the *receiver*), `in` over a list, comparisons and
    (in)equality by the smaller operand, string/bytes concatenation, member `matches` and
-   `contains`; 1 for anything else. (cel-go after mid-2026 prices `startsWith` by its argument
-   and also prices the global `matches(s, re)`; Kubernetes 1.37's cel-go pin is unknown.)
+   `contains`; 1 for anything else. (Newer cel-go prices `startsWith` by its argument,
+   `cel-expr/cel-go#1351`, and also prices the global `matches(s, re)`; Kubernetes 1.37's
+   cel-go pin is unknown.)
 
 The overload id is the one cel-go's planner attaches: the checker's single candidate, or `""` when
 the checker left several candidates (typical for `dyn` arguments); `==`/`!=` always carry

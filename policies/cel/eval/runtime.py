@@ -52,12 +52,12 @@ from ..common.jsonvalue import (
     UInt,
     duration_text,
     timestamp_text,
+    walk_type_name,
 )
 from ..common.wire import int_field, len_field
 from ..k8s_library import python_parameter_kinds, type_values
 from ..k8s_library._types import TAG_FORMAT, TAG_OPTIONAL, TAG_SEMVER
 from .runtime_cost import COST_LIMIT_EXCEEDED, CallSite, track_cost
-from .runtime_library_values import walk_type_name
 from .runtime_steps import literal_key_map_call
 
 __all__ = [

@@ -38,8 +38,8 @@ __all__ = [
 
 MAX_HANDLED_ELEMENTS = 250_000
 """List elements and map entries one call may take plus build. Handing a value to the engine
-and decoding its answer costs one to four microseconds and about 100 bytes per element, so a
-call this large stays within the 1 s CPU ceiling (`call_seconds`) and a few tens of MB."""
+and decoding its answer costs at most `SECONDS_PER_ELEMENT` and about 100 bytes per element,
+so a call this large stays within the 1 s CPU ceiling (`call_seconds`) and a few tens of MB."""
 
 MAX_HANDLED_CHARS = 8_000_000
 """String code points and bytes one call may take plus build: at up to 4 bytes a code point,
@@ -47,8 +47,8 @@ held by the walk, the engine and the decoded result, under 100 MB."""
 
 BULKY_TEXT = 256
 """Strings and bytes shorter than this are not measured: no call on a few of them grows past
-the bounds or takes more than about a tenth of a millisecond, so the CPU clock, read every
-`runtime_steps._CPU_CHECK_EVERY` steps, is overrun by little."""
+the bounds or runs long, so the CPU clock, read every `runtime_steps._CPU_CHECK_EVERY` steps,
+is overrun by little."""
 
 _SCALARS = frozenset({bool, int, float, type(None)})
 
@@ -159,12 +159,19 @@ def output_bound(function: str, values: Sequence[object], elements: int, chars: 
     return bound(values, elements, chars) if bound is not None else None
 
 
-def _limit(values: Sequence[object], index: int) -> int | None:
-    """The count argument at `index` (`replace`, `split`, `findAll`), when it limits."""
-    if len(values) <= index:
-        return None
-    value = values[index]
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+def _limited(count: int, values: Sequence[object], index: int) -> int:
+    """`count`, or the call's count argument at `index` (`replace`, `split`, `findAll`) where
+    that is a non-negative int below it."""
+    limit = values[index] if len(values) > index else None
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
+        return min(count, limit)
+    return count
+
+
+def _text(values: Sequence[object]) -> str | None:
+    """The receiver of a string function, or None where it is not a string."""
+    text = values[0] if values else None
+    return text if type(text) is str else None
 
 
 def _replace(values: Sequence[object], elements: int, chars: int) -> tuple[int, int] | None:
@@ -172,10 +179,7 @@ def _replace(values: Sequence[object], elements: int, chars: int) -> tuple[int, 
         return None
     text, old, new = values[0], values[1], values[2]
     assert isinstance(text, str) and isinstance(old, str) and isinstance(new, str)
-    count = text.count(old) if old else len(text) + 1
-    limit = _limit(values, 3)
-    if limit is not None:
-        count = min(count, limit)
+    count = _limited(text.count(old) if old else len(text) + 1, values, 3)
     return 0, len(text) + count * max(0, len(new) - len(old))
 
 
@@ -189,44 +193,36 @@ def _join(values: Sequence[object], elements: int, chars: int) -> tuple[int, int
 
 
 def _split(values: Sequence[object], elements: int, chars: int) -> tuple[int, int] | None:
-    if len(values) < 2 or type(values[0]) is not str or type(values[1]) is not str:
+    text = _text(values)
+    if text is None or len(values) < 2 or type(values[1]) is not str:
         return None
-    text, separator = values[0], values[1]
-    assert isinstance(text, str) and isinstance(separator, str)
+    separator = values[1]
+    assert isinstance(separator, str)
     pieces = text.count(separator) + 1 if separator else len(text)
-    limit = _limit(values, 2)
-    if limit is not None:
-        pieces = min(pieces, limit)
-    return pieces, len(text)
+    return _limited(pieces, values, 2), len(text)
 
 
 def _find_all(values: Sequence[object], elements: int, chars: int) -> tuple[int, int] | None:
-    if not values or type(values[0]) is not str:
+    text = _text(values)
+    if text is None:
         return None
-    text = values[0]
-    assert isinstance(text, str)
-    matches = len(text) + 1  # a pattern matching the empty string matches between every two
-    limit = _limit(values, 2)
-    if limit is not None:
-        matches = min(matches, limit)
-    return matches, len(text)
+    # a pattern matching the empty string matches between every two characters
+    return _limited(len(text) + 1, values, 2), len(text)
 
 
 def _format(values: Sequence[object], elements: int, chars: int) -> tuple[int, int] | None:
-    if not values or type(values[0]) is not str:
+    text = _text(values)
+    if text is None:
         return None
-    text = values[0]
-    assert isinstance(text, str)
     clauses = text.count("%")
     return 0, (len(text) + clauses * _FORMAT_CLAUSE_CHARS + 6 * chars
                + _RENDERED_SCALAR_CHARS * (elements + 1))
 
 
 def _quote(values: Sequence[object], elements: int, chars: int) -> tuple[int, int] | None:
-    if not values or type(values[0]) is not str:
+    text = _text(values)
+    if text is None:
         return None
-    text = values[0]
-    assert isinstance(text, str)
     if text.isascii() and text.isprintable():
         return 0, len(text) + text.count('"') + text.count("\\") + 2
     return 0, _QUOTED_CHAR_CHARS * len(text) + 2

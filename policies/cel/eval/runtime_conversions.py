@@ -19,7 +19,7 @@ from ..check.validators import parse_go_duration, parse_go_rfc3339
 from ..common.ast import Node, NodeKind
 from ..common.jsonvalue import UInt
 
-__all__ = ["CONVERSION_FUNCTIONS", "conversion_verdict", "folds_conversion"]
+__all__ = ["CONVERSION_FUNCTIONS", "GO_UNCONVERTED", "conversion_verdict", "folds_conversion"]
 
 # cel-go `overloads.IsTypeConversionFunction`: folded when their single argument is constant.
 CONVERSION_FUNCTIONS = frozenset({"bool", "bytes", "double", "duration", "dyn", "int", "string",
@@ -105,16 +105,27 @@ def _double_converts(function: str, value: float) -> bool:
     return 0.0 <= value < float(1 << 64)
 
 
+GO_UNCONVERTED: dict[str, str] = {"int": "bool"}
+"""Conversions cel-cpp has an overload for and cel-go has not, by function: the argument kind
+(cel-go has no `int(bool)`; a bool read from the claim's JSON is `dyn`, so only the value
+tells, and a constant one fails when cel-go plans the program)."""
+
+
 def conversion_verdict(function: str, value: object) -> str | bool | None:
     """cel-go's verdict on the type conversion `function(value)` of a constant.
 
     The error message cel-go gives (`common/types`: a string that does not parse, `type
     conversion error from 'string' to 'int'`; a number out of the target's range, `integer
     overflow` / `unsigned integer overflow` / `timestamp overflow`; bytes that are not UTF-8,
-    `invalid UTF-8 in bytes, cannot convert to string`), None when the conversion succeeds in
+    `invalid UTF-8 in bytes, cannot convert to string`; a kind cel-go has no overload for,
+    `no such overload: int(bool)`), None when the conversion succeeds in
     cel-go, or False when this function does not know (then cel-cpp's verdict stands). Strings
     parse with Go's rules (`strconv`, `time.ParseDuration`, RFC 3339), not cel-cpp's.
     """
+    if isinstance(value, bool):
+        if GO_UNCONVERTED.get(function) == "bool":
+            return f"no such overload: {function}(bool)"
+        return False
     if isinstance(value, str):
         if function not in _CONVERSION_TARGETS:
             return False

@@ -253,7 +253,7 @@ def _index_of_offset(last: bool) -> Native:
 def _library_equality_guard(inner: tuple[Native | None, Guard | None]) -> Native:
     """`lib == dyn(x)`: a Kubernetes library value's `Equal` answers `no such overload` for a
     value of another kind (`cidr(c) == dyn(1)`). A string may be another library value's
-    carrier, so only values no carrier looks like are refused; the rest as before."""
+    carrier, so only values no carrier looks like are refused; the rest go to the inner native."""
     native = inner[0]
 
     def guarded(values: list[object]) -> object | None:
@@ -361,8 +361,8 @@ class CostOutcome:
         a quarter of the CPU ceiling, since the program would redo the engine's share of that
         work where the ceiling cannot stop it; nor after more than
         `PROGRAM_MAX_ITERATIONS` comprehension iterations, since the engine's comprehensions
-        build their lists by copying (time and memory quadratic in the iterations: 1.5 s and
-        3.5 GB for `lists.range(9999).map(x, x)`)."""
+        build their lists by copying (time and memory quadratic in the iterations; figures in
+        docs/performance.md, "Bounded evaluation")."""
         return (self.cpu_seconds <= MAX_CPU_SECONDS / 4
                 and self.iterations <= PROGRAM_MAX_ITERATIONS)
 
@@ -572,9 +572,7 @@ class _Planner:
         receiver = self._library_receiver(n, candidates)
         if receiver is not None:
             guard = _receiver_guard(receiver, guard)
-        if self.kubernetes and (fn == "int" or any(a.id in self.reaching_library_values
-                                                   for a in arg_nodes)):
-            # (`int` also for a bool from the claim's JSON: cel-go has no `int(bool)`)
+        if self.kubernetes and any(a.id in self.reaching_library_values for a in arg_nodes):
             native, guard = guard_library_values(fn, candidates, native, guard)
         return Call(site, args, self.bridge.prepare(site), native, self.kubernetes, guard,
                     shallow=native in _SHALLOW_NATIVES)

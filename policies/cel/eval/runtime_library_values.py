@@ -21,17 +21,16 @@ accepts only their own type. So, as cel-go answers:
   pointer, is never found;
 * `type(v)` is the library type.
 
-One standard-library difference is answered here too, for the same calls (an argument typed
-`dyn`): cel-cpp converts a bool with `int()`, cel-go has no `int(bool)`.
-
 The cost walk computes these answers and marks the run unsafe, so the program (which would
 answer for the carrier) is not consulted.
 """
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
+from typing import Literal
 
 from ..common.ast import CheckedAst, Node, NodeKind
 from ..common.jsonvalue import (
@@ -42,6 +41,7 @@ from ..common.jsonvalue import (
     Timestamp,
     TypeValue,
     UInt,
+    walk_type_name,
 )
 from ..common.types import CelType, TypeKind
 from ..k8s_library import LIBRARIES
@@ -51,7 +51,6 @@ __all__ = [
     "ENGINE_NO_OVERLOAD",
     "LIBRARY_VALUE_TYPES",
     "DefaultingMap",
-    "go_equal",
     "guard_library_values",
     "in_cel_go_words",
     "is_library_value",
@@ -60,6 +59,7 @@ __all__ = [
     "nodes_reaching_library_values",
     "refusal",
     "set_membership",
+    "walk_equal",
 ]
 
 SEMVER = "kubernetes.Semver"
@@ -185,24 +185,6 @@ def _all_plain(values: list[object]) -> bool:
     return all(type(value) in _PLAIN_TYPES for value in values)
 
 
-def walk_type_name(value: object) -> str | None:
-    """cel-go's `TypeName()` of a walk value, or None for a value the walk cannot name."""
-    if value is None:
-        return "null_type"
-    if value is True or value is False:
-        return "bool"
-    simple = ((UInt, "uint"), (int, "int"), (float, "double"), (str, "string"),
-              (bytes, "bytes"), (list, "list"), (dict, "map"),
-              (Timestamp, "google.protobuf.Timestamp"), (Duration, "google.protobuf.Duration"),
-              (TypeValue, "type"), (OptionalValue, "optional_type"))
-    for cls, name in simple:
-        if isinstance(value, cls):
-            return name
-    if isinstance(value, Opaque):
-        return value.type_name
-    return None
-
-
 def _type_name(value: object) -> str:
     """`walk_type_name` as the argument lists of `no such overload` texts print it."""
     return walk_type_name(value) or "dyn"
@@ -211,43 +193,54 @@ def _type_name(value: object) -> str:
 # --- equality -----------------------------------------------------------------------------------
 
 
-def go_equal(a: object, b: object) -> bool | ErrorValue | None:
-    """cel-go's `types.Equal(a, b)` where a library value is involved: true, false or the error
-    `a.Equal(b)` returns; None where the walk cannot tell (an engine value it could not read)."""
+@typing.overload
+def walk_equal(a: object, b: object, *, go_errors: Literal[False] = False) -> bool | None: ...
+
+
+@typing.overload
+def walk_equal(a: object, b: object, *, go_errors: Literal[True]) -> bool | ErrorValue | None: ...
+
+
+@typing.overload
+def walk_equal(a: object, b: object, *, go_errors: bool) -> bool | ErrorValue | None: ...
+
+
+def walk_equal(a: object, b: object, *, go_errors: bool = False) -> bool | ErrorValue | None:
+    """cel-go's `types.Equal(a, b)` on walk values: null equals only null, numbers compare
+    across int, uint and double, lists and maps element-wise, optionals by presence and value,
+    opaque values by type and value (a Semver or Quantity by its library's equality); None
+    where the walk cannot tell (an engine value it could not read).
+
+    With `go_errors`, a Semver or Quantity answers as its `Equal` does (the error `no such
+    overload` against a value of another type), a list or map comparison skips an element
+    comparison that failed (`baseList.Equal` stops only on false), and an unread engine value
+    against a scalar is not known; without it (callers that need a bool) those comparisons are
+    false."""
     if a is None or b is None:
         return a is None and b is None
-    return _equal_method(a, b)
+    return _equal_method(a, b, go_errors)
 
 
-def _equal_method(a: object, b: object) -> bool | ErrorValue | None:
-    """`a.Equal(b)` as cel-go's value types implement it."""
-    if isinstance(a, Opaque) and a.type_name in LIBRARY_VALUE_TYPES:
-        if not isinstance(b, Opaque):
-            return ErrorValue(_NO_SUCH_OVERLOAD)
-        if b.type_name == "unknown":
-            return None
-        if b.type_name != a.type_name:
-            return ErrorValue(_NO_SUCH_OVERLOAD)
-        by_type = equal_by_type(a.type_name, a.token, b.token)
-        return a.token == b.token if by_type is None else by_type
+def _equal_method(a: object, b: object, go_errors: bool) -> bool | ErrorValue | None:
+    """`a.Equal(b)` as cel-go's value types implement it (`walk_equal` without the null rule
+    of `types.Equal`, which `Optional.Equal` does not apply to the values it holds)."""
     if isinstance(a, list):
         if not isinstance(b, list) or len(a) != len(b):
             return False
         for x, y in zip(a, b, strict=True):
-            same = go_equal(x, y)
-            if same is None or same is False:
+            same = walk_equal(x, y, go_errors=go_errors)
+            if _decides(same):
                 return same
-        return True  # an element comparison that failed does not make lists unequal
+        return True
     if isinstance(a, dict):
         if not isinstance(b, dict) or len(a) != len(b):
             return False
-        missing = object()
         for key, value in a.items():
-            other = b.get(key, missing)
-            if other is missing:
+            other = b.get(key, _ABSENT)
+            if other is _ABSENT:
                 return False
-            same = go_equal(value, other)
-            if same is None or same is False:
+            same = walk_equal(value, other, go_errors=go_errors)
+            if _decides(same):
                 return same
         return True
     if isinstance(a, OptionalValue):
@@ -255,16 +248,9 @@ def _equal_method(a: object, b: object) -> bool | ErrorValue | None:
             return False
         if not a.has_value or not b.has_value:
             return a.has_value == b.has_value
-        return _equal_method(a.value, b.value)  # `Optional.Equal` calls the value's `Equal`
-    return _leaf_equal(a, b)
-
-
-def _leaf_equal(a: object, b: object) -> bool | None:
-    """`a.Equal(b)` for a value that is not a library value, list, map or optional."""
+        return _equal_method(a.value, b.value, go_errors)
     if isinstance(a, Opaque) or isinstance(b, Opaque):
-        if "unknown" in (getattr(a, "type_name", None), getattr(b, "type_name", None)):
-            return None
-        return isinstance(a, Opaque) and isinstance(b, Opaque) and a == b
+        return _opaque_equal(a, b, go_errors)
     if type(a) is bool or type(b) is bool:
         return type(a) is type(b) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
@@ -272,16 +258,41 @@ def _leaf_equal(a: object, b: object) -> bool | None:
     return type(a) is type(b) and bool(a == b)
 
 
+_ABSENT = object()
+
+
+def _decides(same: bool | ErrorValue | None) -> bool:
+    """Whether an element comparison decides a list or map comparison: one that is false or
+    unknown does; one that failed is skipped, as cel-go's `baseList.Equal` skips it."""
+    return same is not True and not isinstance(same, ErrorValue)
+
+
+def _opaque_equal(a: object, b: object, go_errors: bool) -> bool | ErrorValue | None:
+    """`a.Equal(b)` where either is an opaque value (and `a` no list, map or optional)."""
+    if go_errors and is_library_value(a) and not (
+            isinstance(b, Opaque) and b.type_name in (getattr(a, "type_name", None), "unknown")):
+        return ErrorValue(_NO_SUCH_OVERLOAD)  # `Semver.Equal` accepts only a Semver
+    if not (isinstance(a, Opaque) and isinstance(b, Opaque)):
+        unread = "unknown" in (getattr(a, "type_name", None), getattr(b, "type_name", None))
+        return None if go_errors and unread else False
+    if "unknown" in (a.type_name, b.type_name):
+        return None
+    if a.type_name != b.type_name:
+        return False
+    by_type = equal_by_type(a.type_name, a.token, b.token)
+    return a.token == b.token if by_type is None else by_type
+
+
 def _equality(function: str) -> Native:
-    """`==`, `!=` or `in` computed with `go_equal` when a library value takes part (None: it
-    does not, or the answer does not depend on it)."""
+    """`==`, `!=` or `in` computed with `walk_equal` (cel-go's errors) when a library value
+    takes part (None: it does not, or the answer does not depend on it)."""
     def native(values: list[object]) -> object | None:
         if len(values) != 2 or not (_holds(values[0]) or _holds(values[1])):
             return None
         lhs, rhs = values
         if function == "@in":
             return _contains(rhs, lhs)
-        same = go_equal(lhs, rhs)
+        same = walk_equal(lhs, rhs, go_errors=True)
         if same is None:
             return None
         if function == "_!=_":
@@ -296,7 +307,7 @@ def _contains(container: object, item: object) -> object | None:
         return ErrorValue(_NO_SUCH_OVERLOAD)
     if isinstance(container, list):
         for element in container:
-            same = _equal_method(item, element) if item is not None else element is None
+            same = _equal_method(item, element, True) if item is not None else element is None
             if same is None:
                 return None
             if same is True:
@@ -466,9 +477,6 @@ def guard_library_values(function: str, candidates: Sequence[str], native: Nativ
     receiver = _receiver_of(candidates)
 
     def answer(values: list[object]) -> object | None:
-        if function == "int" and len(values) == 1 and type(values[0]) is bool:
-            # cel-cpp converts a bool to an int; cel-go has no `int(bool)`
-            return refusal(function, values)
         if receiver is not None and values and not isinstance(values[0], ErrorValue) and not (
                 isinstance(values[0], Opaque) and values[0].type_name == receiver):
             # a library method on another value: the overload's type guard

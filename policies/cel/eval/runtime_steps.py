@@ -50,6 +50,7 @@ from .runtime_bounds import (
     handled_size,
     output_bound,
 )
+from .runtime_conversions import GO_UNCONVERTED
 from .runtime_library_values import (
     DefaultingMap,
     go_type_name,
@@ -57,6 +58,7 @@ from .runtime_library_values import (
     iteration_refusal,
     lister_assertion_panic,
     set_membership,
+    walk_equal,
 )
 
 if TYPE_CHECKING:
@@ -108,7 +110,8 @@ every `_CPU_CHECK_EVERY` steps, and the steps between two reads, plus unwinding,
 within the ceiling the evaluation promises."""
 
 _CPU_CHECK_EVERY = 256
-"""Steps between two looks at the thread's CPU clock (a look costs about a microsecond)."""
+"""Steps between two looks at the thread's CPU clock (a look is a system call, too dear for
+every step)."""
 
 RESULT = "result"
 """`Run.check_call`'s name for the evaluation's result (which every caller converts whole)."""
@@ -134,8 +137,8 @@ class Run:
     def cpu_used(self) -> float:
         """CPU seconds (of this thread) the evaluation has used so far; 0 for one of fewer
         than `_CPU_CHECK_EVERY` steps and no call on a large value (`check_call`), which
-        cannot have used a measurable share of the ceiling (and reading the clock costs a
-        microsecond, a tenth of a typical extractor's evaluation)."""
+        cannot have used a measurable share of the ceiling (and reading the clock is a visible
+        share of a typical extractor's evaluation)."""
         if self.steps < _CPU_CHECK_EVERY and not self.measured:
             return 0.0
         return time.thread_time() - (self.cpu_deadline - MAX_CPU_SECONDS + _CPU_STOP_MARGIN)
@@ -670,6 +673,9 @@ interpretables of their own, and those whose name-level binding is a binary one.
 
 
 _FUNCTION_BINDINGS = frozenset({"string_format"})
+"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
+plans as `evalVarArgs` too."""
+
 _REGEX_FUNCTIONS = frozenset({"matches", "find", "findAll"})
 
 _CONVERSION_SOURCES: dict[str, tuple[type, ...]] = {
@@ -679,16 +685,24 @@ _CONVERSIONS = frozenset({"string", "int", "uint", "double", "bytes", "bool", "t
                           "duration"})
 
 
-def _guarded_conversion(function: str, overload_ids: Sequence[str]) -> tuple[str, str] | None:
-    """(function, the argument kind its single checked overload declares: `int64` for
-    `int64_to_string`) of a conversion, or None. cel-go guards an overload's binding with its
-    declared argument types, so where the checker narrowed a `dyn` value to one overload (it
-    can, through a type parameter: `o.optMap(v, string(v)).orValue('')` types `v` as string)
-    another kind of value is `no such overload`, where cel-cpp dispatches on the value."""
-    if function not in _CONVERSIONS or len(overload_ids) != 1:
+def _guarded_conversion(function: str, overload_ids: Sequence[str]
+                        ) -> tuple[str, str, bool] | None:
+    """(function, an argument kind, whether it is the only kind accepted or a kind refused) of
+    a conversion whose argument cel-go checks where cel-cpp dispatches on the value, or None.
+
+    cel-go guards an overload's binding with its declared argument types, so where the checker
+    narrowed a `dyn` value to one overload (it can, through a type parameter:
+    `o.optMap(v, string(v)).orValue('')` types `v` as string) another kind of value is `no such
+    overload`; and a kind no overload of cel-go's declares (`GO_UNCONVERTED`) is `no such
+    overload` whatever the candidates."""
+    if function not in _CONVERSIONS:
         return None
-    source, sep, _ = overload_ids[0].partition("_to_")
-    return (function, source) if sep and source in _CONVERSION_SOURCES else None
+    if len(overload_ids) == 1:
+        source, sep, _ = overload_ids[0].partition("_to_")
+        if sep and source in _CONVERSION_SOURCES:
+            return function, source, True
+    refused = GO_UNCONVERTED.get(function)
+    return None if refused is None else (function, refused, False)
 
 
 def _has_kind(value: object, kind: str) -> bool:
@@ -716,10 +730,9 @@ def _tracked_argument(overload: str) -> tuple[int, str] | None:
     return None
 
 
-_GO_VALUE_TYPES = ((ErrorValue, "*types.Err"), (bool, "types.Bool"), (UInt, "types.Uint"),
-                   (int, "types.Int"), (float, "types.Double"), (str, "types.String"),
-                   (bytes, "types.Bytes"), (dict, "*types.baseMap"), (list, "*types.baseList"),
-                   (OptionalValue, "*types.Optional"), (type(None), "types.Null"))
+_GO_CONTAINER_TYPES = ((ErrorValue, "*types.Err"), (dict, "*types.baseMap"),
+                       (list, "*types.baseList"))
+"""The Go types of the values `go_type_name` does not name."""
 
 
 def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
@@ -735,13 +748,11 @@ def _tracker_check(tracked: tuple[int, str], values: list[object]) -> None:
     if fits:
         return
     go_type = go_type_name(value) or next(
-        (name for cls, name in _GO_VALUE_TYPES if isinstance(value, cls)), "ref.Val")
+        (name for cls, name in _GO_CONTAINER_TYPES if isinstance(value, cls)), "ref.Val")
     if wanted == "types.Int":  # a concrete type assertion: Go names both types
         raise TrackerPanic(f"internal error: interface conversion: ref.Val is {go_type}, "
                            "not types.Int")
     raise TrackerPanic(lister_assertion_panic(value, go_type))
-"""Two-argument overloads bound with `cel.FunctionBinding` (ext.Strings' `format`), which cel-go
-plans as `evalVarArgs` too."""
 
 
 class Call(PlanStep):
@@ -812,11 +823,14 @@ class Call(PlanStep):
                 return error
             result = error
         else:
-            if self.runtime_type is not None and not _has_kind(values[0], self.runtime_type[1]):
-                mismatch = ErrorValue(f"no such overload: {self.runtime_type[0]}"
-                                      f"({_type_text(values[0])})")
-                rt.charge(self.price(values, mismatch))
-                return mismatch
+            if self.runtime_type is not None:
+                function, source, accepted = self.runtime_type
+                if _has_kind(values[0], source) is not accepted:
+                    # cel-cpp would convert it: the program must not run
+                    rt.unsafe = True
+                    mismatch = ErrorValue(f"no such overload: {function}({_type_text(values[0])})")
+                    rt.charge(self.price(values, mismatch))
+                    return mismatch
             if self.precheck:
                 _precheck_range(rt, values)
                 refused = range_refusal(values)
@@ -993,9 +1007,8 @@ def python_unsafe(value: object) -> bool:
 
     Why so wide: converting an optional for Python corrupts memory (a SIGSEGV some calls
     later, also for an optional inside a list or map), a type value arrives as a binding
-    object our libraries cannot compare, and an engine value the walk itself could not read
-    (`Opaque("unknown")`, e.g. `dyn(optional.none())` before `dyn` was computed here) may be
-    either. Timestamps, durations, uints and library carriers convert faithfully.
+    object our libraries cannot compare, and an engine value the walk itself cannot read
+    (`Opaque("unknown")`) may be either. Timestamps, durations, uints and library carriers convert faithfully.
     """
     if isinstance(value, OptionalValue | TypeValue):
         return True
@@ -1030,55 +1043,6 @@ def optional_guard(signatures: Sequence[Sequence[str]]) -> Guard | None:
     def guard(values: list[object]) -> bool:
         return any(i in kinds and reaches(v, kinds[i]) for i, v in enumerate(values))
     return guard
-
-
-_NUMBERS = (int, float)
-
-
-def walk_equal(a: object, b: object) -> bool | None:
-    """cel-go's `Equal` on walk values (numbers across int, uint and double; lists and maps
-    element-wise; optionals by presence and value; type values by name); None where it
-    cannot tell (an engine value the walk could not read)."""
-    if isinstance(a, Opaque) or isinstance(b, Opaque):
-        if not (isinstance(a, Opaque) and isinstance(b, Opaque)):
-            return False
-        if "unknown" in (a.type_name, b.type_name):
-            return None
-        if a.type_name != b.type_name:
-            return False
-        by_type = equal_by_type(a.type_name, a.token, b.token)
-        return a.token == b.token if by_type is None else by_type
-    if type(a) is bool or type(b) is bool:
-        return type(a) is type(b) and a == b
-    if isinstance(a, _NUMBERS) and isinstance(b, _NUMBERS):
-        return a == b
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return False
-        for x, y in zip(a, b, strict=True):
-            same = walk_equal(x, y)
-            if same is not True:
-                return same
-        return True
-    if isinstance(a, dict) and isinstance(b, dict):
-        if len(a) != len(b):
-            return False
-        missing = object()
-        for key, value in a.items():
-            other = b.get(key, missing)
-            if other is missing:
-                return False
-            same = walk_equal(value, other)
-            if same is not True:
-                return same
-        return True
-    if isinstance(a, OptionalValue) and isinstance(b, OptionalValue):
-        if a.has_value != b.has_value:
-            return False
-        return walk_equal(a.value, b.value) if a.has_value else True
-    if type(a) is not type(b):
-        return False
-    return bool(a == b)
 
 
 def native_index_of(last: bool) -> Native:

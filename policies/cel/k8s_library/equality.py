@@ -20,7 +20,7 @@ The new names are as long as the old ones, so the rename overwrites the name's b
 serialized AST and no enclosing length changes: a byte patch, located by a minimal walk of
 the protobuf wire format (`cel.expr.CheckedExpr`, field numbers from cel-spec).
 
-Not covered (cel-cpp's own structural equality decides, as before): operands typed `dyn`
+Not covered (cel-cpp's own structural equality decides, unpatched): operands typed `dyn`
 (`dyn(quantity("1Ki")) == quantity("1024")`), optionals of these types, and Quantity or
 Semver values nested in a map *key* position or inside a value typed `dyn`.
 """

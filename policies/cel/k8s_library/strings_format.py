@@ -27,15 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..common.jsonvalue import (
-    BoolKey,
-    Duration,
-    Opaque,
-    OptionalValue,
-    Timestamp,
-    TypeValue,
-    UInt,
-)
+from ..common.jsonvalue import BoolKey, Duration, Timestamp, TypeValue, walk_type_name
 from ._types import go_quote, go_quote_bytes
 
 __all__ = [
@@ -180,7 +172,7 @@ MAX_RENDERED_PRECISION = 1000
 Why a bound upstream lacks: cel-go's runtime cost tracker (`interpreter/runtimecost.go`,
 `costCall`) has no case for `string_format`, so it charges the default 1 for the call, and
 Kubernetes' `library/cost.go` adds nothing for it either: `'%.999999999f'.format([-0.0])`
-costs 2 and builds a 1 GB string (42 s, 3.9 GB RSS here). No cost limit stops that, so the
+costs 2 and builds a 1 GB string. No cost limit stops that, so the
 evaluation here refuses such a clause instead (SA208 flags it at lint and admission time).
 """
 
@@ -242,20 +234,8 @@ def _holds_time(value: object) -> bool:
 
 
 def _type_name(value: object) -> str:
-    """cel-go's `TypeName()` of a walk value."""
-    if value is None:
-        return "null_type"
-    if isinstance(value, bool | BoolKey):
-        return "bool"
-    simple = ((UInt, "uint"), (int, "int"), (float, "double"), (str, "string"),
-              (bytes, "bytes"), (list, "list"), (dict, "map"), (TypeValue, "type"),
-              (OptionalValue, "optional_type"))
-    for cls, name in simple:
-        if isinstance(value, cls):
-            return name
-    if isinstance(value, Opaque):
-        return value.type_name
-    return type(value).__name__
+    """cel-go's `TypeName()` of a walk value, else the Python type's name."""
+    return walk_type_name(value) or type(value).__name__
 
 
 def _go_g(value: float) -> str:

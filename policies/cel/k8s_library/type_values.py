@@ -12,7 +12,7 @@ to the function of that type here (a name as long as `type`), which returns the 
 then equal exactly when they name the same type, and never equal to a standard type.
 
 Not covered: `type(x)` where `x` is typed `dyn` but holds a library value (the carrier's own
-type, e.g. `string`, is returned), as before.
+type, e.g. `string`, is returned, as cel-cpp alone answers).
 """
 
 from __future__ import annotations

@@ -121,6 +121,65 @@ def test_prometheus_text_has_the_kep_gauges_and_labelled_series() -> None:
                     (("capacity", "nic.example.com/vfs"), *labels))] == 6
 
 
+MEMORY = "nic.example.com/memory"
+
+
+def with_memory(tmp_path: Path) -> str:
+    """The example cluster with a memory capacity: written `80Gi` on node-1's devices and on
+    node-2/eth0, in plain bytes on node-2/eth1; team-a/a holds 32Gi, team-c/c 16Gi."""
+    written = {("node-1-nic-0", "eth0"): "80Gi", ("node-1-nic-0", "eth1"): "80Gi",
+               ("node-2-nic-0", "eth0"): "80Gi", ("node-2-nic-0", "eth1"): str(80 * 2**30)}
+    held = {"a": "32Gi", "c": "16Gi"}
+    objects = items()
+    for obj in objects:
+        name = obj["metadata"]["name"]
+        for device in obj["spec"].get("devices", []) if obj["kind"] == "ResourceSlice" else []:
+            if (name, device["name"]) in written:
+                device["capacity"][MEMORY] = {"value": written[name, device["name"]],
+                                              "requestPolicy": {"default": "16Gi"}}
+        if obj["kind"] == "ResourceClaim" and name in held:
+            (result,) = obj["status"]["allocation"]["devices"]["results"]
+            result["consumedCapacity"][MEMORY] = held[name]
+    return write(tmp_path, objects)
+
+
+def test_capacities_keep_the_units_the_slice_wrote(tmp_path: Path) -> None:
+    """`80Gi` left after 32Gi is `48Gi` (as `simulate` prints consumption), not 51539607552;
+    a capacity written in bytes stays in bytes, and a decimal one is unchanged."""
+    dump = with_memory(tmp_path)
+    doc = locks_json(dump)
+    devices = by_device(doc)
+    eth0 = devices["node-1/eth0"]
+    assert eth0["capacity"][MEMORY] == "80Gi"
+    assert eth0["consumed"] == {MEMORY: "32Gi", "nic.example.com/vfs": "2"}
+    assert eth0["left"] == {MEMORY: "48Gi", "nic.example.com/vfs": "6"}
+    assert [h["consumed"] for h in eth0["holders"]] == [
+        {MEMORY: "32Gi", "nic.example.com/vfs": "1"}, {"nic.example.com/vfs": "1"}]
+    assert devices["node-1/eth1"]["left"][MEMORY] == "80Gi"
+    assert devices["node-2/eth1"]["left"][MEMORY] == str(80 * 2**30)
+    pools = {p["pool"]["name"]: p["lockedFree"]["capacity"] for p in doc["pools"]}
+    assert pools["node-1"] == {MEMORY: "48Gi", "nic.example.com/vfs": "6"}
+    # 64Gi left on eth0 plus 80Gi written in bytes on eth1: the sum in the first device's units
+    assert pools["node-2"] == {MEMORY: "144Gi", "nic.example.com/vfs": "13"}
+
+    table = run("locks", dump)
+    assert table.code == 0, table.err
+    assert f"{MEMORY} 48Gi/80Gi, nic.example.com/vfs 6/8" in table.out
+    assert f"{MEMORY} 48Gi, nic.example.com/vfs 6" in table.out
+    assert f"{MEMORY} 144Gi, nic.example.com/vfs 13" in table.out
+    assert str(48 * 2**30) not in table.out and str(32 * 2**30) not in table.out
+
+    page = run("locks", dump, "--format", "html")
+    assert page.code == 0, page.err
+    assert f"{MEMORY} 32Gi/80Gi" in page.out and str(32 * 2**30) not in page.out
+
+    # the gauge is a number whatever the units
+    metrics = run("locks", dump, "--format", "prometheus")
+    samples = {(s.name, s.labels.get("capacity"), s.labels.get("pool")): s.value
+               for family in text_string_to_metric_families(metrics.out) for s in family.samples}
+    assert samples[("sharing_affinity_pool_locked_free_capacity", MEMORY, "node-1")] == 48 * 2**30
+
+
 def test_disagreeing_claims_and_missing_devices(tmp_path: Path) -> None:
     objects = items()
     for obj in objects:
@@ -226,6 +285,39 @@ def test_explain_a_missing_class_gives_the_schedulers_reason_on_every_pool(tmp_p
               "(the scheduler leaves the claim pending)")
     assert doc["pools"] and all(not p["candidate"] and p["whyNot"] == reason for p in doc["pools"])
     assert doc["unschedulable"]["message"] == reason
+
+
+def test_explain_names_capacity_in_the_units_the_slice_wrote(tmp_path: Path) -> None:
+    """A request policy's refusal speaks the capacity's units (`72Gi`, `64Gi`), as the
+    not-enough-left message does, never bytes."""
+    memory = "accel.example.com/memory"
+    doc = yaml.safe_load((REPO / "examples" / "memory" / "dump.yaml").read_text())
+    for obj in doc["items"]:
+        for device in obj["spec"].get("devices", []) if obj["kind"] == "ResourceSlice" else []:
+            device["capacity"][memory]["requestPolicy"] = {
+                "validRange": {"min": "8Gi", "step": "8Gi", "max": "64Gi"}}
+    for name, capacity in (("big", {"requests": {memory: "65Gi"}}), ("whole", None)):
+        request = {"deviceClassName": "accel.example.com", **({"capacity": capacity} if capacity else {})}
+        doc["items"].append({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "serving"},
+            "spec": {"devices": {"requests": [{"name": "accel", "exactly": request}], "config": [
+                {"opaque": {"driver": "accel.example.com",
+                            "parameters": {"kind": "ModelConfig", "model": "llama-70b"}}}]}}})
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump(doc))
+    dump = str(tmp_path / "dump.yaml")
+
+    def messages(claim: str) -> set[str]:
+        """Each candidate's rejection, without the device it names first."""
+        found = explain_json(claim, dump)
+        return {r["message"].split(": ", 1)[1] for c in found["candidates"] for r in c["rejections"]}
+
+    assert messages("serving/big") == {"requested 65Gi (rounded to 72Gi) exceeds the policy's maximum 64Gi"}
+    assert messages("serving/whole") == {
+        "the request takes the whole capacity 80Gi, which its request policy does not allow (maximum 64Gi)"}
+    text = run("explain", "serving/big", dump)
+    assert "requested 65Gi (rounded to 72Gi) exceeds the policy's maximum 64Gi" in text.out, text.err
+    assert str(64 * 2**30) not in text.out
 
 
 def test_explain_usage_errors() -> None:

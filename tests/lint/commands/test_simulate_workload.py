@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dra_affinity.policies.scheduler.capacity import amount
+
 from tests.cli import run
 
 WORKLOAD = "examples/capacity/nic-20-subnets.yaml"
@@ -52,6 +54,10 @@ def test_json_report() -> None:
     assert sum(alpha["end"]["lockedByValue"].values()) == alpha["end"]["locked"]
     assert alpha["extractions"] == 20  # one per subnet: the six pools share their extractor
     assert doc["findings"] == []
+    for use in alpha["end"]["capacity"]:  # amounts are Kubernetes quantities, as the slices write them
+        total, in_use, stranded = (amount(use[k]) for k in ("total", "inUse", "stranded"))
+        assert total is not None and in_use is not None and stranded is not None, use
+        assert total >= in_use + stranded >= 0
 
 
 def test_html_goes_to_the_output_file(tmp_path: Path) -> None:

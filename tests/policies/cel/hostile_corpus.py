@@ -59,22 +59,41 @@ for _ in range(DEEP):
 DEEP_OBJECT = {"d": _deep}
 
 
+def on_long_text(name: str, depth: int, body: Callable[[str], str],
+                 **extra: object) -> HostileCase:
+    """`body` on the claim's longest string doubled `depth` times through nested bindings;
+    `extra` adds fields to the claim."""
+    return HostileCase(name, chain("object.s", _double, depth, body), {"s": LONG_TEXT, **extra})
+
+
+def on_shared_list(name: str, body: Callable[[str], str]) -> HostileCase:
+    """`body` on a list of 2**23 integers that nested bindings build by sharing: 22 levels of
+    `[v, v]`."""
+    return HostileCase(name, chain("[1, 2]", _pair, 22, body))
+
+
+_MODEL = "device.attributes['dra.example.com'].model"
+
+
+def on_device_model(name: str, seed: str, step: Callable[[str], str], depth: int,
+                    body: Callable[[str], str]) -> HostileCase:
+    """A device selector: `body` on `seed` (a template of the device's 64-character model
+    attribute) grown by `step` `depth` times."""
+    return HostileCase(name, chain(seed.format(_MODEL), step, depth, body), {"model": "m" * 64},
+                       selector=True)
+
+
 HAND_PICKED: tuple[HostileCase, ...] = (
     # values shared through nested bindings, then walked whole
-    HostileCase("shared-list-result", chain("[1, 2]", _pair, 22, lambda v: v)),
-    HostileCase("shared-list-equality", chain("[1, 2]", _pair, 22, _pick)),
+    on_shared_list("shared-list-result", lambda v: v),
+    on_shared_list("shared-list-equality", _pick),
     HostileCase("shared-map-equality", chain("[1, 2]", lambda v: f"{{'a': {v}, 'b': {v}}}", 22,
                                              _pick)),
-    HostileCase("shared-list-flatten", chain("[1, 2]", _pair, 22,
-                                             lambda v: f"string({v}.flatten(22).size())")),
-    HostileCase("shared-list-format", chain("[1, 2]", _pair, 22,
-                                            lambda v: f"'%s'.format([{v}])")),
-    HostileCase("shared-list-in", chain("[1, 2]", _pair, 22,
-                                        lambda v: f"{v} in [{v}] ? 'a' : 'b'")),
-    HostileCase("shared-list-distinct", chain("[1, 2]", _pair, 22,
-                                              lambda v: f"string({v}.distinct().size())")),
-    HostileCase("shared-list-sets", chain("[1, 2]", _pair, 22,
-                                          lambda v: f"string(sets.contains({v}, {v}))")),
+    on_shared_list("shared-list-flatten", lambda v: f"string({v}.flatten(22).size())"),
+    on_shared_list("shared-list-format", lambda v: f"'%s'.format([{v}])"),
+    on_shared_list("shared-list-in", lambda v: f"{v} in [{v}] ? 'a' : 'b'"),
+    on_shared_list("shared-list-distinct", lambda v: f"string({v}.distinct().size())"),
+    on_shared_list("shared-list-sets", lambda v: f"string(sets.contains({v}, {v}))"),
     HostileCase("shared-map-transform", chain("{'a': 1}", lambda v: f"{{'a': {v}, 'b': {v}}}", 22,
                                               lambda v: f"{v}.transformMap(k, x, x) == {v} ? 'a' : 'b'")),
     HostileCase("mapped-references", chain("lists.range(1000)", lambda v: f"{v}.map(x, {v})", 2,
@@ -82,53 +101,31 @@ HAND_PICKED: tuple[HostileCase, ...] = (
     HostileCase("list-doubling", chain("object.items", _double, 24, lambda v: f"string(size({v}))"),
                 {"items": [1, 2, 3]}),
     # results far larger than their price
-    HostileCase("replace-explosion", chain("object.s", _double, 7,
-                                           lambda v: f"string({v}.replace('a', {v}).size())"),
-                {"s": LONG_TEXT}),
-    HostileCase("replace-empty", chain("object.s", _double, 7,
-                                       lambda v: f"string({v}.replace('', {v}).size())"),
-                {"s": LONG_TEXT}),
-    HostileCase("split-empty", chain("object.s", _double, 6,
-                                     lambda v: f"string({v}.split('').size())"),
-                {"s": LONG_TEXT}),
-    HostileCase("join-references", chain("object.s", _double, 4,
-                                         lambda v: f"lists.range(5000).map(i, {v}).join()"),
-                {"s": LONG_TEXT}),
-    HostileCase("format-references", chain("object.s", _double, 4,
-                                           lambda v: f"'%s%s%s%s%s%s%s%s'.format([{v}, {v}, {v}, "
-                                                     f"{v}, {v}, {v}, {v}, {v}])"),
-                {"s": LONG_TEXT}),
+    on_long_text("replace-explosion", 7, lambda v: f"string({v}.replace('a', {v}).size())"),
+    on_long_text("replace-empty", 7, lambda v: f"string({v}.replace('', {v}).size())"),
+    on_long_text("split-empty", 6, lambda v: f"string({v}.split('').size())"),
+    on_long_text("join-references", 4, lambda v: f"lists.range(5000).map(i, {v}).join()"),
+    on_long_text("format-references", 4,
+                 lambda v: f"'%s%s%s%s%s%s%s%s'.format([{', '.join([v] * 8)}])"),
     HostileCase("format-precision", "lists.range(256).map(i, '%.1000f').join().format("
                                     "lists.range(256).map(i, 1.0e308))"),
     HostileCase("format-huge-precision", "'%.999999999f'.format([1.0])"),
-    HostileCase("quote-long", chain("object.s", _double, 7,
-                                    lambda v: f"strings.quote({v} + '\\u0001')"),
-                {"s": LONG_TEXT}),
-    HostileCase("find-all-empty", chain("object.s", _double, 5,
-                                        lambda v: f"string({v}.findAll('').size())"),
-                {"s": LONG_TEXT}),
+    on_long_text("quote-long", 7, lambda v: f"strings.quote({v} + '\\u0001')"),
+    on_long_text("find-all-empty", 5, lambda v: f"string({v}.findAll('').size())"),
     # parsing huge strings
     HostileCase("quantity-exponent", "string(quantity(object.q).isInteger())",
                 {"q": "1e1000000000"}),
-    HostileCase("quantity-long", chain("object.s", _double, 6,
-                                       lambda v: f"string(isQuantity('1' + {v}.replace('a', '0')))"),
-                {"s": LONG_TEXT}),
-    HostileCase("semver-long", chain("object.s", _double, 6, lambda v: f"string(isSemver({v}))"),
-                {"s": LONG_TEXT}),
-    HostileCase("ip-long", chain("object.s", _double, 6, lambda v: f"string(isIP({v}))"),
-                {"s": LONG_TEXT}),
-    HostileCase("cidr-long", chain("object.s", _double, 6, lambda v: f"string(isCIDR({v}))"),
-                {"s": LONG_TEXT}),
-    HostileCase("url-long", chain("object.s", _double, 6,
-                                  lambda v: f"string(isURL('http://h/' + {v}))"),
-                {"s": LONG_TEXT}),
+    on_long_text("quantity-long", 6,
+                 lambda v: f"string(isQuantity('1' + {v}.replace('a', '0')))"),
+    on_long_text("semver-long", 6, lambda v: f"string(isSemver({v}))"),
+    on_long_text("ip-long", 6, lambda v: f"string(isIP({v}))"),
+    on_long_text("cidr-long", 6, lambda v: f"string(isCIDR({v}))"),
+    on_long_text("url-long", 6, lambda v: f"string(isURL('http://h/' + {v}))"),
     # regular expressions on long input, patterns from the claim
-    HostileCase("regex-long-input", chain("object.s", _double, 7,
-                                          lambda v: f"string({v}.matches(object.re))"),
-                {"s": LONG_TEXT, "re": "(a|aa|aaa|aaaa)*(b|c)" * 40}),
-    HostileCase("find-claim-pattern", chain("object.s", _double, 5,
-                                            lambda v: f"string({v}.findAll(object.re).size())"),
-                {"s": LONG_TEXT, "re": "a?" * 2000}),
+    on_long_text("regex-long-input", 7, lambda v: f"string({v}.matches(object.re))",
+                 re="(a|aa|aaa|aaaa)*(b|c)" * 40),
+    on_long_text("find-claim-pattern", 5, lambda v: f"string({v}.findAll(object.re).size())",
+                 re="a?" * 2000),
     # lists near the cost limit
     HostileCase("range-sum", "string(lists.range(999000).sum())"),
     HostileCase("range-strings", "lists.range(300000).map(x, string(x)).join()"),
@@ -143,18 +140,11 @@ HAND_PICKED: tuple[HostileCase, ...] = (
     HostileCase("range-map", "string(lists.range(9999).map(x, x).size())"),
     HostileCase("selector-range-map", "lists.range(9999).map(x, x).size() > 0", selector=True),
     # device selectors: the same constructions over a device's attributes
-    HostileCase("selector-shared-list",
-                chain("[device.attributes['dra.example.com'].model]", _pair, 22,
-                      lambda v: f"{v} == {v}"),
-                {"model": "m" * 64}, selector=True),
-    HostileCase("selector-replace",
-                chain("device.attributes['dra.example.com'].model", _double, 12,
-                      lambda v: f"{v}.replace('m', {v}).size() > 0"),
-                {"model": "m" * 64}, selector=True),
-    HostileCase("selector-join",
-                chain("device.attributes['dra.example.com'].model", _double, 10,
-                      lambda v: f"lists.range(5000).map(i, {v}).join().size() > 0"),
-                {"model": "m" * 64}, selector=True),
+    on_device_model("selector-shared-list", "[{}]", _pair, 22, lambda v: f"{v} == {v}"),
+    on_device_model("selector-replace", "{}", _double, 12,
+                    lambda v: f"{v}.replace('m', {v}).size() > 0"),
+    on_device_model("selector-join", "{}", _double, 10,
+                    lambda v: f"lists.range(5000).map(i, {v}).join().size() > 0"),
 )
 
 

@@ -191,6 +191,8 @@ def test_format_calls_the_validator_leaves_alone(expr: str) -> None:
     ('int(string(1.5))', "type conversion error from 'string' to 'int'", 4),
     ('double("1e400")', "type conversion error from 'string' to 'double'", 7),
     ('string(b"\\xff")', "invalid UTF-8 in bytes, cannot convert to string", 7),
+    ("string(int(dyn(true)))", "no such overload: int(bool)", 11),  # cel-go has no int(bool)
+    ("int(dyn(false)) + 1", "no such overload: int(bool)", 4),
 ])
 def test_failing_constant_conversions_fail_the_program(expr: str, message: str,
                                                        column: int) -> None:

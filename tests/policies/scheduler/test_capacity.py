@@ -147,3 +147,18 @@ def test_explain_command_takes_the_gate_from_feature_gate(tmp_path: Any) -> None
                        f"DRAFractionalCapacityRange={gate}", "--format", "json")
         assert done.code == 0, done.err
         assert done.json()["schedulable"] is fits, done.json()["verdict"]
+
+
+@pytest.mark.parametrize(("value", "like", "shown"), [
+    (Fraction(16), None, "16"),
+    (Fraction(2000), None, "2k"),  # apimachinery's canonical form of "2000"
+    (Fraction(10**10), "10G", "10G"),
+    (Fraction(1500), None, "1500"),
+    (Fraction(3, 2), None, "1500m"),
+    (Fraction(0), None, "0"),
+    (Fraction(2**35), "80Gi", "32Gi"),
+    (Fraction(2**35 + 1), "80Gi", "34359738369"),
+])
+def test_amounts_read_as_kubernetes_prints_the_quantity(value: Fraction, like: str | None,
+                                                        shown: str) -> None:
+    assert render(value, like) == shown

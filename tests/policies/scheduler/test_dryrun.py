@@ -17,14 +17,14 @@ import yaml
 from dra_affinity.lint.inputs import Objects, load_objects
 from dra_affinity.policies.core.layers import ENV
 from dra_affinity.policies.core.problems import SELECTOR_ERROR
-from dra_affinity.policies.scheduler.dryrun import PLAN_SHARING, QUIET, DryRun
+from dra_affinity.policies.scheduler.dryrun import PLAN_SHARING, QUIET, DryRun, new_dry_run
 from dra_affinity.policies.scheduler.extraction import Outcome
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 def _run(inputs: Objects) -> DryRun:
-    return DryRun(inputs.slices, inputs.claims, inputs.classes)
+    return new_dry_run(inputs.slices, inputs.claims, inputs.classes)
 
 
 def _views(inputs: Objects) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
@@ -108,13 +108,14 @@ def test_the_gc_pause_never_spans_the_callers_code(tmp_path: Path, monkeypatch: 
     inputs = load_objects([str(f) for f in files])
     expected = list(_run(inputs).results())
     planned: list[bool] = []
-    plan = DryRun._plan
+    run_type = type(_run(inputs))  # the plain run, or the plan-sharing layer's
+    plan = run_type._plan
 
     def spy(self: DryRun, *args: Any) -> Any:
         planned.append(gc.isenabled())
         return plan(self, *args)
 
-    monkeypatch.setattr(DryRun, "_plan", spy)
+    monkeypatch.setattr(run_type, "_plan", spy)
     assert gc.isenabled()
     consumer: list[bool] = []
     for _ in _run(inputs).results():

@@ -14,12 +14,11 @@ from typing import Any
 from dra_affinity.policies.core import layers
 from dra_affinity.policies.core.limits import limits_for
 from dra_affinity.policies.model.resources import ResourceClaim, ResourceSlice, parse
-from dra_affinity.policies.scheduler.claim_steps import ClaimSteps
+from dra_affinity.policies.scheduler.claim_steps import ClaimSteps, RejectionCount
 from dra_affinity.policies.scheduler.locks import Mode
 from dra_affinity.policies.scheduler.simulation import (
     Action,
     Detail,
-    RejectionCount,
     SimulationReport,
     Step,
     StepResult,
