@@ -45,6 +45,8 @@ class Measure:
     rss_mb: float
     code: int
     out_bytes: int
+    text: str = ""
+    """What the child printed, when asked to keep it (a benchmark script's own figures)."""
 
 
 @dataclass(slots=True)
@@ -71,8 +73,10 @@ class Row:
         return self.wall / self.size * 1e3 if self.size else 0.0
 
 
-def measure(cmd: Sequence[str], *, cwd: Path | None = None, timeout: float = 900) -> Measure:
-    """Run `cmd`, stdout counted and dropped, stderr discarded; bounded by `timeout`."""
+def measure(cmd: Sequence[str], *, cwd: Path | None = None, timeout: float = 900, keep: bool = False
+            ) -> Measure:
+    """Run `cmd`, stdout counted and dropped (`keep`: returned as text), stderr discarded; bounded
+    by `timeout`."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=subprocess.DEVNULL, cwd=cwd)
@@ -89,7 +93,11 @@ def measure(cmd: Sequence[str], *, cwd: Path | None = None, timeout: float = 900
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         size = out.seek(0, os.SEEK_END)
-    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode, size)
+        text = ""
+        if keep:
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+    return Measure(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode, size, text)
 
 
 def _row(bench: str, case: str, size: int, unit: str, m: Measure, **extra: float | str) -> Row:
@@ -183,6 +191,23 @@ def bench_dryrun(sizes: Sequence[int], tmp: Path) -> list[Row]:
             for n in sizes for options in (("--summary", "--format", "json"), ("--format", "json"))]
 
 
+def bench_replay(sizes: Sequence[int], tmp: Path) -> list[Row]:
+    """The workload replay (what `simulate --workload` runs) on `bench/capacity_bench.py`'s
+    cluster (1,000 shareable NICs in 50 pools, two extractors each): n arrivals of one template
+    over 20 subnets x 4 pkeys, alpha and beta, each in its own process. `replay_cpu` is the
+    replay's own CPU seconds as the script prints them; the row's `cpu s` adds start-up, imports
+    and building the input."""
+    rows = []
+    for n in sizes:
+        for mode in ("alpha", "beta"):
+            m = measure([sys.executable, str(HERE / "capacity_bench.py"), "--one", str(n), mode], keep=True,
+                        timeout=3600)
+            figures = json.loads(m.text) if m.code == 0 and m.text.strip() else {}
+            rows.append(_row("replay", f"workload replay ({mode})", n, "arrivals", m,
+                             replay_cpu=figures.get("cpu", 0.0), placed=figures.get("placed", 0)))
+    return rows
+
+
 def bench_locks(sizes: Sequence[int], tmp: Path) -> list[Row]:
     """The cluster-scale figures over a cluster dump (bench/gen_cluster.py) of n allocated claims on
     n/10 devices in n/200 pools (100,000 claims: 10,000 devices, 500 pools): `locks` and `explain`
@@ -259,6 +284,7 @@ BENCHES: dict[str, Bench] = {
     "lint": Bench(bench_lint, (500,), (2000, 10000)),
     "simulate": Bench(bench_simulate, (1000, 10000), (1000, 10000, 100000)),
     "dry-run": Bench(bench_dryrun, (1000,), (1000, 10000, 100000)),
+    "replay": Bench(bench_replay, (10000,), (10000, 100000)),
     "locks": Bench(bench_locks, (1000,), (1000, 10000, 100000)),
     "cel": Bench(_script("cel_bench.py", "--repeat", "3"), (1,), (1,), sized=False),
     "webhook": Bench(_script("webhook_bench.py", "--requests", "400", "--rounds", "3"), (1,), (1,),
@@ -275,11 +301,17 @@ def _load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+def _ratio(now: float, before: float) -> str:
+    """An earlier figure and this run's over it ("-" when there is none)."""
+    return f"{before:.2f} ({now / before:.2f}x)" if before else "-"
+
+
 def render(rows: Sequence[Row], old: dict[str, dict[str, float]] | None = None) -> str:
     head = ["bench", "case", "size", "wall s", "cpu s", "wall ms/unit", "cpu ms/unit", "RSS MB", "exit",
             "notes"]
     if old is not None:
         head.insert(4, "old wall s")
+        head.insert(6, "old cpu s")
     table = [head]
     for r in rows:
         notes = ", ".join(f"{k} {v}" for k, v in r.extra.items() if k != "output")
@@ -288,10 +320,8 @@ def render(rows: Sequence[Row], old: dict[str, dict[str, float]] | None = None) 
                  str(r.code), notes]
         if old is not None:
             before = old.get(r.key)
-            ratio = "-"
-            if before and before["wall"]:
-                ratio = f"{before['wall']:.2f} ({r.wall / before['wall']:.2f}x)"
-            cells.insert(4, ratio)
+            cells.insert(4, _ratio(r.wall, before["wall"] if before else 0.0))
+            cells.insert(6, _ratio(r.cpu, before["cpu"] if before else 0.0))
         table.append(cells)
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip() for row in table]

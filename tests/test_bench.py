@@ -33,6 +33,17 @@ def test_bench_runs_writes_json_and_compares(tmp_path: Path) -> None:
     assert "old wall s" in again.stdout and "x)" in again.stdout
 
 
+def test_bench_runs_the_workload_replay_and_keeps_its_own_figures(tmp_path: Path) -> None:
+    out = tmp_path / "replay.json"
+    proc = _bench("--quick", "--only", "replay", "--size", "200", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["key"]: r for r in json.loads(out.read_text())["rows"]}
+    assert set(rows) == {"replay/workload replay (alpha)/200", "replay/workload replay (beta)/200"}
+    for row in rows.values():
+        assert row["code"] == 0 and row["unit"] == "arrivals"
+        assert row["extra"]["placed"] == 200 and 0 < row["extra"]["replay_cpu"] <= row["cpu"]
+
+
 def test_the_performance_page_shows_the_command_and_its_options_exist() -> None:
     page = (REPO / "docs" / "performance.md").read_text()
     usage = _bench("--help").stdout

@@ -237,8 +237,9 @@ def total(amounts: Iterable[Amounts]) -> dict[str, Fraction]:
 _ZERO = Fraction(0)
 
 
-def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem | None:
-    """None when `wanted` fits next to what is `consumed` already; else the first capacity short."""
+def short_of(device: Device, consumed: Amounts, wanted: Amounts) -> str | None:
+    """The first capacity of `wanted` that does not fit next to what is `consumed` already (None:
+    it all fits). The question without the sentence: most callers only sort devices by it."""
     for name, value in wanted.items():
         capacity = device.capacity.get(name)
         limit = amount(capacity.value) if capacity is not None else None
@@ -250,7 +251,18 @@ def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem 
         else:
             over = used + value > limit
         if over:
-            like = capacity.value if capacity is not None else None
-            return CapacityProblem(name, f"{name}: {render(used, like)} of {render(limit, like)} consumed, "
-                                         f"the request needs {render(value, like)}")
+            return name
     return None
+
+
+def fits(device: Device, consumed: Amounts, wanted: Amounts) -> CapacityProblem | None:
+    """None when `wanted` fits next to what is `consumed` already; else the first capacity short."""
+    name = short_of(device, consumed, wanted)
+    if name is None:
+        return None
+    like = device.capacity[name].value
+    limit = amount(like)
+    assert limit is not None  # `short_of` skips a capacity whose value does not parse
+    used = consumed.get(name, _ZERO)
+    return CapacityProblem(name, f"{name}: {render(used, like)} of {render(limit, like)} consumed, "
+                                 f"the request needs {render(wanted[name], like)}")

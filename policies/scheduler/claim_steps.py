@@ -284,6 +284,12 @@ class ClaimSteps:
             self.counted[key] = seen | bits
             self.counters.evaluations += evaluations
 
+    def forget(self, claim: str, requests: Iterable[str]) -> None:
+        """Drop what was counted for `claim`'s requests: a workload copy that departed is never
+        placed again, so a long replay keeps only its live copies' counts."""
+        for request in requests:
+            self.counted.pop((claim, request), None)
+
     def precheck(self, pool: Pool) -> PoolFilterVerdict | None:
         """The pool's verdict when no CEL may run (incomplete, gate off, no sharingAffinity)."""
         return locks.pool_precheck(declares_affinity=pool.declares_affinity, complete=pool.complete,
@@ -469,10 +475,10 @@ class ClaimSteps:
         self.states.held, self.counters = held, counters
 
     def commit(self, claim: str, working: Tentative, placements: Sequence[Placement],
-               as_committed: Callable[[DeviceState], DeviceState] = lambda state: state) -> None:
+               as_committed: Callable[[DeviceState], DeviceState] | None = None) -> None:
         """Reserve made final: the claim's tentative states committed, its devices held."""
         for ref, state in working.changes.items():
-            self.states.commit(ref, as_committed(state))
+            self.states.commit(ref, state if as_committed is None else as_committed(state))
         self.states.held[claim] = {p.device for p in placements}
         self.counters.reuse += sum(p.reused for p in placements)
 

@@ -20,7 +20,8 @@ Four speed layers answer the same questions without the walk (with the layer off
 * `simulate-remembered-failures`: a failed request's outcome and the devices' checks,
   reused while no device changed;
 * `simulate-claim-plans`: a claim spec placed under other names (the workload replay's
-  copies) finds its shared verdicts by the spec's identity, without reading its configs again.
+  copies) finds what its copies share (candidate pools, shared verdicts, abort, demand) by the
+  spec's identity, without reading its configs again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from .candidates import (
     missing_class,
     pool_is_candidate,
 )
-from .capacity import CapacityProblem, fits
+from .capacity import CapacityProblem, short_of
 from .claim_steps import (
     ClaimSteps,
     Detail,
@@ -74,8 +75,10 @@ REMEMBERED_FAILURES = layers.declare(
 CLAIM_PLANS = layers.declare(
     "simulate-claim-plans",
     "one claim spec placed again and again under other names (the workload replay's copies of "
-    "a variant) finds its requests' shared verdicts by the spec's identity instead of reading "
-    "its in-scope configs again for every copy (the evaluations still counted per copy)")
+    "a variant) finds what its copies share (whether it needs the search; per request the "
+    "candidate pools, the shared verdicts, the abort among them, the demand) by the spec's "
+    "identity instead of working it out again for every copy (the evaluations still counted "
+    "per copy)")
 
 _IN_USE = ("in-use",)
 _CAPACITY = ("capacity",)
@@ -334,13 +337,27 @@ class _FailedPlacement:
     failure: Rejection
 
 
+@dataclass(frozen=True, slots=True)
+class _CopyPlan:
+    """What placing a copy of one claim spec's (sub-)request reads that stays fixed for the run:
+    the candidate list, the shared verdicts, the rejection among them that aborts the pod and
+    the request's demand key. The spec and the request are held, so their ids stay their own."""
+
+    claim: ResourceClaim
+    request: DeviceRequest
+    pools: list[Pool]
+    shared: _SharedVerdicts
+    abort: Rejection | None
+    demand: str
+
+
 _Checked = tuple[Mapping[PoolRef, PoolFilterVerdict], dict[int, tuple[DeviceState, Evaluated]]]
 
 _CHECKS_KEPT = 256
 """Distinct (verdicts, request, demand) whose device checks are kept at once."""
 
 _PLANS_KEPT = 4096
-"""(claim spec, request, candidate list) whose shared verdicts `CLAIM_PLANS` keeps at once."""
+"""(claim spec, request) whose copy plans `CLAIM_PLANS` keeps at once."""
 
 _FAILURES_KEPT = 64
 """Distinct failed requests remembered at once: with `Detail.DEVICES` each keeps every device
@@ -361,8 +378,10 @@ class FirstFitIndex:
         self.pool_ok = steps.pool_ok
         self.version = steps.version
         self.devices = steps.states.devices
+        known = {ref: ref for ref in self.devices}  # the states' own keys, found by identity
         self.pool_index: dict[PoolRef, _PoolIndex] = {
-            ref: _PoolIndex([(d, DeviceRef(ref.driver, ref.name, d.name)) for d, _ in pool.devices])
+            ref: _PoolIndex([(d, known.get(r, r)) for d, _ in pool.devices
+                             for r in (DeviceRef.in_pool(ref, d.name),)])
             for ref, pool in self.states.pools.items()}
         self.by_demand: dict[str, DeviceRequest] = {}
         """A request of each capacity demand an index was built for (to re-kind a device)."""
@@ -388,23 +407,34 @@ class FirstFitIndex:
         self.failures_at = 0
         self.checked: dict[tuple[int, str, str], _Checked] = {}
         """(id(verdicts), request, demand) -> those verdicts and their devices' checks (`_checked`)."""
-        self.plans: dict[tuple[int, str, int], tuple[ResourceClaim, list[Pool], _SharedVerdicts]] = {}
-        """`CLAIM_PLANS`: (id(claim spec), request, id(cached candidate list)) -> that spec, the
-        list and the request's shared verdicts; at most `_PLANS_KEPT` entries."""
+        self.plans: dict[tuple[int, int], _CopyPlan] = {}
+        """`CLAIM_PLANS`: (id(claim spec), id(its request)) -> the copy plan; at most
+        `_PLANS_KEPT` entries."""
+        self.searched: dict[int, tuple[ResourceClaim, bool]] = {}
+        """`CLAIM_PLANS`: id(claim spec) -> that spec and `_searched`'s answer for it; at most
+        `_PLANS_KEPT` entries."""
         self.remember = self.count_index = self.share = self.plan = True
+        self.layers_read: frozenset[str] | None = None
+        """The set of layers the four flags above were read from (`ClaimSteps.active_layers`)."""
+        self.copy = False
+        """`CLAIM_PLANS` and the claim being placed is a copy of its spec (under another name)."""
         self.states.followers.append(self.follow)
 
     def allocate(self, step: Step, claim: ResourceClaim) -> StepResult | None:
         """The claim placed by first fit, or its failure; None when the search must decide
         (the claim needs it, or first fit could not place a claim of several requests)."""
-        if self._searched(claim):
-            return None
-        # the layers in effect, asked once per claim (the hot paths below run per device)
+        # the layers in effect, read again only when the step's set of layers is another one
+        # (the hot paths below run per device)
         active = self.steps.active_layers
-        self.remember = REMEMBERED_FAILURES.name in active
-        self.count_index = COUNT_INDEX.name in active
-        self.share = SHARED_VERDICTS.name in active
-        self.plan = CLAIM_PLANS.name in active
+        if active is not self.layers_read:
+            self.layers_read = active
+            self.remember = REMEMBERED_FAILURES.name in active
+            self.count_index = COUNT_INDEX.name in active
+            self.share = SHARED_VERDICTS.name in active
+            self.plan = CLAIM_PLANS.name in active
+        self.copy = self.plan and step.claim != claim.qualified_name
+        if self._searched(claim, copy=self.copy):
+            return None
         counters = self.steps.counters
         conflicts, no_keys = counters.conflicts, counters.no_keys
         first = self._first_fit(step, claim)
@@ -423,23 +453,16 @@ class FirstFitIndex:
         if index.spans:
             self._update_spans(ref, state, index)
 
-    def verdicts(self, claim: ResourceClaim, name: str, request: str, pools: list[Pool], shared: bool
-                 ) -> Mapping[PoolRef, PoolFilterVerdict]:
-        """Every candidate pool's verdict for the request, once per distinct content.
+    def _shared(self, claim: ResourceClaim, request: str, pools: list[Pool]) -> _SharedVerdicts | None:
+        """Every candidate pool's verdict for the request, once per distinct content (None when a
+        config in scope cannot be read as content: the claim's verdicts are its own).
 
-        `shared`: `pools` is a cached candidate list (stable for the run), so the verdicts of
-        claims whose in-scope configs read the same can be shared: a claim then pays for a
-        dictionary lookup, not for one verdict per pool. Its evaluations are still counted
-        per (claim, request, pool), as the scheduler performs them.
+        `pools` is a cached candidate list (stable for the run), so the verdicts of claims whose
+        in-scope configs read the same can be shared: a claim then pays for a dictionary
+        lookup, not for one verdict per pool. Its evaluations are still counted per (claim,
+        request, pool), as the scheduler performs them (`_counted`).
         """
         assert self.steps.memo is not None
-        if not shared:
-            return {pool.ref: self.steps.verdict(claim, request, pool, name=name) for pool in pools}
-        planned = None
-        if self.plan and name != claim.qualified_name:  # a copy of a spec placed before
-            planned = self.plans.get((id(claim), request, id(pools)))
-        if planned is not None and planned[0] is claim and planned[1] is pools:
-            return self._counted(name, request, planned[2])
         drivers = self.drivers.get(id(pools))
         if drivers is None:
             drivers = tuple(dict.fromkeys(p.ref.driver for p in pools))
@@ -448,7 +471,7 @@ class FirstFitIndex:
         contents = ((content(claim, request, drivers[0]),) if len(drivers) == 1
                     else tuple(content(claim, request, d) for d in drivers))
         if None in contents:
-            return {pool.ref: self.steps.verdict(claim, request, pool, name=name) for pool in pools}
+            return None
         key = (id(pools), request, contents)
         entry = self.shared_verdicts.get(key)
         if entry is None:
@@ -468,11 +491,7 @@ class FirstFitIndex:
             entry = (verdicts, mask, sum(n for _, n in extracted), tuple(extracted))
             self.shared_verdicts[key] = entry
             self.stable.add(id(verdicts))
-        if self.plan and name != claim.qualified_name:
-            if len(self.plans) >= _PLANS_KEPT:
-                self.plans.clear()
-            self.plans[(id(claim), request, id(pools))] = (claim, pools, entry)
-        return self._counted(name, request, entry)
+        return entry
 
     def _counted(self, name: str, request: str, entry: _SharedVerdicts
                  ) -> Mapping[PoolRef, PoolFilterVerdict]:
@@ -549,12 +568,27 @@ class FirstFitIndex:
         self.steps.commit(step.claim, working, placements)
         return StepResult(step, True, tuple(placements), _joined(evaluated), rejected=_joined(rejected))
 
-    def _searched(self, claim: ResourceClaim) -> bool:
+    def _searched(self, claim: ResourceClaim, *, copy: bool = False) -> bool:
         """The claim needs the allocator's search from the start: constraints, All, admin
         access, or a request whose selectors split a pool (or fail on some device, which only
         the search may reach). Otherwise every device of a candidate pool is a candidate and no
         selector can fail, so first fit over the per-pool indexes is the search's first branch
-        (a claim of several requests it cannot place goes to the search after all)."""
+        (a claim of several requests it cannot place goes to the search after all).
+
+        `copy`: the claim is a copy of a spec placed again and again (`CLAIM_PLANS`): the answer
+        is the spec's, kept by its identity."""
+        if not copy:
+            return self._needs_search(claim)
+        known = self.searched.get(id(claim))
+        if known is not None and known[0] is claim:
+            return known[1]
+        found = self._needs_search(claim)
+        if len(self.searched) >= _PLANS_KEPT:
+            self.searched.clear()
+        self.searched[id(claim)] = (claim, found)
+        return found
+
+    def _needs_search(self, claim: ResourceClaim) -> bool:
         if claim.constraints:
             return True
         for request in claim.requests:
@@ -593,19 +627,37 @@ class FirstFitIndex:
 
         A remembered failure comes back as its own tuples, which a claim failing on that one
         request keeps as they are (`_joined`): its report shares them, rendered once."""
-        try:
-            pools = self.candidate_pools(request)
-        except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
-            return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
-                                         exc.failure.message(name))
-        verdicts = self.verdicts(claim, name, request.name, pools, self.candidate is None and self.share)
-        abort = self._abort(verdicts, pools)
+        copy = self.copy
+        plan = self.plans.get((id(claim), id(request))) if copy else None
+        if plan is not None and plan.claim is claim and plan.request is request:
+            pools, abort, key_of_demand = plan.pools, plan.abort, plan.demand
+            verdicts = self._counted(name, request.name, plan.shared)
+        else:
+            try:
+                pools = self.candidate_pools(request)
+            except SelectorError as exc:  # the allocator aborts the pod, as for a slice error
+                return [], [], [], Rejection(Reason.CEL_EVALUATION_FAILURE,
+                                             exc.failure.message(name))
+            shared = None
+            if self.candidate is None and self.share:
+                shared = self._shared(claim, request.name, pools)
+            if shared is None:
+                verdicts = {pool.ref: self.steps.verdict(claim, request.name, pool, name=name)
+                            for pool in pools}
+            else:
+                verdicts = self._counted(name, request.name, shared)
+            abort = self._abort(verdicts, pools)
+            key_of_demand = demand_key(request)
+            if copy and shared is not None:
+                if len(self.plans) >= _PLANS_KEPT:
+                    self.plans.clear()
+                self.plans[(id(claim), id(request))] = _CopyPlan(claim, request, pools, shared, abort,
+                                                                 key_of_demand)
         if abort is not None:
             return [], [], [], abort
         every = request.allocation_mode == "All"
         wanted_count = 1 if every else max(request.count or 1, 1)
         evaluated: list[Evaluated] = []
-        key_of_demand = demand_key(request)
         remembered: tuple[Hashable, ...] | None = None
         if (self.remember and not working.pools and id(verdicts) in self.stable
                 and self.candidate is None):
@@ -626,7 +678,7 @@ class FirstFitIndex:
             counts, examined = first_reasons(evaluated), len(evaluated)
             if self.detail is Detail.COUNTS:
                 evaluated = []
-        rejected = [RejectionCount(request.name, reason, n) for reason, n in counts.items()]
+        rejected = tuple([RejectionCount(request.name, reason, n) for reason, n in counts.items()])
         self.steps.counters.count_rejections(rejected)
         viable = len(options)
         if every:
@@ -636,7 +688,7 @@ class FirstFitIndex:
             if remembered is not None:
                 if len(self.failures) >= _FAILURES_KEPT:
                     self.failures.clear()
-                kept = _FailedPlacement(tuple(evaluated), tuple(rejected), failure)
+                kept = _FailedPlacement(tuple(evaluated), rejected, failure)
                 self.failures[remembered] = kept
                 return [], kept.evaluated, kept.rejected, failure  # the claims failing alike share them
             return [], evaluated, rejected, failure
@@ -646,7 +698,7 @@ class FirstFitIndex:
             verdict = verdicts[option.ref.pool_ref]
             device = self.devices[option.ref]
             wanted = self.steps.demand(device, request, key_of_demand)
-            before = working[option.ref]
+            before = option.state  # as `working` has it: this loop changes only other devices
             after = locks.reserve(device, option.ref, before, name, request.name, wanted, verdict.affinity)
             if isinstance(after, Rejection):  # Reserve re-check failed: cannot happen sequentially
                 return [], evaluated, rejected, after
@@ -845,12 +897,12 @@ def _kind(device: Device, state: DeviceState, wanted: Mapping[str, Fraction] | C
     """What `locks.check_device` looks at of one device, whatever the pool's verdict."""
     if state.holders and locks.in_use(device, state):
         return _IN_USE
-    if isinstance(wanted, CapacityProblem) or fits(device, state.consumed, wanted) is not None:
+    if isinstance(wanted, CapacityProblem) or short_of(device, state.consumed, wanted) is not None:
         return _CAPACITY
     if state.status is LockStatus.UNRECONSTRUCTABLE:
         return _UNKNOWN
     if state.status is LockStatus.LOCKED:
-        return ("locked", tuple(sorted((state.lock or {}).items())))
+        return ("locked", state.lock_items)
     return _FREE
 
 

@@ -16,13 +16,13 @@ and a dictionary comparison. Orchestration over many claims is
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
 
 from ..core.findings import PoolRef
+from ..core.identity_enum import IdentityEnum
 from ..model.resources import AllocatedDevice, Device
 from .capacity import CapacityProblem, amount, fits
 from .capacity import total as total_amounts
@@ -30,7 +30,7 @@ from .diagnostics import Diagnostic, describe
 from .extraction import ExtractionResult, Outcome
 
 
-class LockStatus(enum.Enum):
+class LockStatus(IdentityEnum):
     """The KEP's `AffinityStatus`, plus the devices for which the scheduler keeps none."""
 
     CLEAN = "clean"
@@ -41,7 +41,7 @@ class LockStatus(enum.Enum):
     or the feature gate is off in the scheduler."""
 
 
-class Reason(enum.Enum):
+class Reason(IdentityEnum):
     """Why one device is not viable for one request. The four KEP classes reuse their names."""
 
     FEATURE_GATE_OFF = "feature gate off"
@@ -95,6 +95,14 @@ class DeviceRef:
     def __str__(self) -> str:
         return f"{self.driver}/{self.pool}/{self.device}"
 
+    @classmethod
+    def in_pool(cls, pool: PoolRef, device: str) -> DeviceRef:
+        """A device of `pool` whose `pool_ref` is that very object: the dictionaries keyed by
+        pools then find it by identity instead of comparing names, lookup after lookup."""
+        ref = cls(pool.driver, pool.name, device)
+        object.__setattr__(ref, "pool_ref", pool)
+        return ref
+
 
 @dataclass(frozen=True, slots=True)
 class Holder:
@@ -125,32 +133,49 @@ class DeviceState:
     holding: tuple[bool, bool] = field(init=False, compare=False, repr=False)
     """(a holder holds the whole device, a holder made here takes what the device allows):
     what `in_use` reads, computed once per state."""
+    lock_items: tuple[tuple[str, str], ...] = field(init=False, compare=False, repr=False)
+    """The lock as sorted (key, value) pairs (empty: no lock), made once per lock: the first-fit
+    index and the replay's snapshots group devices by it after every change."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
         object.__setattr__(self, "holding", _holding(self.holders))
+        object.__setattr__(self, "lock_items", tuple(sorted(self.lock.items())) if self.lock else ())
 
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the
         remaining holders' being summed again (only names a remaining holder consumes are kept)."""
-        kept = tuple(h for h in self.holders if h.claim != claim)
-        gone = total_amounts(h.consumed for h in self.holders if h.claim == claim)
+        kept: list[Holder] = []
+        gone: list[Holder] = []
+        for holder in self.holders:
+            (gone if holder.claim == claim else kept).append(holder)
+        taken = total_amounts(h.consumed for h in gone)
         names = {name for h in kept for name in h.consumed}
-        consumed = {name: value - gone.get(name, Fraction(0))
+        consumed = {name: value - taken[name] if name in taken else value
                     for name, value in self.consumed.items() if name in names}
-        return self._derived(kept, consumed)
+        whole, made_here = self.holding  # a flag no holder had set stays unset without some of them
+        holding = (whole and any(h.shared is False for h in kept),
+                   made_here and any(h.shared is None for h in kept))
+        return self._derived(tuple(kept), consumed, holding)
 
-    def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction]) -> DeviceState:
+    def _derived(self, holders: tuple[Holder, ...], consumed: Mapping[str, Fraction],
+                 holding: tuple[bool, bool] | None = None) -> DeviceState:
         new = object.__new__(DeviceState)
         for name, value in (("status", self.status), ("lock", self.lock), ("holders", holders),
-                            ("reason", self.reason), ("consumed", consumed), ("holding", _holding(holders))):
+                            ("reason", self.reason), ("consumed", consumed),
+                            ("holding", _holding(holders) if holding is None else holding),
+                            ("lock_items", self.lock_items)):
             object.__setattr__(new, name, value)
         return new
 
     def joined(self, holder: Holder) -> DeviceState:
-        """This state with one more holder; the sum is extended, not recomputed over every holder
-        (a device shared by 16 pods is joined and left 100,000s of times in a workload replay)."""
-        return self._derived((*self.holders, holder), total_amounts((self.consumed, holder.consumed)))
+        """This state with one more holder; the sum and the holding flags are extended, not
+        recomputed over every holder (a device shared by 16 pods is joined and left 100,000s of
+        times in a workload replay)."""
+        whole, made_here = self.holding
+        holding = (whole or holder.shared is False, made_here or holder.shared is None)
+        return self._derived((*self.holders, holder), total_amounts((self.consumed, holder.consumed)),
+                             holding)
 
     @property
     def tracked(self) -> bool:
@@ -433,7 +458,7 @@ def first_reason(device: Device, ref: DeviceRef, state: DeviceState, verdict: Po
 # -- device choice ----------------------------------------------------------------------------
 
 
-class Mode(enum.Enum):
+class Mode(IdentityEnum):
     ALPHA = "alpha"
     """First-fit in slice/device order: no affinity-aware preference (the KEP's alpha)."""
     BETA = "beta"

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 import time as wallclock
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,9 +46,9 @@ from ..model.resources import (
 from . import locks
 from .allocator import Entry
 from .candidates import DeviceMatch
-from .capacity import CapacityProblem, amount, fits
+from .capacity import CapacityProblem, amount, short_of
 from .capacity import total as _sums
-from .claim_steps import Action, ClaimSteps, Detail, Step
+from .claim_steps import Action, ClaimSteps, Detail, Step, device_requests
 from .device_states import DeviceReport
 from .locks import (
     DeviceRef,
@@ -236,7 +236,12 @@ class _Replay:
         return result.failure
 
     def release(self, arrival: Arrival) -> list[DeviceRef]:
-        return self.run.states.release(_copy_name(self.variants[arrival.variant], arrival))
+        """A departed copy's devices given back; what was counted for it goes too (its name is
+        its arrival's, never placed again)."""
+        variant = self.variants[arrival.variant]
+        name = _copy_name(variant, arrival)
+        self.run.forget(name, device_requests(variant.claim))
+        return self.run.states.release(name)
 
     # -- waiting claims ---------------------------------------------------------------------
 
@@ -283,7 +288,7 @@ class _Replay:
             if state.status is LockStatus.CLEAN:
                 keys.append((ref.pool_ref, _CLEAN))
             elif state.status is LockStatus.LOCKED:
-                keys.append((ref.pool_ref, lock_key(state.lock)))
+                keys.append((ref.pool_ref, state.lock_items))
             for key in keys:
                 found |= self.wait_index.get(key, set())
         return sorted(found, key=lambda v: self.waiting[v].queue[0])
@@ -316,17 +321,12 @@ def _totals(run_devices: Mapping[DeviceRef, Device], states: Mapping[DeviceRef, 
 def _snapshot(replay: _Replay, now: float, totals: Mapping[DeviceRef, Mapping[str, Fraction]],
               total: Mapping[str, Fraction]) -> Snapshot:
     states = replay.states
-    counts = {status: 0 for status in LockStatus}
-    by_lock: dict[LockKey, int] = {}
-    for state in states.values():
-        counts[state.status] += 1
-        if state.status is LockStatus.LOCKED:
-            key = lock_key(state.lock)
-            by_lock[key] = by_lock.get(key, 0) + 1
+    counts = Counter(state.status for state in states.values())
+    by_lock = Counter(state.lock_items for state in states.values() if state.status is LockStatus.LOCKED)
     by_value = {locks.render_map(dict(k)): n for k, n in by_lock.items()}
     pending = sum(len(w.queue) for w in replay.waiting.values())
     stranded: dict[str, Fraction] = {}
-    used = _sums(states[ref].consumed for ref in totals)
+    used = _sums(consumed for ref in totals if (consumed := states[ref].consumed))  # clean: adds none
     waiting = _waiting_demands(replay) if pending else {}
     for ref, capacity in totals.items() if waiting else ():
         state = states[ref]
@@ -371,13 +371,13 @@ def _stranded(replay: _Replay, ref: DeviceRef, state: DeviceState, waiting: _Wan
         return False
     entry = replay.entry_of[ref]
     device = entry.device
-    held = lock_key(state.lock)
+    held = state.lock_items
     blocked = False
     for _, request, needed in rows:
         if not _matched(replay.run.device_match(request, entry)):
             continue
         amounts = replay.run.demand(device, request)
-        if isinstance(amounts, CapacityProblem) or fits(device, state.consumed, amounts) is not None:
+        if isinstance(amounts, CapacityProblem) or short_of(device, state.consumed, amounts) is not None:
             continue
         if held in needed:
             return False

@@ -237,7 +237,7 @@ def new_run(
     for ref, pool in built.items():
         if pool_ok(ref):  # pools left out by `pools` are not simulated at all
             for device, _ in pool.devices:
-                devices.setdefault(DeviceRef(ref.driver, ref.name, device.name), device)
+                devices.setdefault(DeviceRef.in_pool(ref, device.name), device)
     run = RememberingClaimSteps(
         states=DeviceStates(built, devices),
         summaries={ref: to_extraction_pool(pool) for ref, pool in built.items()},
