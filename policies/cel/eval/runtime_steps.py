@@ -471,7 +471,7 @@ def _qualify(obj: object, key: object, kind: int) -> tuple[bool, object]:
     if not isinstance(key, str | int | float):
         if isinstance(key, ErrorValue):
             return False, key
-        return False, ErrorValue(f"invalid qualifier type: {_type_text(key)}")
+        return False, ErrorValue(f"invalid qualifier type: {_qualifier_type(key)}")
     if isinstance(obj, dict):
         if isinstance(key, float) and obj:
             # a double key of a map literal first (cel-go's `refValMapAccessor.Find`)
@@ -561,6 +561,16 @@ def _key_text(key: object) -> str:
     if key is False:
         return "false"
     return str(int(key)) if isinstance(key, UInt) else str(key)
+
+
+def _qualifier_type(key: object) -> str:
+    """The Go type cel-go prints for a key it builds no qualifier for (`%T`): `types.Duration`,
+    `*types.Optional`, `cel.Quantity`. A null, list or map key prints as its CEL type name: its
+    Go type depends on where it came from (`types.Null` from a literal, `<nil>` from the claim's
+    JSON), which the value does not tell."""
+    if key is None or isinstance(key, list | dict):
+        return _type_text(key)
+    return go_type_name(key) or _type_text(key)
 
 
 def _type_text(value: object) -> str:

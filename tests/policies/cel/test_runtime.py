@@ -152,6 +152,21 @@ def test_missing_key_by_index_is_a_missing_field_too() -> None:
     assert result.error.message.startswith("no such key: nope.")
 
 
+@pytest.mark.parametrize(("key", "go_type"), [  # celoracle's answers
+    ('dyn(duration("1s"))', "types.Duration"),
+    ('dyn(timestamp("2020-01-01T00:00:00Z"))', "types.Timestamp"),
+    ("optional.of(1)", "*types.Optional"),
+    ("dyn(int)", "*types.Type"),
+    ('dyn(b"a")', "types.Bytes"),
+    ('dyn(quantity("1"))', "cel.Quantity"),
+    ('dyn(semver("1.0.0"))', "cel.Semver"),
+])
+def test_a_key_cel_go_builds_no_qualifier_for_names_its_go_type(key: str, go_type: str) -> None:
+    result = ev(f"object.spec[{key}]", NIC)
+    assert result.error is not None and result.error.kind == KIND_FAILED
+    assert result.error.message == f"invalid qualifier type: {go_type}"
+
+
 def test_other_runtime_errors_are_evaluation_failures() -> None:
     result = ev("object.spec.vlan / 0 == 1", NIC)
     assert result.error is not None
