@@ -22,7 +22,7 @@ from .allocator import Entry
 from .candidates import DeviceMatch
 from .capacity import CapacityProblem
 from .claim_steps import ClaimSteps, Evaluated, demand_key
-from .locks import DeviceState, PoolFilterVerdict
+from .locks import DeviceState, PoolFilterVerdict, lock_items
 from .pools import Pool
 
 SELECTOR_MATCHES = layers.declare(
@@ -121,7 +121,7 @@ class RememberingClaimSteps(ClaimSteps):
                      verdict: PoolFilterVerdict, key: str | None = None) -> Evaluated:
         if not self.remember_checks:
             return super().device_check(request, entry, state, verdict, key)
-        affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
+        affinity = lock_items(verdict.affinity) if verdict.affinity is not None else None
         of_demand = demand_key(request) if key is None else key
         check = (entry.position, request.name, of_demand, verdict.tracked, affinity, verdict.rejection)
         found = self.device_checks.get(check)

@@ -47,7 +47,7 @@ from .allocator import (
     visiting_order,
 )
 from .candidates import DeviceMatch, match_device, missing_class
-from .capacity import CapacityProblem, demand, fits
+from .capacity import CapacityProblem, demand, short_of
 from .device_states import DeviceStates, Tentative
 from .diagnostics import Diagnostic
 from .extraction import ExtractionMemo, ExtractionPool, ExtractionResult
@@ -606,7 +606,7 @@ class KepFilterHost:
         if isinstance(wanted, CapacityProblem):
             return False
         state = self.steps.states.states[entry.ref] if committed else self.working[entry.ref]
-        return fits(entry.device, state.consumed, wanted) is None
+        return short_of(entry.device, state.consumed, wanted) is None
 
     def examine(self, request: DeviceRequest, entry: Entry) -> tuple[Rejection, ...]:
         verdict = self.verdict(request, entry.pool)

@@ -167,7 +167,7 @@ _Sig = tuple[bool, "Reason | None", bool, "tuple[tuple[str, str], ...] | None"]
 
 def _signature(verdict: PoolFilterVerdict) -> _Sig:
     rejection = verdict.rejection.reason if verdict.rejection is not None else None
-    affinity = tuple(sorted(verdict.affinity.items())) if verdict.affinity is not None else None
+    affinity = locks.lock_items(verdict.affinity) if verdict.affinity is not None else None
     return verdict.pool_level, rejection, verdict.tracked, affinity
 
 
@@ -920,7 +920,7 @@ def _reason(kind: _Kind, verdict: PoolFilterVerdict) -> Reason | None:
     if verdict.rejection is not None:
         return verdict.rejection.reason
     if (kind[0] == "locked" and verdict.tracked and verdict.affinity is not None
-            and kind[1] != tuple(sorted(verdict.affinity.items()))):
+            and kind[1] != locks.lock_items(verdict.affinity)):
         return Reason.LOCK_MISMATCH
     return None
 

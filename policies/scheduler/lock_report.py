@@ -151,7 +151,7 @@ def pool_locks(book: LockBook, ref: PoolRef) -> PoolLocks:
         states[state.status.value] += 1
         if state.status is not LockStatus.LOCKED:
             continue
-        key = tuple(sorted((state.lock or {}).items()))
+        key = state.lock_items
         values[key] = values.get(key, 0) + 1
         device = book.devices[dref]
         left = _left(device, state)

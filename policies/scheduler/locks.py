@@ -104,6 +104,15 @@ class DeviceRef:
         return ref
 
 
+LockItems = tuple[tuple[str, str], ...]
+
+
+def lock_items(values: Mapping[str, str] | None) -> LockItems:
+    """A lock (or the affinity a claim would set) as sorted (key, value) pairs, empty for none:
+    equal maps give equal keys, so devices and waiting claims can be grouped by it."""
+    return tuple(sorted(values.items())) if values else ()
+
+
 @dataclass(frozen=True, slots=True)
 class Holder:
     """One allocation on a device: a claim's request, and what it consumes."""
@@ -133,14 +142,14 @@ class DeviceState:
     holding: tuple[bool, bool] = field(init=False, compare=False, repr=False)
     """(a holder holds the whole device, a holder made here takes what the device allows):
     what `in_use` reads, computed once per state."""
-    lock_items: tuple[tuple[str, str], ...] = field(init=False, compare=False, repr=False)
+    lock_items: LockItems = field(init=False, compare=False, repr=False)
     """The lock as sorted (key, value) pairs (empty: no lock), made once per lock: the first-fit
     index and the replay's snapshots group devices by it after every change."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "consumed", total_amounts(h.consumed for h in self.holders))
         object.__setattr__(self, "holding", _holding(self.holders))
-        object.__setattr__(self, "lock_items", tuple(sorted(self.lock.items())) if self.lock else ())
+        object.__setattr__(self, "lock_items", lock_items(self.lock))
 
     def without(self, claim: str) -> DeviceState:
         """This state without `claim`'s holders; their consumption is subtracted instead of the

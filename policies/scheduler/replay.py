@@ -53,12 +53,14 @@ from .device_states import DeviceReport
 from .locks import (
     DeviceRef,
     DeviceState,
+    LockItems,
     LockMetrics,
     LockStatus,
     Mode,
     PoolFilterVerdict,
     Reason,
     Rejection,
+    lock_items,
 )
 from .pools import Pool
 from .simulation import new_run
@@ -73,13 +75,6 @@ from .workload import (
 
 DEFAULT_SAMPLES = 100
 """Snapshots taken over a run (evenly spaced in time), for the charts and the peaks."""
-
-LockKey = tuple[tuple[str, str], ...]
-
-
-def lock_key(values: Mapping[str, str] | None) -> LockKey:
-    return tuple(sorted((values or {}).items()))
-
 
 # -- the report -------------------------------------------------------------------------------
 
@@ -265,7 +260,7 @@ class _Replay:
                         continue
                     if verdict.tracked:
                         keys.add((pool.ref, _CLEAN))
-                        keys.add((pool.ref, lock_key(verdict.affinity)))
+                        keys.add((pool.ref, lock_items(verdict.affinity)))
                     else:
                         keys.add((pool.ref, _ANY))
         return tuple(sorted(keys, key=repr))
@@ -343,12 +338,12 @@ def _snapshot(replay: _Replay, now: float, totals: Mapping[DeviceRef, Mapping[st
                     tuple(sorted(by_value.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
-_Wanted = dict[PoolRef, list[tuple[int, DeviceRequest, set[LockKey]]]]
+_Wanted = dict[PoolRef, list[tuple[int, DeviceRequest, set[LockItems]]]]
 
 
 def _waiting_demands(replay: _Replay) -> _Wanted:
     """Per pool: each waiting (template, request) and the locks its waiting variants need there."""
-    out: dict[PoolRef, dict[tuple[int, str], tuple[int, DeviceRequest, set[LockKey]]]] = {}
+    out: dict[PoolRef, dict[tuple[int, str], tuple[int, DeviceRequest, set[LockItems]]]] = {}
     for v in replay.waiting:
         variant = replay.variants[v]
         for request in variant.claim.requests:
@@ -359,7 +354,7 @@ def _waiting_demands(replay: _Replay) -> _Wanted:
                         continue
                     row = out.setdefault(pool.ref, {}).setdefault(
                         (variant.template, sub.name), (variant.template, sub, set()))
-                    row[2].add(lock_key(verdict.affinity))
+                    row[2].add(lock_items(verdict.affinity))
     return {ref: list(rows.values()) for ref, rows in out.items()}
 
 
