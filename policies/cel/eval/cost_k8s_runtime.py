@@ -32,7 +32,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
-from ..common.jsonvalue import Opaque, actual_size
+from ..common.jsonvalue import Opaque, OptionalValue, actual_size
 from ..cost.estimate import (
     LIST_CREATE_BASE_COST,
     MAX_UINT64,
@@ -324,6 +324,12 @@ _KUBERNETES_FUNCTIONS = (_NOMINAL | _TRAVERSAL | _STRING_SCAN | {
     "ip", "ip.isCanonical", "containsIP", "containsCIDR", "validate"})
 
 
+def _library_size(value: object) -> int:
+    """The Kubernetes library's `actualSize`: a sizer's size, else 1. Unlike cel-go's own, it
+    does not look inside an optional (`isSemver(object[?'x'])` pays for a size of 1)."""
+    return 1 if isinstance(value, OptionalValue) else actual_size(value)
+
+
 def kubernetes_call_cost(function: str, overload_id: str, args: Sequence[object], result: object,
                          *, regex_size: RegexSize = format_regex_size) -> int | None:
     """Kubernetes `library.CostEstimator.CallCost`; None when it has no opinion."""
@@ -334,27 +340,27 @@ def kubernetes_call_cost(function: str, overload_id: str, args: Sequence[object]
     if function in _TRAVERSAL:
         return traversal_cost(args[0]) if args else 0
     if function in ("fieldSelector", "labelSelector"):
-        return _selector_cost(actual_size(args[1])) if len(args) >= 2 else None
+        return _selector_cost(_library_size(args[1])) if len(args) >= 2 else None
     if function in _STRING_SCAN:
-        return _ceil_factor(actual_size(args[0]), STRING_TRAVERSAL_COST_FACTOR) if args else None
+        return _ceil_factor(_library_size(args[0]), STRING_TRAVERSAL_COST_FACTOR) if args else None
     if function in ("replace", "split"):
         if not args:
             return None
-        return _ceil2(actual_size(args[0]))
+        return _ceil2(_library_size(args[0]))
     if function == "join":
-        return _ceil2(actual_size(result)) if args else None
+        return _ceil2(_library_size(result)) if args else None
     if function in ("find", "findAll"):
         if len(args) < 2:
             return None
-        return _regex_cost(actual_size(args[0]), actual_size(args[1]))
+        return _regex_cost(_library_size(args[0]), _library_size(args[1]))
     if function == "ip":
         if not args:
             return None
         if overload_id == "cidr_ip":
             return 1
-        return _ceil_factor(actual_size(args[0]), STRING_TRAVERSAL_COST_FACTOR)
+        return _ceil_factor(_library_size(args[0]), STRING_TRAVERSAL_COST_FACTOR)
     if function == "ip.isCanonical":
-        return _ceil2(actual_size(args[0])) if args else None
+        return _ceil2(_library_size(args[0])) if args else None
     if function in ("containsIP", "containsCIDR"):
         return _contains_cost(function, overload_id, args) if len(args) >= 2 else None
     if function == "validate":
@@ -386,7 +392,7 @@ def _regex_cost(string_size: int, regex_size: int) -> int:
 
 
 def _contains_cost(function: str, overload_id: str, args: Sequence[object]) -> int:
-    cidr_size, other_size = actual_size(args[0]), actual_size(args[1])
+    cidr_size, other_size = _library_size(args[0]), _library_size(args[1])
     cost = _ceil_factor(cidr_size + cidr_size, STRING_TRAVERSAL_COST_FACTOR)
     if function == "containsCIDR":
         cost += _ceil_factor(cidr_size, STRING_TRAVERSAL_COST_FACTOR) + 1
@@ -404,7 +410,7 @@ def _validate_cost(args: Sequence[object], regex_size: RegexSize) -> int | None:
     size = regex_size(args[0])
     if size is None:
         return None
-    return _regex_cost(actual_size(args[1]), size)
+    return _regex_cost(_library_size(args[1]), size)
 
 
 def traversal_cost(value: object) -> int:
